@@ -1,0 +1,59 @@
+"""Run a program with libcorral.so preloaded.
+
+Without --plan (and without --dynamic) corral only forwards, which shows its
+bare overhead. Example:
+
+    corral run --plan prog.plan --base jemalloc -- ./prog args
+"""
+
+import argparse
+import os
+import sys
+
+from corral import paths
+from corral.allocators import base_library, preload_value
+from corral.errors import CorralError
+
+
+def add_arguments(p):
+    p.add_argument("--plan", help="plan file written by `corral plan` or `corral optimize`")
+    p.add_argument("--base", default="glibc", choices=["glibc", "jemalloc", "mimalloc"],
+                   help="allocator underneath corral (default: glibc)")
+    p.add_argument("--stats", metavar="DEST",
+                   help="write statistics at exit: 'stderr', or a file path (JSON; %%p is the pid)")
+    p.add_argument("command", nargs=argparse.REMAINDER, help="-- program and arguments")
+
+
+def environment(plan=None, base="glibc", stats=None, extra=None, env=None) -> dict:
+    """The environment that makes a child process run under corral."""
+    env = dict(os.environ if env is None else env)
+    lib = paths.require(paths.RUNTIME_LIB, "libcorral.so")
+    env["LD_PRELOAD"] = preload_value([lib, base_library(base)])
+    if plan:
+        if not os.path.exists(plan):
+            raise CorralError(f"plan file {plan} does not exist")
+        env["CORRAL_PLAN"] = os.path.abspath(plan)
+    if stats:
+        env["CORRAL_STATS"] = stats
+    env.update(extra or {})
+    return env
+
+
+def strip_dashes(command):
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise CorralError("no program given; put it after --, e.g. `corral run -- ./prog args`")
+    return command
+
+
+def run(args) -> int:
+    command = strip_dashes(args.command)
+    env = environment(plan=args.plan, base=args.base, stats=args.stats)
+    sys.stdout.flush()
+    try:
+        os.execvpe(command[0], command, env)
+    except FileNotFoundError:
+        raise CorralError(f"program not found: {command[0]}")
+    except PermissionError:
+        raise CorralError(f"program is not executable: {command[0]}")
