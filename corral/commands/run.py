@@ -7,7 +7,9 @@ bare overhead. Example:
 """
 
 import argparse
+import hashlib
 import os
+import shutil
 import sys
 
 from corral import paths
@@ -17,6 +19,11 @@ from corral.errors import CorralError
 
 def add_arguments(p):
     p.add_argument("--plan", help="plan file written by `corral plan` or `corral optimize`")
+    p.add_argument("--dynamic", action="store_true",
+                   help="no plan: decide pools while the program runs (DPA-style dynamic mode)")
+    p.add_argument("--wrappers-from", metavar="LIB", action="append", default=[],
+                   help="with --dynamic: also look for allocation wrappers in this library "
+                        "(the program and its non-system libraries are always analysed)")
     p.add_argument("--base", default="glibc", choices=["glibc", "jemalloc", "mimalloc"],
                    help="allocator underneath corral (default: glibc)")
     p.add_argument("--stats", metavar="DEST",
@@ -39,6 +46,16 @@ def environment(plan=None, base="glibc", stats=None, extra=None, env=None) -> di
     return env
 
 
+def dynamic_extra(program, wrappers_from=()) -> dict:
+    """Environment for dynamic mode: the switch and the wrapper list of `program`."""
+    from corral.dynamic import wrapperlist
+    key = hashlib.sha1(os.path.realpath(shutil.which(program) or program).encode()).hexdigest()[:16]
+    out = os.path.join(wrapperlist.cache_dir(), f"list-{key}.txt")
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    wrapperlist.write_for(program, out, wrappers_from)
+    return {"CORRAL_DYNAMIC": "1", "CORRAL_WRAPPERS": out}
+
+
 def strip_dashes(command):
     if command and command[0] == "--":
         command = command[1:]
@@ -49,7 +66,10 @@ def strip_dashes(command):
 
 def run(args) -> int:
     command = strip_dashes(args.command)
-    env = environment(plan=args.plan, base=args.base, stats=args.stats)
+    if args.dynamic and args.plan:
+        raise CorralError("--dynamic and --plan exclude each other: dynamic mode needs no plan")
+    extra = dynamic_extra(command[0], args.wrappers_from) if args.dynamic else None
+    env = environment(plan=args.plan, base=args.base, stats=args.stats, extra=extra)
     sys.stdout.flush()
     try:
         os.execvpe(command[0], command, env)
