@@ -1,0 +1,129 @@
+/* Union-find and storage-shape-graph evidence for dynamic mode's merges.
+ * Pure logic; see dynamic_merge.h and docs/dynamic.md ("Merging"). */
+#include "dynamic_merge.h"
+
+#include <string.h>
+
+size_t _corral_dynm_bytes(uint32_t contexts, uint32_t slots) {
+  return 2 * (size_t)contexts * sizeof(uint32_t) + 2 * (size_t)slots * sizeof(dynm_slot_t);
+}
+
+void _corral_dynm_init(dynm_t *m, void *mem, uint32_t contexts, uint32_t slots) {
+  memset(m, 0, sizeof *m);
+  char *p = mem;
+  m->pairs = (dynm_slot_t *)p;  p += (size_t)slots * sizeof(dynm_slot_t);
+  m->fields = (dynm_slot_t *)p; p += (size_t)slots * sizeof(dynm_slot_t);
+  m->parent = (uint32_t *)p;    p += (size_t)contexts * sizeof(uint32_t);
+  m->size = (uint32_t *)p;
+  m->contexts = contexts;
+  m->slots = slots;
+  for (uint32_t i = 0; i < contexts; i++) m->parent[i] = i;
+}
+
+/* ---------------------------------------------------------------------------
+   Union-find
+--------------------------------------------------------------------------- */
+
+uint32_t _corral_dynm_find(const dynm_t *m, uint32_t c) {
+  /* No path compression: readers run concurrently with merges, and merge
+   * chains stay a few links long (a merge always hangs a root under a root). */
+  for (;;) {
+    uint32_t p = __atomic_load_n(&m->parent[c], __ATOMIC_ACQUIRE);
+    if (p == c) return c;
+    c = p;
+  }
+}
+
+static void unite(dynm_t *m, uint32_t into, uint32_t from) {
+  if (m->size[into] != m->size[from]) m->size[into] = DYNM_SIZE_MIXED;
+  __atomic_store_n(&m->parent[from], into, __ATOMIC_RELEASE);
+}
+
+uint32_t _corral_dynm_note_size(dynm_t *m, uint32_t c, uint32_t size) {
+  uint32_t r = _corral_dynm_find(m, c);
+  if (m->size[r] == 0) m->size[r] = size;
+  else if (m->size[r] != size) m->size[r] = DYNM_SIZE_MIXED;
+  return m->size[r];
+}
+
+/* Two pools can merge when both hold objects of one and the same size:
+ * without types, equal size stands in for "same type" (DPA, Sec. 3.2.2). */
+static int same_shape(const dynm_t *m, uint32_t a, uint32_t b) {
+  return a != b && m->size[a] != 0 && m->size[a] != DYNM_SIZE_MIXED && m->size[a] == m->size[b];
+}
+
+/* ---------------------------------------------------------------------------
+   Evidence tables: open addressing, never deleted (stale keys of merged-away
+   roots simply stop being looked up)
+--------------------------------------------------------------------------- */
+
+static dynm_slot_t *slot_for(dynm_t *m, dynm_slot_t *table, uint64_t key) {
+  uint64_t h = key * 0x9e3779b97f4a7c15ull;
+  uint32_t mask = m->slots - 1;
+  for (uint32_t i = 0, at = (uint32_t)(h >> 32) & mask; i < 64; i++, at = (at + 1) & mask) {
+    if (table[at].key == key) return &table[at];
+    if (table[at].key == 0) {
+      table[at].key = key;
+      return &table[at];
+    }
+  }
+  m->dropped++;
+  return NULL;
+}
+
+static int merge(dynm_t *m, uint32_t a, uint32_t b, int type, uint32_t evidence, dynm_merge_t *out) {
+  /* The older context (smaller id) keeps its pool: it has the most objects
+   * in it already, and later allocations of both join them. */
+  uint32_t into = a < b ? a : b, from = a < b ? b : a;
+  unite(m, into, from);
+  out->into = into;
+  out->from = from;
+  out->type = type;
+  out->evidence = evidence;
+  return 1;
+}
+
+static int observe_link(dynm_t *m, uint32_t a, uint32_t b, dynm_merge_t *out) {
+  uint32_t lo = a < b ? a : b, hi = a < b ? b : a;
+  dynm_slot_t *s = slot_for(m, m->pairs, ((uint64_t)lo << 32 | hi) + 1);
+  if (!s) return 0;
+  if (++s->count[0] < DYNM_EVIDENCE) return 0;
+  return merge(m, a, b, 1, s->count[0], out);
+}
+
+static int observe_field(dynm_t *m, uint32_t src, uint32_t offset, uint32_t dst, dynm_merge_t *out) {
+  dynm_slot_t *s = slot_for(m, m->fields, ((uint64_t)src << 32 | offset) + 1);
+  if (!s) return 0;
+  /* Slots may name pools that were merged since: fold them first. */
+  for (int k = 0; k < 2; k++)
+    if (s->count[k]) s->dst[k] = _corral_dynm_find(m, s->dst[k]);
+  if (s->count[1] && s->dst[0] == s->dst[1]) {
+    s->count[0] += s->count[1];
+    s->count[1] = 0;
+  }
+  int k;
+  if (s->count[0] && s->dst[0] == dst) k = 0;
+  else if (s->count[1] && s->dst[1] == dst) k = 1;
+  else if (!s->count[0]) k = 0;
+  else if (!s->count[1]) k = 1;
+  else return 0;                /* a third pool behind one field: wait for the first two to settle */
+  s->dst[k] = dst;
+  s->count[k]++;
+  uint32_t both = s->count[0] + s->count[1];
+  if (!s->count[1] || s->count[0] < DYNM_EVIDENCE / 2 || s->count[1] < DYNM_EVIDENCE / 2 ||
+      both < DYNM_EVIDENCE || !same_shape(m, s->dst[0], s->dst[1]))
+    return 0;
+  int merged = merge(m, s->dst[0], s->dst[1], 2, both, out);
+  s->dst[1] = s->dst[0] = out->into;
+  s->count[0] = both;
+  s->count[1] = 0;
+  return merged;
+}
+
+int _corral_dynm_observe(dynm_t *m, uint32_t src, uint32_t offset, uint32_t dst, dynm_merge_t *out) {
+  if (src >= m->contexts || dst >= m->contexts) return 0;
+  src = _corral_dynm_find(m, src);
+  dst = _corral_dynm_find(m, dst);
+  if (src != dst && same_shape(m, src, dst) && observe_link(m, src, dst, out)) return 1;
+  return observe_field(m, src, offset, dst, out);
+}

@@ -1,0 +1,187 @@
+/* Wrapper list parser (format: docs/formats.md, "Wrapper list, version 1").
+ * Pure: no malloc, no globals, no output; see dynamic_wrappers.h. */
+#include "dynamic_wrappers.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------------
+   Lines and tokens
+--------------------------------------------------------------------------- */
+
+static int is_blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+
+/* Next space-separated token of *s, NUL-terminated in place; NULL at the end. */
+static char *next_token(char **s) {
+  char *p = *s;
+  while (is_blank(*p)) p++;
+  if (*p == 0) return NULL;
+  char *start = p;
+  while (*p && !is_blank(*p)) p++;
+  if (*p) *p++ = 0;
+  *s = p;
+  return start;
+}
+
+static int parse_uint(const char *s, int base, uintptr_t *out) {
+  if (!*s) return -1;
+  uintptr_t v = 0;
+  for (; *s; s++) {
+    int d;
+    if (*s >= '0' && *s <= '9') d = *s - '0';
+    else if (base == 16 && *s >= 'a' && *s <= 'f') d = *s - 'a' + 10;
+    else if (base == 16 && *s >= 'A' && *s <= 'F') d = *s - 'A' + 10;
+    else return -1;
+    if (v > (UINTPTR_MAX - (uintptr_t)d) / (uintptr_t)base) return -1;
+    v = v * (uintptr_t)base + (uintptr_t)d;
+  }
+  *out = v;
+  return 0;
+}
+
+/* "IDX+0xLO..0xHI" */
+static int parse_site(char *s, uint32_t *module, uintptr_t *lo, uintptr_t *hi) {
+  char *plus = strchr(s, '+');
+  char *dots = strstr(s, "..");
+  if (!plus || !dots || dots < plus) return -1;
+  *plus = 0;
+  *dots = 0;
+  char *a = plus + 1, *b = dots + 2;
+  uintptr_t idx;
+  if (parse_uint(s, 10, &idx) || idx >= DYNW_MAX_MODULES) return -1;
+  if (strncmp(a, "0x", 2) || strncmp(b, "0x", 2)) return -1;
+  if (parse_uint(a + 2, 16, lo) || parse_uint(b + 2, 16, hi) || *lo >= *hi) return -1;
+  *module = (uint32_t)idx;
+  return 0;
+}
+
+size_t _corral_dynw_count(const char *text, size_t len) {
+  size_t n = 0;
+  const char *end = text + len;
+  for (const char *p = text; p < end;) {
+    if ((size_t)(end - p) >= 8 && memcmp(p, "wrapper ", 8) == 0) n++;
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    if (!nl) break;
+    p = nl + 1;
+  }
+  return n;
+}
+
+/* ---------------------------------------------------------------------------
+   Parser
+--------------------------------------------------------------------------- */
+
+#define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); return -1; } while (0)
+
+int _corral_dynw_parse(char *text, size_t len, dynw_list_t *list, char *err, size_t errlen) {
+  if (len > DYNW_MAX_BYTES) FAIL("larger than %u bytes", DYNW_MAX_BYTES);
+  memset(list->modules, 0, sizeof list->modules);
+  list->module_count = 0;
+  list->count = 0;
+  int seen_magic = 0, seen_end = 0;
+  unsigned lineno = 0;
+  char *end = text + len;
+  for (char *line = text; line < end && !seen_end;) {
+    char *nl = memchr(line, '\n', (size_t)(end - line));
+    if (!nl) nl = end;          /* last line without newline: still a line */
+    else *nl = 0;
+    char *rest = line;
+    line = nl + 1;
+    lineno++;
+    if (memchr(rest, 0, (size_t)(nl - rest)) != NULL) FAIL("line %u: NUL byte", lineno);
+    if (*rest == '#') continue;
+    char *kind = next_token(&rest);
+    if (!kind) continue;
+    if (!seen_magic) {
+      char *version = next_token(&rest);
+      if (strcmp(kind, "corral-wrappers") != 0) FAIL("not a wrapper list");
+      if (!version || strcmp(version, "1") != 0) FAIL("version %s not supported", version ? version : "?");
+      seen_magic = 1;
+    } else if (strcmp(kind, "module") == 0) {
+      char *idx_s = next_token(&rest), *bid = next_token(&rest);
+      while (is_blank(*rest)) rest++;
+      uintptr_t idx;
+      if (!idx_s || !bid || !*rest) FAIL("line %u: module needs INDEX BUILDID PATH", lineno);
+      if (parse_uint(idx_s, 10, &idx) || idx >= DYNW_MAX_MODULES) FAIL("line %u: module index out of range", lineno);
+      dynw_module_t *m = &list->modules[idx];
+      if (m->path) FAIL("line %u: module %u given twice", lineno, (unsigned)idx);
+      m->buildid = strcmp(bid, "-") == 0 ? NULL : bid;
+      char *tail = rest + strlen(rest);
+      while (tail > rest && is_blank(tail[-1])) *--tail = 0;
+      m->path = rest;
+      if (idx + 1 > list->module_count) list->module_count = (unsigned)idx + 1;
+    } else if (strcmp(kind, "wrapper") == 0) {
+      char *site = next_token(&rest), *name = next_token(&rest);
+      dynw_range_t r;
+      if (!site || !name) FAIL("line %u: wrapper needs SITE NAME", lineno);
+      if (parse_site(site, &r.module, &r.lo, &r.hi)) FAIL("line %u: bad site", lineno);
+      if (!list->modules[r.module].path) FAIL("line %u: module %u not declared", lineno, r.module);
+      if (list->count >= list->capacity) FAIL("more than %zu wrappers", list->capacity);
+      r.name = strcmp(name, "-") == 0 ? NULL : name;
+      list->ranges[list->count++] = r;
+    } else if (strcmp(kind, "end") == 0) {
+      seen_end = 1;
+    } else {
+      FAIL("line %u: unknown record '%s'", lineno, kind);
+    }
+  }
+  if (!seen_magic) FAIL("empty");
+  if (!seen_end) FAIL("truncated (no 'end')");
+  return 0;
+}
+
+/* ---------------------------------------------------------------------------
+   Relocation result and lookup
+--------------------------------------------------------------------------- */
+
+/* Heapsort by lo: qsort may call malloc, which is us. */
+static void sift(dynw_range_t *a, size_t root, size_t n) {
+  for (;;) {
+    size_t child = 2 * root + 1;
+    if (child >= n) return;
+    if (child + 1 < n && a[child + 1].lo > a[child].lo) child++;
+    if (a[root].lo >= a[child].lo) return;
+    dynw_range_t t = a[root]; a[root] = a[child]; a[child] = t;
+    root = child;
+  }
+}
+
+size_t _corral_dynw_view_size(const dynw_list_t *list) {
+  return sizeof(dynw_view_t) + list->count * sizeof(dynw_range_t);
+}
+
+size_t _corral_dynw_publish(dynw_list_t *list, dynw_view_t *view) {
+  dynw_range_t *a = view->ranges;
+  size_t kept = 0;
+  for (size_t i = 0; i < list->count; i++) {
+    dynw_range_t r = list->ranges[i];
+    const dynw_module_t *m = &list->modules[r.module];
+    if (!m->loaded) continue;
+    r.lo += m->bias;
+    r.hi += m->bias;
+    a[kept++] = r;
+  }
+  for (size_t i = kept / 2; i-- > 0;) sift(a, i, kept);
+  for (size_t n = kept; n > 1; n--) {
+    dynw_range_t t = a[0]; a[0] = a[n - 1]; a[n - 1] = t;
+    sift(a, 0, n - 1);
+  }
+  view->count = kept;
+  __atomic_store_n(&list->active, view, __ATOMIC_RELEASE);
+  return kept;
+}
+
+const dynw_range_t *_corral_dynw_find(const dynw_list_t *list, uintptr_t addr) {
+  const dynw_view_t *view = __atomic_load_n(&list->active, __ATOMIC_ACQUIRE);
+  if (!view) return NULL;
+  const dynw_range_t *a = view->ranges;
+  size_t lo = 0, hi = view->count;
+  while (lo < hi) {          /* first range with lo > addr, then one back */
+    size_t mid = (lo + hi) / 2;
+    if (a[mid].lo <= addr) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo == 0) return NULL;
+  const dynw_range_t *r = &a[lo - 1];
+  return addr < r->hi ? r : NULL;
+}
