@@ -1,0 +1,197 @@
+/* The affinity queue and edge table: see affinity.h for the contract. */
+#include "affinity.h"
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static af_u64 mix64(af_u64 x)
+{
+   /* A multiplicative finaliser: seqs and context pairs are sequential
+    * numbers, so spread them before masking. */
+   x ^= x >> 33;
+   x *= 0xff51afd7ed558ccdULL;
+   x ^= x >> 33;
+   return x;
+}
+
+static af_u32 pow2_above(af_u32 n)
+{
+   af_u32 p = 1;
+   while (p <= n) p <<= 1;
+   return p;
+}
+
+/* ---- edge table: open addressing, grows at half full -------------------- */
+
+static af_edge* edge_slot(af_edge* table, af_u64 cap, af_u64 key)
+{
+   af_u64 i = mix64(key) & (cap - 1);
+   while (table[i].key != 0 && table[i].key != key)
+      i = (i + 1) & (cap - 1);
+   return &table[i];
+}
+
+static void edges_grow(af_state* st)
+{
+   af_u64 new_cap = st->edge_cap * 2;
+   af_edge* fresh = st->alloc(new_cap * sizeof(af_edge));
+   for (af_u64 i = 0; i < st->edge_cap; i++) {
+      if (st->edges[i].key != 0)
+         *edge_slot(fresh, new_cap, st->edges[i].key) = st->edges[i];
+   }
+   st->release(st->edges);
+   st->edges = fresh;
+   st->edge_cap = new_cap;
+}
+
+static af_u64 edge_key(af_u32 a, af_u32 b)
+{
+   if (a > b) { af_u32 t = a; a = b; b = t; }
+   return (((af_u64)a << 32) | b) + 1;
+}
+
+static void edge_add(af_state* st, af_u32 a, af_u32 b)
+{
+   if (2 * (st->edge_count + 1) > st->edge_cap)
+      edges_grow(st);
+   af_edge* e = edge_slot(st->edges, st->edge_cap, edge_key(a, b));
+   if (e->key == 0) {
+      e->key = edge_key(a, b);
+      st->edge_count++;
+   }
+   e->weight++;
+}
+
+af_u64 af_edge_weight(const af_state* st, af_u32 a, af_u32 b)
+{
+   af_edge* e = edge_slot(st->edges, st->edge_cap, edge_key(a, b));
+   return e->key == 0 ? 0 : e->weight;
+}
+
+void af_for_each_edge(const af_state* st,
+                      void (*fn)(af_u32 a, af_u32 b, af_u64 w, void* arg),
+                      void* arg)
+{
+   for (af_u64 i = 0; i < st->edge_cap; i++) {
+      af_u64 key = st->edges[i].key;
+      if (key != 0)
+         fn((af_u32)((key - 1) >> 32), (af_u32)(key - 1), st->edges[i].weight, arg);
+   }
+}
+
+/* ---- "at most once per traversal": a set of seqs that empties itself ----
+ * Each slot is tagged with the traversal (generation) that filled it, so
+ * starting a new traversal clears the set in O(1). The window never holds
+ * more than distance+1 entries, and the set is 4x that, so probes stay short. */
+
+static int seen_insert(af_state* st, af_u64 seq)
+{
+   af_u32 mask = st->seen_cap - 1;
+   af_u32 i = (af_u32)mix64(seq) & mask;
+   while (st->seen_gen[i] == st->generation) {
+      if (st->seen[i] == seq) return 0;     /* already there */
+      i = (i + 1) & mask;
+   }
+   st->seen_gen[i] = st->generation;
+   st->seen[i] = seq;
+   return 1;
+}
+
+/* ---- set-up -------------------------------------------------------------- */
+
+void af_init(af_state* st, af_u32 distance,
+             void* (*alloc)(unsigned long), void (*release)(void*))
+{
+   af_u32 i;
+   char* raw = (char*)st;
+   for (i = 0; i < sizeof *st; i++) raw[i] = 0;
+   st->distance = distance;
+   st->alloc = alloc;
+   st->release = release;
+   st->edge_cap = 1024;
+   st->edges = alloc(st->edge_cap * sizeof(af_edge));
+   st->seen_cap = pow2_above(4 * (distance + 1));
+   st->seen = alloc(st->seen_cap * sizeof(af_u64));
+   st->seen_gen = alloc(st->seen_cap * sizeof(af_u64));
+   st->generation = 1;      /* slots start tagged 0: empty */
+   st->next_seq = 1;        /* seq 0 marks a dead object */
+}
+
+void af_queue_init(af_state* st, af_queue* q)
+{
+   q->cap = pow2_above(st->distance + 1);
+   q->ring = st->alloc(q->cap * sizeof(af_entry));
+   q->head = 0;
+   q->used = 0;
+}
+
+/* ---- object life ------------------------------------------------------- */
+
+void af_on_alloc(af_state* st, af_ctx_tail* tail, af_obj* obj, af_u32 ctx)
+{
+   obj->seq = st->next_seq++;
+   obj->prev_seq = tail->last_seq;
+   obj->next_seq = AF_SEQ_NONE;
+   obj->ctx = ctx;
+   /* The context's previous object learns who came next, if it is still
+    * live (a dead one is never affinitive again, so it need not know). */
+   if (tail->last_obj != 0 && tail->last_obj->seq == tail->last_seq)
+      tail->last_obj->next_seq = obj->seq;
+   tail->last_seq = obj->seq;
+   tail->last_obj = obj;
+}
+
+void af_on_free(af_obj* obj)
+{
+   obj->seq = 0;
+}
+
+/* ---- the rules ----------------------------------------------------------- */
+
+int af_coallocatable(const af_obj* u, const af_obj* v)
+{
+   /* Order the two by allocation time. No allocation from the first one's
+    * context may come before the second, and none from the second one's
+    * context may come after the first: in the allocation sequence restricted
+    * to the two contexts, the objects are neighbours. */
+   const af_obj* early = u->seq < v->seq ? u : v;
+   const af_obj* late = u->seq < v->seq ? v : u;
+   return early->next_seq >= late->seq && late->prev_seq <= early->seq;
+}
+
+void af_access(af_state* st, af_queue* q, const af_obj* obj, af_u32 size)
+{
+   af_u32 mask = q->cap - 1;
+   if (size == 0) size = 1;
+
+   /* Deduplication: a run of accesses to one object is one macro-access. */
+   if (q->used > 0) {
+      const af_entry* last = &q->ring[(q->head - 1) & mask];
+      if (last->seq == obj->seq) {
+         st->deduplicated++;
+         return;
+      }
+   }
+   st->traversals++;
+   st->generation++;
+
+   /* Walk back through the last `distance` bytes of accesses, the new one
+    * included. */
+   af_u32 bytes = size;
+   for (af_u32 k = 1; k <= q->used; k++) {
+      const af_entry* e = &q->ring[(q->head - k) & mask];
+      bytes += e->size;
+      if (bytes > st->distance) break;
+      if (e->seq == obj->seq) continue;            /* no self-affinity */
+      if (e->obj->seq != e->seq) continue;         /* freed since */
+      if (!seen_insert(st, e->seq)) continue;      /* no double counting */
+      if (af_coallocatable(obj, e->obj))
+         edge_add(st, obj->ctx, e->obj->ctx);
+   }
+
+   af_entry* slot = &q->ring[q->head & mask];
+   slot->obj = obj;
+   slot->seq = obj->seq;
+   slot->size = size;
+   q->head++;
+   if (q->used < q->cap) q->used++;
+}

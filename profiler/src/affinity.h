@@ -1,0 +1,106 @@
+/* The affinity queue and edge table (HALO section 4.1), in plain C.
+ *
+ * This file has no Valgrind and no libc dependency: the tool compiles it in,
+ * and profiler/tests/affinity_driver.c compiles the same file natively so the
+ * four rules can be tested on synthetic traces. The host hands in an
+ * allocator (af_init) because the tool may not call libc's malloc.
+ */
+#ifndef CORRAL_AFFINITY_H
+#define CORRAL_AFFINITY_H
+
+typedef unsigned long long af_u64;
+typedef unsigned int af_u32;
+
+/* What the queue needs to know about one live heap object. The host keeps it
+ * inside its per-block record and keeps it up to date:
+ *   seq       global allocation number of the object, unique, never reused;
+ *             0 once the object is freed (dead objects are never affinitive)
+ *   prev_seq  seq of the previous allocation from the same context (0: none)
+ *   next_seq  seq of the next allocation from the same context, or
+ *             AF_SEQ_NONE while there has been none yet
+ *   ctx       context id of the object */
+typedef struct {
+   af_u64 seq;
+   af_u64 prev_seq;
+   af_u64 next_seq;
+   af_u32 ctx;
+} af_obj;
+
+#define AF_SEQ_NONE (~0ULL)
+
+/* Per context, what the co-allocatability rule needs from the past: its
+ * latest allocation. Kept by the host next to its per-context counters. */
+typedef struct {
+   af_u64 last_seq;
+   af_obj* last_obj;
+} af_ctx_tail;
+
+/* One element of a queue: the object accessed, the size of the access, and
+ * the seq it had when it was pushed (so a freed and reused record is told
+ * apart from the object that was accessed). */
+typedef struct {
+   const af_obj* obj;
+   af_u64 seq;
+   af_u32 size;
+} af_entry;
+
+/* One queue per thread: a ring of the latest entries, enough to hold the
+ * last `distance` bytes of accesses even when every access is 1 byte. */
+typedef struct {
+   af_entry* ring;
+   af_u32 cap;          /* power of two, > distance */
+   af_u32 head;         /* index of the next free slot */
+   af_u32 used;
+} af_queue;
+
+typedef struct {
+   af_u64 key;          /* (a << 32 | b) + 1 with a <= b; 0 = empty slot */
+   af_u64 weight;
+} af_edge;
+
+/* Everything shared by all queues: the parameters, the edge table, the
+ * scratch set that enforces "each object once per traversal". */
+typedef struct {
+   af_u32 distance;     /* affinity distance A in bytes */
+   void* (*alloc)(unsigned long bytes);    /* must return zeroed memory */
+   void (*release)(void* p);
+   af_edge* edges;
+   af_u64 edge_cap;     /* power of two */
+   af_u64 edge_count;
+   af_u64* seen;        /* generation-tagged set of seqs, see affinity.c */
+   af_u64* seen_gen;
+   af_u32 seen_cap;
+   af_u64 generation;
+   af_u64 next_seq;     /* allocation counter, starts at 1 */
+   af_u64 traversals;   /* accesses that were not deduplicated */
+   af_u64 deduplicated; /* accesses folded into the previous one */
+} af_state;
+
+void af_init(af_state* st, af_u32 distance,
+             void* (*alloc)(unsigned long), void (*release)(void*));
+void af_queue_init(af_state* st, af_queue* q);
+
+/* Registers a new object of context `ctx` (whose tail is `tail`): gives it
+ * the next seq and links it to its context neighbour. obj must stay at the
+ * same address while live. */
+void af_on_alloc(af_state* st, af_ctx_tail* tail, af_obj* obj, af_u32 ctx);
+/* The object is freed: queue entries for it are ignored from now on. */
+void af_on_free(af_obj* obj);
+
+/* Records one access of `size` bytes to `obj`: adds 1 to the edge between
+ * obj's context and the context of each affinitive object in the window. */
+void af_access(af_state* st, af_queue* q, const af_obj* obj, af_u32 size);
+
+/* True when no allocation from either object's context happened between the
+ * two allocations (HALO's co-allocatability). Exposed for tests. */
+int af_coallocatable(const af_obj* u, const af_obj* v);
+
+/* Weight of edge (a, b), order irrelevant; 0 when absent. */
+af_u64 af_edge_weight(const af_state* st, af_u32 a, af_u32 b);
+
+/* Calls fn for every edge with a <= b. */
+void af_for_each_edge(const af_state* st,
+                      void (*fn)(af_u32 a, af_u32 b, af_u64 w, void* arg),
+                      void* arg);
+
+#endif

@@ -1,0 +1,308 @@
+/* Live heap blocks: malloc replacement, the block table, the shadow map. */
+#include "pub_tool_basics.h"
+#include "pub_tool_libcassert.h"
+#include "pub_tool_libcbase.h"
+#include "pub_tool_mallocfree.h"
+#include "pub_tool_replacemalloc.h"
+#include "pub_tool_threadstate.h"
+#include "pub_tool_tooliface.h"
+#include "cr_tool.h"
+
+CrTotals cr_totals;
+af_state cr_affinity;
+Addr cr_heap_lo = 0;
+Addr cr_heap_span = 0;
+static Addr heap_hi = 0;
+
+/* ---- block table -----------------------------------------------------------
+ * Blocks live in fixed chunks that never move, because affinity queues keep
+ * pointers to their af_obj. Id 0 means "no block". Freed ids are reused. */
+
+#define CHUNK_BITS 12
+#define CHUNK_SIZE (1u << CHUNK_BITS)
+
+static CrBlock** chunks = NULL;
+static UInt n_chunks = 0;
+static UInt next_unused_id = 1;
+static UInt free_ids_head = 0;      /* freed blocks chained through .payload */
+
+static inline CrBlock* block_at(UInt id)
+{
+   return &chunks[id >> CHUNK_BITS][id & (CHUNK_SIZE - 1)];
+}
+
+static UInt block_new_id(void)
+{
+   if (free_ids_head != 0) {
+      UInt id = free_ids_head;
+      free_ids_head = (UInt)block_at(id)->payload;
+      return id;
+   }
+   UInt id = next_unused_id++;
+   tl_assert(id != 0);   /* 2^32 live blocks would wrap */
+   if ((id >> CHUNK_BITS) >= n_chunks) {
+      chunks = VG_(realloc)("corral.chunks", chunks, (n_chunks + 1) * sizeof(CrBlock*));
+      chunks[n_chunks++] = VG_(calloc)("corral.blocks", CHUNK_SIZE, sizeof(CrBlock));
+   }
+   return id;
+}
+
+static void block_release_id(UInt id)
+{
+   block_at(id)->payload = free_ids_head;
+   free_ids_head = id;
+}
+
+/* ---- shadow map: 16-byte granule -> block id ------------------------------
+ * Three levels indexed by address bits 47..32, 31..20 and 19..4. A lookup is
+ * three dependent loads; addresses outside any mapped leaf cost one or two.
+ * Valgrind's replacement allocator aligns blocks to 16 bytes on amd64, so no
+ * granule is shared by two blocks. */
+
+#define GRANULE_BITS 4
+#define L1_BITS 16
+#define L2_BITS 12
+#define LEAF_BITS 16
+
+static UInt** shadow_l1[1 << L1_BITS];
+
+static inline UInt shadow_get(Addr a)
+{
+   UInt** l2 = shadow_l1[(a >> 32) & ((1 << L1_BITS) - 1)];
+   if (l2 == NULL) return 0;
+   UInt* leaf = l2[(a >> 20) & ((1 << L2_BITS) - 1)];
+   if (leaf == NULL) return 0;
+   return leaf[(a >> GRANULE_BITS) & ((1 << LEAF_BITS) - 1)];
+}
+
+static void shadow_fill(Addr start, SizeT size, UInt id)
+{
+   Addr end = start + (size == 0 ? 1 : size);
+   for (Addr a = start & ~(Addr)((1 << GRANULE_BITS) - 1); a < end; a += 1 << GRANULE_BITS) {
+      UInt*** l2p = &shadow_l1[(a >> 32) & ((1 << L1_BITS) - 1)];
+      if (*l2p == NULL)
+         *l2p = VG_(calloc)("corral.shadow.l2", 1 << L2_BITS, sizeof(UInt*));
+      UInt** leafp = &(*l2p)[(a >> 20) & ((1 << L2_BITS) - 1)];
+      if (*leafp == NULL)
+         *leafp = VG_(calloc)("corral.shadow.leaf", 1 << LEAF_BITS, sizeof(UInt));
+      (*leafp)[(a >> GRANULE_BITS) & ((1 << LEAF_BITS) - 1)] = id;
+   }
+}
+
+/* ---- affinity queues: one per thread --------------------------------------
+ * Threads are interleaved by the scheduler at arbitrary points; a shared
+ * queue would make affinity depend on those switches. */
+
+static af_queue* queues;      /* VG_N_THREADS of them, made at start */
+
+static inline af_queue* queue_of(ThreadId tid)
+{
+   af_queue* q = &queues[tid < VG_N_THREADS ? tid : 0];
+   if (UNLIKELY(q->ring == NULL))
+      af_queue_init(&cr_affinity, q);
+   return q;
+}
+
+static void* zeroed_alloc(unsigned long bytes)
+{
+   return VG_(calloc)("corral.affinity", 1, bytes);
+}
+
+void cr_heap_init(void)
+{
+   af_init(&cr_affinity, clo_affinity_distance, zeroed_alloc, VG_(free));
+   queues = VG_(calloc)("corral.queues", VG_N_THREADS, sizeof(af_queue));
+}
+
+/* ---- block life --------------------------------------------------------- */
+
+static void track_block(ThreadId tid, Addr p, SizeT size, CrAllocKind kind)
+{
+   UInt ctx_id = cr_context_of_allocation(tid, kind);
+   CrContext* ctx = cr_context(ctx_id);
+   UInt id = block_new_id();
+   CrBlock* b = block_at(id);
+   af_on_alloc(&cr_affinity, &ctx->tail, &b->af, ctx_id);
+   b->ctx = ctx;
+   b->payload = p;
+   b->size = size;
+   b->allocd_at = cr_instrs;
+
+   ctx->allocs++;
+   ctx->bytes += size;
+   if (ctx->allocs == 1 || size < ctx->min_size) ctx->min_size = size;
+   if (size > ctx->max_size) ctx->max_size = size;
+   cr_totals.allocs++;
+   cr_totals.bytes += size;
+   ctx->live_blocks++;
+   ctx->live_bytes += size;
+   if (ctx->live_bytes >= ctx->max_bytes) {
+      ctx->max_bytes = ctx->live_bytes;
+      ctx->max_blocks = ctx->live_blocks;
+   }
+   cr_totals.live_blocks++;
+   cr_totals.live_bytes += size;
+   if (cr_totals.live_bytes >= cr_totals.peak_bytes) {
+      cr_totals.peak_bytes = cr_totals.live_bytes;
+      cr_totals.peak_blocks = cr_totals.live_blocks;
+      cr_totals.peak_instr = cr_instrs;
+   }
+
+   shadow_fill(p, size, id);
+   Addr end = p + (size == 0 ? 1 : size);
+   if (cr_heap_span == 0 && heap_hi == 0) {
+      cr_heap_lo = p;
+      heap_hi = end;
+   } else {
+      if (p < cr_heap_lo) cr_heap_lo = p;
+      if (end > heap_hi) heap_hi = end;
+   }
+   cr_heap_span = heap_hi - cr_heap_lo;
+}
+
+/* The block starting exactly at p, or 0. */
+static UInt block_starting_at(Addr p)
+{
+   if (p - cr_heap_lo >= cr_heap_span) return 0;
+   UInt id = shadow_get(p);
+   if (id == 0 || block_at(id)->payload != p) return 0;
+   return id;
+}
+
+/* When the heap is about to shrink from its peak, remember what each context
+ * held at that moment (DHAT's "at t-gmax"). Only a free at the peak pays for
+ * the walk over all contexts. */
+static void note_peak_before_free(void)
+{
+   if (cr_totals.live_bytes != cr_totals.peak_bytes) return;
+   for (UInt i = 0; i < cr_n_contexts(); i++) {
+      CrContext* c = cr_context(i);
+      c->gmax_blocks = c->live_blocks;
+      c->gmax_bytes = c->live_bytes;
+   }
+}
+
+static void retire_block(UInt id)
+{
+   CrBlock* b = block_at(id);
+   note_peak_before_free();
+   b->ctx->live_blocks--;
+   b->ctx->live_bytes -= b->size;
+   cr_totals.live_blocks--;
+   cr_totals.live_bytes -= b->size;
+   b->ctx->frees++;
+   b->ctx->lifetime += cr_instrs - b->allocd_at;
+   cr_totals.frees++;
+   shadow_fill(b->payload, b->size, 0);
+   af_on_free(&b->af);     /* queue entries that point here are now stale */
+   block_release_id(id);
+}
+
+void cr_heap_finish(void)
+{
+   note_peak_before_free();   /* the end may be the peak */
+}
+
+/* ---- malloc replacement ---------------------------------------------------
+ * The core routes every allocation function of the client here (through
+ * vgpreload_corral-amd64-linux.so). The tool's own work is not instrumented,
+ * so copying in realloc or zeroing in calloc is not counted as access. */
+
+static void* new_block(ThreadId tid, SizeT size, SizeT align, Bool zeroed,
+                       CrAllocKind kind)
+{
+   if ((SSizeT)size < 0) return NULL;
+   void* p = VG_(cli_malloc)(align, size);
+   if (p == NULL) return NULL;
+   if (zeroed) VG_(memset)(p, 0, size);
+   track_block(tid, (Addr)p, size, kind);
+   return p;
+}
+
+static void free_block(void* p)
+{
+   UInt id = block_starting_at((Addr)p);
+   if (id == 0) return;         /* NULL or not ours: ignore, as free(NULL) */
+   retire_block(id);
+   VG_(cli_free)(p);
+}
+
+static void* cr_malloc(ThreadId tid, SizeT n)
+{ return new_block(tid, n, VG_(clo_alignment), False, CR_MALLOC); }
+static void* cr_new(ThreadId tid, SizeT n)
+{ return new_block(tid, n, VG_(clo_alignment), False, CR_NEW); }
+static void* cr_new_aligned(ThreadId tid, SizeT n, SizeT align)
+{ return new_block(tid, n, align, False, CR_NEW_ALIGNED); }
+static void* cr_vec_new(ThreadId tid, SizeT n)
+{ return new_block(tid, n, VG_(clo_alignment), False, CR_VEC_NEW); }
+static void* cr_vec_new_aligned(ThreadId tid, SizeT n, SizeT align)
+{ return new_block(tid, n, align, False, CR_VEC_NEW_ALIGNED); }
+static void* cr_memalign(ThreadId tid, SizeT align, SizeT n)
+{ return new_block(tid, n, align, False, CR_MEMALIGN); }
+
+static void* cr_calloc(ThreadId tid, SizeT nmemb, SizeT size1)
+{
+   ULong total = (ULong)nmemb * size1;
+   if (size1 != 0 && total / size1 != nmemb) return NULL;   /* overflow */
+   return new_block(tid, total, VG_(clo_alignment), True, CR_CALLOC);
+}
+
+static void cr_free(ThreadId tid, void* p) { free_block(p); }
+static void cr_free_aligned(ThreadId tid, void* p, SizeT align) { free_block(p); }
+
+static void* cr_realloc(ThreadId tid, void* old, SizeT size)
+{
+   if (old == NULL)
+      return new_block(tid, size, VG_(clo_alignment), False, CR_REALLOC);
+   if (size == 0) {           /* glibc: realloc(p, 0) frees */
+      free_block(old);
+      return NULL;
+   }
+   UInt id = block_starting_at((Addr)old);
+   if (id == 0) return NULL;
+   SizeT old_size = block_at(id)->size;
+   void* fresh = new_block(tid, size, VG_(clo_alignment), False, CR_REALLOC);
+   if (fresh == NULL) return NULL;
+   VG_(memcpy)(fresh, old, old_size < size ? old_size : size);
+   free_block(old);
+   return fresh;
+}
+
+static SizeT cr_usable_size(ThreadId tid, void* p)
+{
+   UInt id = block_starting_at((Addr)p);
+   return id ? block_at(id)->size : VG_(cli_malloc_usable_size)(p);
+}
+
+void cr_heap_register_malloc_replacement(void)
+{
+   VG_(needs_malloc_replacement)(cr_malloc, cr_new, cr_new_aligned,
+                                 cr_vec_new, cr_vec_new_aligned, cr_memalign,
+                                 cr_calloc, cr_free, cr_free, cr_free_aligned,
+                                 cr_free, cr_free_aligned, cr_realloc,
+                                 cr_usable_size, 0);
+}
+
+/* ---- accesses from generated code ------------------------------------------
+ * Generated code only calls these for addresses inside [heap_lo, heap_hi),
+ * so most stack and global accesses never get here. */
+
+static inline void on_access(Addr addr, UWord size, Bool is_write)
+{
+   UInt id = shadow_get(addr);
+   if (id == 0) return;
+   CrBlock* b = block_at(id);
+   if (is_write) {
+      b->ctx->writes++;
+      b->ctx->write_bytes += size;
+   } else {
+      b->ctx->reads++;
+      b->ctx->read_bytes += size;
+   }
+   cr_totals.accesses++;
+   if (b->size <= clo_max_size)
+      af_access(&cr_affinity, queue_of(cr_current_tid), &b->af, (af_u32)size);
+}
+
+VG_REGPARM(2) void cr_on_read(Addr addr, UWord size) { on_access(addr, size, False); }
+VG_REGPARM(2) void cr_on_write(Addr addr, UWord size) { on_access(addr, size, True); }

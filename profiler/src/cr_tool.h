@@ -1,0 +1,112 @@
+/* Shared declarations of the corral Valgrind tool.
+ *
+ * Files, one job each:
+ *   cr_main.c        registration with the core, options, thread switches
+ *   cr_heap.c        malloc replacement, live blocks, the shadow map
+ *   cr_context.c     calling contexts: unwinding, recursion reduction, tables
+ *   cr_instrument.c  VEX IR instrumentation of loads and stores
+ *   cr_output.c      the profile document (JSON, docs/formats.md)
+ *   affinity.c       the affinity queue (plain C, also tested natively)
+ */
+#ifndef CR_TOOL_H
+#define CR_TOOL_H
+
+#include "pub_tool_basics.h"
+#include "pub_tool_tooliface.h"
+#include "affinity.h"
+
+/* ---- options (cr_main.c) ---- */
+extern UInt clo_affinity_distance;   /* --affinity-distance, bytes, default 128 */
+extern UInt clo_max_size;            /* --max-size, largest object in affinity, 4096 */
+extern UInt clo_max_frames;          /* --max-frames, unwinding depth, default 64 */
+extern const HChar* clo_out_file;    /* --corral-out-file */
+
+/* ---- run-wide counters ---- */
+extern ULong cr_instrs;              /* guest instructions so far (lifetimes) */
+extern ThreadId cr_current_tid;      /* thread running client code now */
+
+/* ---- calling contexts (cr_context.c) ---- */
+typedef enum {
+   CR_MALLOC, CR_CALLOC, CR_REALLOC, CR_MEMALIGN,
+   CR_NEW, CR_NEW_ALIGNED, CR_VEC_NEW, CR_VEC_NEW_ALIGNED,
+   CR_N_KINDS
+} CrAllocKind;
+
+typedef struct {
+   UInt n_frames;
+   UInt* frames;          /* frame-table indices, innermost first */
+   CrAllocKind kind;
+   ULong allocs, bytes, frees, lifetime;
+   ULong min_size, max_size;
+   ULong reads, writes, read_bytes, write_bytes;
+   ULong live_blocks, live_bytes;     /* now (at exit: never freed) */
+   ULong max_blocks, max_bytes;       /* at this context's own peak */
+   ULong gmax_blocks, gmax_bytes;     /* at the whole heap's peak */
+   af_ctx_tail tail;      /* its latest allocation, for co-allocatability */
+} CrContext;
+
+typedef struct {
+   Addr ra;               /* run-time return address */
+   UInt module;
+   Addr offset;           /* ELF vaddr of the return address */
+   const HChar* fn;       /* NULL when unknown */
+   const HChar* file;
+   UInt line;
+   UInt fn_id;            /* identifies the enclosing function, 0 = unknown */
+   Bool below_main;       /* in the C start-up code that calls main */
+} CrFrame;
+
+typedef struct {
+   const HChar* path;
+   PtrdiffT bias;
+} CrModule;
+
+void cr_context_init(void);
+/* Unwinds thread `tid` and returns the id of its reduced context. */
+UInt cr_context_of_allocation(ThreadId tid, CrAllocKind kind);
+CrContext* cr_context(UInt id);
+UInt cr_n_contexts(void);
+const CrFrame* cr_frame(UInt idx);
+UInt cr_n_frames(void);
+const CrModule* cr_module(UInt idx);
+UInt cr_n_modules(void);
+const HChar* cr_kind_name(CrAllocKind kind);
+
+/* ---- heap (cr_heap.c) ---- */
+typedef struct {
+   af_obj af;             /* affinity identity: seq, neighbours, context */
+   CrContext* ctx;        /* the same context, for the counters */
+   Addr payload;
+   SizeT size;
+   ULong allocd_at;       /* cr_instrs at allocation */
+} CrBlock;
+
+void cr_heap_init(void);
+void cr_heap_register_malloc_replacement(void);
+/* Called by generated code: one load or store of `size` bytes at `addr`. */
+VG_REGPARM(2) void cr_on_read(Addr addr, UWord size);
+VG_REGPARM(2) void cr_on_write(Addr addr, UWord size);
+/* Lower bound and span of addresses that any block ever occupied: generated
+ * code rejects accesses outside [heap_lo, heap_lo + heap_span) without a call. */
+extern Addr cr_heap_lo;
+extern Addr cr_heap_span;
+void cr_heap_finish(void);   /* folds live blocks into their contexts at exit */
+
+typedef struct {
+   ULong allocs, frees, bytes, accesses;
+   ULong live_blocks, live_bytes;
+   ULong peak_blocks, peak_bytes, peak_instr;   /* the heap's peak */
+} CrTotals;
+extern CrTotals cr_totals;
+extern af_state cr_affinity;
+
+/* ---- instrumentation (cr_instrument.c) ---- */
+IRSB* cr_instrument(VgCallbackClosure* closure, IRSB* sbIn,
+                    const VexGuestLayout* layout, const VexGuestExtents* vge,
+                    const VexArchInfo* archinfo_host,
+                    IRType gWordTy, IRType hWordTy);
+
+/* ---- output (cr_output.c) ---- */
+void cr_write_profile(void);
+
+#endif

@@ -1,0 +1,146 @@
+"""HALO's four affinity rules, on synthetic traces fed to the same C queue
+the tool uses (profiler/src/affinity.c, driven by tests/affinity_driver.c)."""
+
+import subprocess
+
+
+def replay(driver, trace: str) -> tuple[dict, dict]:
+    out = subprocess.run([str(driver)], input=trace, capture_output=True, text=True, check=True).stdout
+    edges, stats = {}, {}
+    for line in out.splitlines():
+        words = line.split()
+        if words[0] == "edge":
+            edges[(int(words[1]), int(words[2]))] = int(words[3])
+        else:
+            stats = {words[0]: int(words[1]), words[2]: int(words[3])}
+    return edges, stats
+
+
+def test_consecutive_accesses_to_one_object_are_one_access(driver):
+    edges, stats = replay(driver, """
+alloc 1 0
+alloc 2 1
+access 1 8
+access 1 8
+access 1 4
+access 2 8
+access 2 8
+""")
+    assert edges == {(0, 1): 1}
+    assert stats == {"traversals": 2, "deduplicated": 3}
+
+
+def test_no_self_affinity(driver):
+    # a b a b a: each access sees the other object, never itself.
+    edges, _ = replay(driver, """
+alloc 1 0
+alloc 2 1
+access 1 4
+access 2 4
+access 1 4
+access 2 4
+access 1 4
+""")
+    assert edges == {(0, 1): 4}
+    assert (0, 0) not in edges and (1, 1) not in edges
+
+
+def test_each_object_counts_once_per_traversal(driver):
+    # When a arrives, the window holds b c b c: b and c count once each.
+    edges, _ = replay(driver, """
+alloc 1 0
+alloc 2 1
+alloc 3 2
+access 2 4
+access 3 4
+access 2 4
+access 3 4
+access 1 4
+""")
+    assert edges[(0, 1)] == 1
+    assert edges[(0, 2)] == 1
+    assert edges[(1, 2)] == 3
+
+
+def test_window_holds_the_last_distance_bytes(driver):
+    # HALO Figure 5: A = 32, 4-byte accesses: the newest access is
+    # affinitive to the seven before it.
+    trace = ["distance 32"] + [f"alloc {i} {i}" for i in range(10)] + [f"access {i} 4" for i in range(10)]
+    edges, _ = replay(driver, "\n".join(trace))
+    partners_of_last = sorted(a for (a, b) in edges if b == 9)
+    assert partners_of_last == [2, 3, 4, 5, 6, 7, 8]
+
+
+def test_allocation_from_either_context_in_between_breaks_coallocatability(driver):
+    edges, _ = replay(driver, """
+alloc 1 0
+alloc 2 0
+alloc 3 1
+access 1 8
+access 3 8
+""")
+    assert edges == {}           # object 2 (context 0) was allocated between 1 and 3
+    edges, _ = replay(driver, """
+alloc 1 0
+alloc 3 1
+alloc 4 1
+access 1 8
+access 4 8
+""")
+    assert edges == {}           # object 3 (context 1) was allocated between 1 and 4
+    edges, _ = replay(driver, """
+alloc 1 0
+alloc 2 0
+alloc 3 1
+access 2 8
+access 3 8
+""")
+    assert edges == {(0, 1): 1}  # neighbours in the allocation order of {0, 1}
+
+
+def test_a_third_contexts_allocations_do_not_break_coallocatability(driver):
+    edges, _ = replay(driver, """
+alloc 1 0
+alloc 5 7
+alloc 6 7
+alloc 3 1
+access 1 8
+access 3 8
+""")
+    assert edges == {(0, 1): 1}
+
+
+def test_loop_edge_needs_neighbouring_objects_of_one_context(driver):
+    edges, _ = replay(driver, """
+alloc 1 0
+alloc 2 0
+alloc 3 0
+access 1 8
+access 2 8
+access 1 8
+access 3 8
+""")
+    # 1-2 twice (both orders); 1-3 never (2 lies between); 2-3 once.
+    assert edges == {(0, 0): 3}
+
+
+def test_freed_objects_leave_the_window(driver):
+    edges, _ = replay(driver, """
+alloc 1 0
+alloc 2 1
+access 1 8
+free 1
+access 2 8
+""")
+    assert edges == {}
+
+
+def test_threads_have_separate_queues(driver):
+    edges, _ = replay(driver, """
+alloc 1 0
+alloc 2 1
+access 1 8 0
+access 2 8 1
+access 2 8 0
+""")
+    assert edges == {(0, 1): 1}   # only thread 0's second access sees object 1
