@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dynamic_context.h"
 #include "dynamic_merge.h"
 #include "dynamic_wrappers.h"
 
@@ -201,7 +202,52 @@ static void test_chains_of_merges_find_one_root(void) {
   CHECK(m.size[1] == 32);
 }
 
+/* ---------------------------------------------------------------------------
+   Site and context tables
+--------------------------------------------------------------------------- */
+
+static dync_chain_t chain_of(int depth, uintptr_t first) {
+  dync_chain_t c;
+  memset(&c, 0, sizeof c);
+  c.depth = (uint32_t)depth;
+  for (int i = 0; i < depth; i++) c.frames[i] = first + (uintptr_t)i * 0x100;
+  return c;
+}
+
+static void test_sites_and_chains(void) {
+  dync_t t;
+  void *tmem = calloc(1, _corral_dync_bytes(64));
+  _corral_dync_init(&t, tmem, 64);
+  CHECK(_corral_dync_site(&t, 0x401000) == NULL);
+  dync_site_t *s = _corral_dync_add_site(&t, 0x401000, DYNC_SITE_WRAPPER);
+  CHECK(s && s->kind == DYNC_SITE_WRAPPER && s->ctx == DYNC_NONE);
+  CHECK(_corral_dync_site(&t, 0x401000) == s);
+  CHECK(_corral_dync_add_site(&t, 0x401000, DYNC_SITE_PLAIN) == s);   /* first answer stays */
+  int created;
+  dync_chain_t a = chain_of(1, 0x401000), b = chain_of(2, 0x401000), c = chain_of(2, 0x402000);
+  uint32_t ia = _corral_dync_intern(&t, &a, &created);
+  CHECK(created && ia == 0);
+  uint32_t ib = _corral_dync_intern(&t, &b, &created);
+  CHECK(created && ib == 1);
+  CHECK(_corral_dync_intern(&t, &a, &created) == ia && !created);
+  CHECK(_corral_dync_find_chain(&t, &b) == ib);
+  CHECK(_corral_dync_find_chain(&t, &c) == DYNC_NONE);    /* same depth, other frames */
+  /* filling up: context ids run out cleanly */
+  uint32_t last = 0;
+  for (int i = 0; i < 100; i++) {
+    dync_chain_t x = chain_of(3, 0x500000 + (uintptr_t)i * 0x10000);
+    last = _corral_dync_intern(&t, &x, &created);
+  }
+  CHECK(last == DYNC_NONE && t.context_count == 64 && t.full > 0);
+  CHECK(_corral_dync_find_chain(&t, &a) == ia);
+  for (uintptr_t i = 0; i < 200; i++) _corral_dync_add_site(&t, 0x600000 + i * 8, DYNC_SITE_PLAIN);
+  CHECK(t.site_count * 4 <= t.site_slots * 3);
+  CHECK(_corral_dync_site(&t, 0x401000) == s);
+  free(tmem);
+}
+
 int main(void) {
+  test_sites_and_chains();
   test_parse_good();
   test_parse_bad();
   test_relocate_and_find();

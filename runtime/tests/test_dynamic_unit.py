@@ -1,5 +1,6 @@
 """Dynamic mode's pure parts, checked natively: the wrapper list parser and
-the merge rules (union-find, type I and type II evidence). The driver is
+the site and context tables, the merge rules (union-find, type I
+and type II evidence). The driver is
 runtime/tests/dyn_unit.c, built here with the sanitizers on."""
 
 import subprocess
@@ -13,7 +14,8 @@ def test_wrapper_list_parser_and_merge_rules(tmp_path):
     exe = tmp_path / "dyn_unit"
     subprocess.run(["gcc", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-fsanitize=address,undefined",
                     "-fno-sanitize-recover=all", f"-I{SRC}", str(HERE / "dyn_unit.c"),
-                    str(SRC / "dynamic_wrappers.c"), str(SRC / "dynamic_merge.c"), "-o", str(exe)],
+                    str(SRC / "dynamic_wrappers.c"), str(SRC / "dynamic_merge.c"),
+                    str(SRC / "dynamic_context.c"), "-o", str(exe)],
                    check=True)
     run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stdout + run.stderr

@@ -1,0 +1,77 @@
+/* Dynamic mode's lookup tables: call sites and allocation contexts.
+ *
+ * A context is an adaptive partial call chain (DPA's APCC): the return
+ * addresses from the allocation's immediate call site outwards up to and
+ * including the first frame that is not inside a wrapper. Two tables make the
+ * common case one lookup:
+ *   sites:    return address -> "inside a wrapper" or "not", and for a
+ *             non-wrapper frame 0 the context it alone decides;
+ *   contexts: chain of return addresses -> context id (used when frame 0 is
+ *             inside a wrapper and the stack had to be walked).
+ * Both are open-addressing tables in caller-provided (mmap'd) memory, never
+ * shrink, and are read without locks: a writer fills an entry, then publishes
+ * its key with a release store; a reader that misses takes the slow path,
+ * which serialises writers with the caller's lock and looks again.
+ */
+#ifndef CORRAL_DYNAMIC_CONTEXT_H
+#define CORRAL_DYNAMIC_CONTEXT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DYNC_MAX_CHAIN 8          /* longest chain kept; DPA saw at most 4 */
+#define DYNC_NONE UINT32_MAX
+
+enum { DYNC_SITE_PLAIN = 1, DYNC_SITE_WRAPPER = 2 };
+
+typedef struct dync_site_s {
+  uintptr_t addr;                 /* 0 = empty; published last */
+  uint32_t kind;                  /* DYNC_SITE_PLAIN or DYNC_SITE_WRAPPER */
+  uint32_t ctx;                   /* context of the one-frame chain [addr], or DYNC_NONE */
+} dync_site_t;
+
+typedef struct dync_chain_s {
+  uintptr_t frames[DYNC_MAX_CHAIN];
+  uint32_t depth;                 /* frames used */
+  uint32_t wrapped;               /* 1 if the walk stopped at DYNC_MAX_CHAIN inside wrappers */
+} dync_chain_t;
+
+typedef struct dync_s {
+  dync_site_t *sites;             /* site_slots entries */
+  uint32_t site_slots, site_count;
+  uint32_t *chain_index;          /* chain_slots entries: context id + 1, 0 = empty */
+  uint32_t chain_slots;
+  dync_chain_t *chains;           /* [max_contexts]: the chain of each context id */
+  uint32_t max_contexts, context_count;
+  uint64_t full;                  /* lookups refused because a table was full */
+} dync_t;
+
+size_t _corral_dync_bytes(uint32_t max_contexts);
+/* Lay the tables out in `mem` (zeroed, _corral_dync_bytes long). */
+void _corral_dync_init(dync_t *t, void *mem, uint32_t max_contexts);
+
+/* Lock-free: the site entry of `addr`, or NULL if not known yet. */
+static inline const dync_site_t *_corral_dync_site(const dync_t *t, uintptr_t addr) {
+  uint32_t mask = t->site_slots - 1;
+  uint32_t at = (uint32_t)((addr * 0x9e3779b97f4a7c15ull) >> 40) & mask;
+  for (uint32_t i = 0; i <= mask; i++, at = (at + 1) & mask) {
+    uintptr_t k = __atomic_load_n(&t->sites[at].addr, __ATOMIC_ACQUIRE);
+    if (k == addr) return &t->sites[at];
+    if (k == 0) return NULL;
+  }
+  return NULL;
+}
+
+/* Writers (under the caller's lock) -------------------------------------- */
+
+/* Record the kind of a site (idempotent); NULL if the table is full. */
+dync_site_t *_corral_dync_add_site(dync_t *t, uintptr_t addr, uint32_t kind);
+
+/* The context id of `chain`, creating it if new; DYNC_NONE if full. Sets
+ * *created when it was new. */
+uint32_t _corral_dync_intern(dync_t *t, const dync_chain_t *chain, int *created);
+
+/* Lock-free lookup of a chain's context; DYNC_NONE if not interned yet. */
+uint32_t _corral_dync_find_chain(const dync_t *t, const dync_chain_t *chain);
+
+#endif
