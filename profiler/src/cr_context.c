@@ -11,7 +11,10 @@
 #include "pub_tool_xarray.h"
 #include "cr_tool.h"
 
-#define CR_MAX_UNWIND 512   /* frames asked of the unwinder, preload included */
+/* Frames asked of the unwinder. Recursion is reduced after unwinding, so
+ * this must exceed the deepest recursion seen at an allocation, not just
+ * --max-frames; unwinding stops at the real stack top anyway. */
+#define CR_MAX_UNWIND 4096
 
 static XArray* modules;          /* of CrModule */
 static XArray* frames;           /* of CrFrame */
@@ -168,8 +171,7 @@ UInt cr_context_of_allocation(ThreadId tid, CrAllocKind kind)
    static UInt reduced[CR_MAX_UNWIND];
    static UInt callee_of[CR_MAX_UNWIND];
 
-   UInt want = clo_max_frames + 8 < CR_MAX_UNWIND ? clo_max_frames + 8 : CR_MAX_UNWIND;
-   UInt n = VG_(get_StackTrace)(tid, ips, want, NULL, NULL, 0);
+   UInt n = VG_(get_StackTrace)(tid, ips, CR_MAX_UNWIND, NULL, NULL, 0);
 
    /* ips[0] is the program counter, inside the replacement function of
     * vgpreload_corral; the unwinder stores every further frame as its return

@@ -1,0 +1,83 @@
+"""`corral profile` as a command: output, next command, refusals, DHAT export."""
+
+import json
+import os
+import subprocess
+import sys
+
+from conftest import compile_program, profile
+from corral.profile import dhat
+from corral.profile.reader import Profile, load_document
+from corral.errors import CorralError
+
+import pytest
+
+
+def corral(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "corral", *map(str, args)],
+                          capture_output=True, text=True, env=env)
+
+
+def test_default_name_and_next_command(tmp_path):
+    program = compile_program("recursive.c", tmp_path / "recursive")
+    result = subprocess.run([sys.executable, "-m", "corral", "profile", "--", str(program), "10"],
+                            capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "corral.profile.json.gz").exists()
+    assert result.stdout.strip().endswith("corral plan corral.profile.json.gz")
+    assert "55\n" in result.stdout        # the program's own output passes through
+
+
+def test_options_reach_the_tool_and_the_file(tmp_path):
+    program = compile_program("recursive.c", tmp_path / "recursive")
+    p = profile([program, 10], tmp_path / "p.json", "--affinity-distance", "64", "--max-size", "8")
+    assert p.doc["params"]["affinity_distance"] == 64
+    assert p.doc["params"]["max_size"] == 8
+    # 16-byte nodes are above --max-size 8: no affinity at all.
+    assert p.edges == []
+    assert json.loads((tmp_path / "p.json").read_text())["corralProfile"] == 1
+
+
+def test_no_program_is_one_line_error():
+    result = corral("profile")
+    assert result.returncode == 2
+    assert result.stderr.startswith("corral: error: no program given")
+    assert "Traceback" not in result.stderr
+
+
+def test_refuses_a_tool_built_for_another_valgrind(tmp_path):
+    from corral import paths
+    fake = tmp_path / "build" / "profiler"
+    fake.mkdir(parents=True)
+    for entry in os.listdir(paths.PROFILER_DIR):
+        if entry != "valgrind-version":
+            os.symlink(paths.PROFILER_DIR / entry, fake / entry)
+    (fake / "valgrind-version").write_text("3.0.0\n")
+    result = corral("profile", "--", "/bin/true", env=dict(os.environ, CORRAL_BUILD=str(tmp_path / "build")))
+    assert result.returncode == 2
+    assert "built for valgrind 3.0.0" in result.stderr and "rebuild" in result.stderr
+
+
+def test_unknown_version_is_refused(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"corralProfile": 99}))
+    with pytest.raises(CorralError, match="version 99"):
+        load_document(bad)
+
+
+def test_dhat_export(tmp_path):
+    program = compile_program("halo_fig2.c", tmp_path / "halo")
+    out, dh = tmp_path / "p.json.gz", tmp_path / "dhat.json"
+    result = corral("profile", "-o", out, "--dhat", dh, "--", program)
+    assert result.returncode == 0, result.stderr
+    p, d = Profile.load(out), json.loads(dh.read_text())
+    assert d["dhatFileVersion"] == 2 and d["mode"] == "heap"
+    assert len(d["pps"]) == len(p.contexts)
+    assert d["ftbl"][0] == "[root]"
+    assert all(0 < f < len(d["ftbl"]) for pp in d["pps"] for f in pp["fs"])
+    assert sum(pp["tbk"] for pp in d["pps"]) == p.totals["allocs"]
+    # The three wrapper contexts: 300 blocks each, all still live at exit.
+    wrapped = [pp for pp in d["pps"] if "wrapper" in d["ftbl"][pp["fs"][0]]]
+    assert [pp["tbk"] for pp in wrapped] == [300] * 3
+    assert all(pp["ebk"] == 300 and pp["eb"] == 300 * 24 for pp in wrapped)
+    assert d == dhat.to_dhat(p)
