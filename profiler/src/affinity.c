@@ -49,7 +49,7 @@ static af_u64 edge_key(af_u32 a, af_u32 b)
    return (((af_u64)a << 32) | b) + 1;
 }
 
-static void edge_add(af_state* st, af_u32 a, af_u32 b)
+static void edge_add(af_state* st, af_u32 a, af_u32 b, af_u64 count)
 {
    if (2 * (st->edge_count + 1) > st->edge_cap)
       edges_grow(st);
@@ -58,7 +58,7 @@ static void edge_add(af_state* st, af_u32 a, af_u32 b)
       e->key = edge_key(a, b);
       st->edge_count++;
    }
-   e->weight++;
+   e->weight += count;
 }
 
 af_u64 af_edge_weight(const af_state* st, af_u32 a, af_u32 b)
@@ -78,24 +78,6 @@ void af_for_each_edge(const af_state* st,
    }
 }
 
-/* ---- "at most once per traversal": a set of seqs that empties itself ----
- * Each slot is tagged with the traversal (generation) that filled it, so
- * starting a new traversal clears the set in O(1). The window never holds
- * more than distance+1 entries, and the set is 4x that, so probes stay short. */
-
-static int seen_insert(af_state* st, af_u64 seq)
-{
-   af_u32 mask = st->seen_cap - 1;
-   af_u32 i = (af_u32)mix64(seq) & mask;
-   while (st->seen_gen[i] == st->generation) {
-      if (st->seen[i] == seq) return 0;     /* already there */
-      i = (i + 1) & mask;
-   }
-   st->seen_gen[i] = st->generation;
-   st->seen[i] = seq;
-   return 1;
-}
-
 /* ---- set-up -------------------------------------------------------------- */
 
 void af_init(af_state* st, af_u32 distance,
@@ -109,10 +91,7 @@ void af_init(af_state* st, af_u32 distance,
    st->release = release;
    st->edge_cap = 1024;
    st->edges = alloc(st->edge_cap * sizeof(af_edge));
-   st->seen_cap = pow2_above(4 * (distance + 1));
-   st->seen = alloc(st->seen_cap * sizeof(af_u64));
-   st->seen_gen = alloc(st->seen_cap * sizeof(af_u64));
-   st->generation = 1;      /* slots start tagged 0: empty */
+   st->generation = 0;      /* objects start with seen = 0: not yet counted */
    st->next_seq = 1;        /* seq 0 marks a dead object */
 }
 
@@ -129,6 +108,7 @@ void af_queue_init(af_state* st, af_queue* q)
 void af_on_alloc(af_state* st, af_ctx_tail* tail, af_obj* obj, af_u32 ctx)
 {
    obj->seq = st->next_seq++;
+   obj->seen = 0;
    obj->prev_seq = tail->last_seq;
    obj->next_seq = AF_SEQ_NONE;
    obj->ctx = ctx;
@@ -158,7 +138,13 @@ int af_coallocatable(const af_obj* u, const af_obj* v)
    return early->next_seq >= late->seq && late->prev_seq <= early->seq;
 }
 
-void af_access(af_state* st, af_queue* q, const af_obj* obj, af_u32 size)
+/* Within one traversal most affinitive objects come from a handful of
+ * contexts (a tree walk alternates nodes and records), so the increments are
+ * summed per partner context first and the edge table is touched once per
+ * partner, not once per object. */
+#define AF_PARTNERS 8
+
+void af_access(af_state* st, af_queue* q, af_obj* obj, af_u32 size)
 {
    af_u32 mask = q->cap - 1;
    if (size == 0) size = 1;
@@ -172,7 +158,11 @@ void af_access(af_state* st, af_queue* q, const af_obj* obj, af_u32 size)
       }
    }
    st->traversals++;
-   st->generation++;
+   af_u64 traversal = ++st->generation;
+
+   af_u32 partner_ctx[AF_PARTNERS];
+   af_u64 partner_count[AF_PARTNERS];
+   af_u32 n_partners = 0;
 
    /* Walk back through the last `distance` bytes of accesses, the new one
     * included. */
@@ -181,12 +171,28 @@ void af_access(af_state* st, af_queue* q, const af_obj* obj, af_u32 size)
       const af_entry* e = &q->ring[(q->head - k) & mask];
       bytes += e->size;
       if (bytes > st->distance) break;
+      af_obj* v = e->obj;
       if (e->seq == obj->seq) continue;            /* no self-affinity */
-      if (e->obj->seq != e->seq) continue;         /* freed since */
-      if (!seen_insert(st, e->seq)) continue;      /* no double counting */
-      if (af_coallocatable(obj, e->obj))
-         edge_add(st, obj->ctx, e->obj->ctx);
+      if (v->seq != e->seq) continue;              /* freed since */
+      if (v->seen == traversal) continue;          /* no double counting */
+      v->seen = traversal;
+      if (!af_coallocatable(obj, v)) continue;
+      af_u32 i = 0;
+      while (i < n_partners && partner_ctx[i] != v->ctx) i++;
+      if (i == n_partners) {
+         if (n_partners == AF_PARTNERS) {         /* full: flush one */
+            edge_add(st, obj->ctx, partner_ctx[0], partner_count[0]);
+            i = 0;
+         } else {
+            n_partners++;
+         }
+         partner_ctx[i] = v->ctx;
+         partner_count[i] = 0;
+      }
+      partner_count[i]++;
    }
+   for (af_u32 i = 0; i < n_partners; i++)
+      edge_add(st, obj->ctx, partner_ctx[i], partner_count[i]);
 
    af_entry* slot = &q->ring[q->head & mask];
    slot->obj = obj;

@@ -18,11 +18,13 @@ typedef unsigned int af_u32;
  *   prev_seq  seq of the previous allocation from the same context (0: none)
  *   next_seq  seq of the next allocation from the same context, or
  *             AF_SEQ_NONE while there has been none yet
- *   ctx       context id of the object */
+ *   ctx       context id of the object
+ * `seen` belongs to the queue: the traversal that last counted the object. */
 typedef struct {
    af_u64 seq;
    af_u64 prev_seq;
    af_u64 next_seq;
+   af_u64 seen;
    af_u32 ctx;
 } af_obj;
 
@@ -39,7 +41,7 @@ typedef struct {
  * the seq it had when it was pushed (so a freed and reused record is told
  * apart from the object that was accessed). */
 typedef struct {
-   const af_obj* obj;
+   af_obj* obj;
    af_u64 seq;
    af_u32 size;
 } af_entry;
@@ -59,7 +61,7 @@ typedef struct {
 } af_edge;
 
 /* Everything shared by all queues: the parameters, the edge table, the
- * scratch set that enforces "each object once per traversal". */
+ * traversal counter that enforces "each object once per traversal". */
 typedef struct {
    af_u32 distance;     /* affinity distance A in bytes */
    void* (*alloc)(unsigned long bytes);    /* must return zeroed memory */
@@ -67,10 +69,7 @@ typedef struct {
    af_edge* edges;
    af_u64 edge_cap;     /* power of two */
    af_u64 edge_count;
-   af_u64* seen;        /* generation-tagged set of seqs, see affinity.c */
-   af_u64* seen_gen;
-   af_u32 seen_cap;
-   af_u64 generation;
+   af_u64 generation;   /* number of the current traversal, from 1 */
    af_u64 next_seq;     /* allocation counter, starts at 1 */
    af_u64 traversals;   /* accesses that were not deduplicated */
    af_u64 deduplicated; /* accesses folded into the previous one */
@@ -89,7 +88,7 @@ void af_on_free(af_obj* obj);
 
 /* Records one access of `size` bytes to `obj`: adds 1 to the edge between
  * obj's context and the context of each affinitive object in the window. */
-void af_access(af_state* st, af_queue* q, const af_obj* obj, af_u32 size);
+void af_access(af_state* st, af_queue* q, af_obj* obj, af_u32 size);
 
 /* True when no allocation from either object's context happened between the
  * two allocations (HALO's co-allocatability). Exposed for tests. */
