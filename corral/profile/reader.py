@@ -80,12 +80,12 @@ class Profile:
         c = self.contexts[index]
         return c["reads"] + c["writes"]
 
+    @cached_property
+    def _edge_map(self) -> dict:
+        return {(a, b): w for a, b, w in self.edges}
+
     def edge_weight(self, a: int, b: int) -> float:
-        a, b = min(a, b), max(a, b)
-        for x, y, w in self.edges:
-            if x == a and y == b:
-                return w
-        return 0
+        return self._edge_map.get((min(a, b), max(a, b)), 0)
 
     def top_contexts(self, n: int = 10, key: str = "accesses") -> list[int]:
         """Indices of the n contexts with the most accesses (or another counter)."""

@@ -97,6 +97,7 @@ static UInt frame_index(Addr ra)
       f.module = module_index(VG_(DebugInfo_get_filename)(di), bias);
       f.offset = ra - bias;
    } else {
+      f.no_module = True;
       f.module = module_index("[unknown]", 0);
       f.offset = ra;
    }
@@ -201,5 +202,8 @@ UInt cr_context_of_allocation(ThreadId tid, CrAllocKind kind)
       if (cr_frame(idx)->below_main) break;
       callee = cr_frame(idx)->fn_id;
    }
+   /* Before main (ld.so running constructors) nothing stops the unwinder
+    * at a start-up function; what it finds past the last object is noise. */
+   while (n_reduced > 0 && cr_frame(reduced[n_reduced - 1])->no_module) n_reduced--;
    return intern_context(kind, reduced, n_reduced);
 }

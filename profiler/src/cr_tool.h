@@ -54,6 +54,7 @@ typedef struct {
    UInt line;
    UInt fn_id;            /* identifies the enclosing function, 0 = unknown */
    Bool below_main;       /* in the C start-up code that calls main */
+   Bool no_module;        /* in no mapped object: JIT code or unwinding noise */
 } CrFrame;
 
 typedef struct {
