@@ -306,3 +306,43 @@ static inline void on_access(Addr addr, UWord size, Bool is_write)
 
 VG_REGPARM(2) void cr_on_read(Addr addr, UWord size) { on_access(addr, size, False); }
 VG_REGPARM(2) void cr_on_write(Addr addr, UWord size) { on_access(addr, size, True); }
+
+/* ---- accesses by system calls ----------------------------------------------
+ * The kernel reading a buffer for write() or filling one for read() is use of
+ * the object, so it counts in the context's reads and writes; it is not a
+ * program access in the temporal sense, so it does not enter the queue. */
+
+static void count_kernel_access(Addr addr, SizeT size, Bool is_write)
+{
+   if (size == 0 || addr - cr_heap_lo >= cr_heap_span) return;
+   UInt id = shadow_get(addr);
+   if (id == 0) return;
+   CrContext* ctx = block_at(id)->ctx;
+   if (is_write) { ctx->writes++; ctx->write_bytes += size; }
+   else { ctx->reads++; ctx->read_bytes += size; }
+}
+
+static void on_syscall_read(CorePart part, ThreadId tid, const HChar* what,
+                            Addr addr, SizeT size)
+{
+   if (part == Vg_CoreSysCall) count_kernel_access(addr, size, False);
+}
+
+static void on_syscall_read_string(CorePart part, ThreadId tid, const HChar* what,
+                                   Addr addr)
+{
+   if (part == Vg_CoreSysCall)
+      count_kernel_access(addr, VG_(strlen)((const HChar*)addr) + 1, False);
+}
+
+static void on_syscall_write(CorePart part, ThreadId tid, Addr addr, SizeT size)
+{
+   if (part == Vg_CoreSysCall) count_kernel_access(addr, size, True);
+}
+
+void cr_heap_track_syscalls(void)
+{
+   VG_(track_pre_mem_read)(on_syscall_read);
+   VG_(track_pre_mem_read_asciiz)(on_syscall_read_string);
+   VG_(track_post_mem_write)(on_syscall_write);
+}

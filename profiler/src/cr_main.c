@@ -74,6 +74,7 @@ static void cr_post_clo_init(void)
 {
    cr_context_init();
    cr_heap_init();
+   cr_heap_track_syscalls();
    VG_(track_start_client_code)(cr_start_client_code);
 }
 

@@ -91,7 +91,8 @@ VG_REGPARM(2) void cr_on_write(Addr addr, UWord size);
  * code rejects accesses outside [heap_lo, heap_lo + heap_span) without a call. */
 extern Addr cr_heap_lo;
 extern Addr cr_heap_span;
-void cr_heap_finish(void);   /* folds live blocks into their contexts at exit */
+void cr_heap_finish(void);
+void cr_heap_track_syscalls(void);   /* kernel reads/writes of heap buffers */   /* folds live blocks into their contexts at exit */
 
 typedef struct {
    ULong allocs, frees, bytes, accesses;

@@ -23,6 +23,10 @@ def test_every_allocation_function_is_recorded(tmp_path):
     # The child's malloc(1) after fork is in the child's profile, not ours.
     assert not any(c["min_size"] == 1 for c in in_main)
     assert p.totals["frees"] >= 110
+    # read() into a heap buffer: one write of 64 bytes by the kernel.
+    filled = next(c for i, c in enumerate(p.contexts)
+                  if p.context_frames(i) and p.context_frames(i)[0].fn == "kernel_fill()")
+    assert filled["writes"] == 1 and filled["write_bytes"] == 64
     # Frames outside every mapped object do not end a context.
     modules = p.doc["modules"]
     for c in p.contexts:
