@@ -1,0 +1,40 @@
+/* Plan loading and call-stack identification: the interface core calls.
+ *
+ * Core (malloc.c & co.) owns the allocator; this side owns deciding, for each
+ * small allocation, which group of the plan (docs/formats.md, "Plan") it
+ * belongs to. See docs/identification.md for the design.
+ */
+#ifndef CORRAL_IDENTIFY_H
+#define CORRAL_IDENTIFY_H
+
+#include <stddef.h>
+
+/* Called once by core's init, after the options are read. Loads the plan named
+ * by _corral_options.plan (nothing when unset), relocates its modules, and
+ * warns once on a plan it cannot use (the program then runs ungrouped). */
+void _corral_ident_init(void);
+
+/* The group (0..n-1) of an allocation of `size` bytes, or -1 (ungrouped).
+ * ret0 = __builtin_return_address(0) and fp0 = __builtin_frame_address(0) of
+ * the exported entry point itself (malloc, calloc, operator new, ...), so ret0
+ * is frame 0: the return address into the program's code. Cheap when no plan
+ * is loaded (one predictable branch) and when the `direct` table decides. */
+int _corral_identify(void *ret0, void *fp0, size_t size);
+
+/* Number of groups of the loaded plan (0 without one), and a group's label. */
+unsigned _corral_group_count(void);
+const char *_corral_group_name(unsigned g);
+
+/* Core interposes dlopen and calls this after the real dlopen returned,
+ * outside any malloc: modules loaded since are matched and their sites
+ * relocated. */
+void _corral_ident_after_dlopen(void);
+
+/* Statistics. The JSON form writes exactly
+ *     "identify":{...},"plan":{...}
+ * with NO leading and NO trailing comma: core puts the commas around it.
+ * The text form writes whole lines. Neither calls malloc. */
+void _corral_ident_stats_json(int fd);
+void _corral_ident_stats_text(int fd);
+
+#endif
