@@ -54,8 +54,8 @@ def main() -> int:
     parser.add_argument("--also", nargs="*", default=[], help="more programs, run without arguments")
     args = parser.parse_args()
     commands = build(paths.PROFILER_DIR / "bench") + [[p] for p in args.also]
-    print(f"| program | native (s) | corral profile (s) | slowdown |")
-    print(f"|---|---|---|---|")
+    print("| program | native (s) | corral profile (s) | slowdown |")
+    print("|---|---|---|---|")
     for cmd in commands:
         native, profiled = measure(cmd, args.runs)
         print(f"| {Path(cmd[0]).name} | {native:.3f} | {profiled:.2f} | {profiled / native:.1f}x |")

@@ -1,50 +1,11 @@
-"""Shared helpers of the profiler tests: build small programs, profile them."""
-
-import os
-import subprocess
-import sys
-from pathlib import Path
+"""Fixtures of the profiler tests: the built tool and the native queue driver."""
 
 import pytest
 
-from corral import paths
-from corral.profile.reader import Profile
-
-PROGRAMS = Path(__file__).resolve().parent / "programs"
-
-
-def require_built(name):
-    path = paths.PROFILER_DIR / name
-    if not path.exists():
-        pytest.fail(f"{path} not built: run `make build` first")
-    return path
+from profiler_helpers import require_built
 
 
 @pytest.fixture(scope="session")
 def driver():
     return require_built("affinity_driver")
 
-
-@pytest.fixture(scope="session")
-def tool():
-    return require_built("corral-amd64-linux")
-
-
-def compile_program(src_name, out: Path, flags=(), cxx=False) -> Path:
-    """Builds profiler/tests/programs/src_name with gcc or g++ and -g."""
-    compiler = "g++" if cxx else "gcc"
-    cmd = [compiler, "-g", "-O1", *flags, "-o", str(out), str(PROGRAMS / src_name)]
-    if not cxx:
-        cmd.append("-lpthread")
-    subprocess.run(cmd, check=True)
-    return out
-
-
-def profile(program_argv, out: Path, *options) -> Profile:
-    """Runs `corral profile` as a user would and loads the result."""
-    result = subprocess.run([sys.executable, "-m", "corral", "profile", "-o", str(out),
-                             *options, "--", *map(str, program_argv)],
-                            capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-    assert f"corral plan {out}" in result.stdout
-    return Profile.load(out)

@@ -3,7 +3,7 @@ forked child does not disturb the parent's profile."""
 
 from collections import Counter
 
-from conftest import compile_program, profile
+from profiler_helpers import compile_program, profile
 
 
 def test_every_allocation_function_is_recorded(tmp_path):

@@ -5,7 +5,7 @@ import os
 import subprocess
 import sys
 
-from conftest import compile_program, profile
+from profiler_helpers import compile_program, profile
 from corral.profile import dhat
 from corral.profile.reader import Profile, load_document
 from corral.errors import CorralError

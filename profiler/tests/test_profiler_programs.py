@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from conftest import compile_program, profile
+from profiler_helpers import compile_program, profile
 
 VARIANTS = {
     "c-fp-pie": (["-fno-omit-frame-pointer", "-fpie", "-pie"], False),
