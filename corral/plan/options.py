@@ -1,0 +1,90 @@
+"""The planner's parameters, their defaults and their command-line options.
+
+Defined once here; `corral plan` and `corral optimize` both add them.
+docs/planner.md explains each one.
+"""
+
+from dataclasses import dataclass
+
+from corral.errors import CorralError
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    # Keep the hottest contexts that together make this share of all accesses
+    # (HALO keeps 90%): the cold tail is noise and costs selector sites.
+    coverage: float = 0.90
+    # Edges lighter than this are dropped. A string ending in % is a share of
+    # all profiled accesses, so one default suits small and large profiles.
+    min_weight: str = "0.1%"
+    # Merge tolerance T of the merge benefit (HALO finds 5% works well).
+    tolerance: float = 0.05
+    # A group stops growing at this many contexts.
+    max_group_size: int = 16
+    # A group is kept only if its internal affinity is at least this share of
+    # all accesses: a pool for a handful of accesses costs more than it gains.
+    group_threshold: float = 0.01
+    # Selectors may only use sites within this many frames of the allocation:
+    # the runtime walks at most this far.
+    max_depth: int = 16
+    # Frames added to the deepest site a selector needs, because a profiled
+    # context is recursion-reduced and a site may sit deeper on the real stack.
+    depth_margin: int = 2
+
+    def min_edge_weight(self, total_accesses: float) -> float:
+        """The absolute edge-weight threshold for a profile with this many accesses."""
+        text = str(self.min_weight).strip()
+        try:
+            if text.endswith("%"):
+                return float(text[:-1]) / 100.0 * total_accesses
+            return float(text)
+        except ValueError:
+            raise CorralError(f"--min-weight {self.min_weight!r} is neither a number nor a percentage")
+
+    def check(self) -> "PlanOptions":
+        if not 0 < self.coverage <= 1:
+            raise CorralError("--coverage must be in (0, 1]")
+        if not 0 <= self.tolerance < 1:
+            raise CorralError("--tolerance must be in [0, 1)")
+        if self.max_group_size < 1:
+            raise CorralError("--max-group-size must be at least 1")
+        if not 0 <= self.group_threshold <= 1:
+            raise CorralError("--group-threshold must be in [0, 1]")
+        if self.max_depth < 1 or self.depth_margin < 0:
+            raise CorralError("--max-depth must be positive and --depth-margin not negative")
+        if self.min_edge_weight(1.0) < 0:
+            raise CorralError("--min-weight must not be negative")
+        return self
+
+
+DEFAULTS = PlanOptions()
+
+
+def add_arguments(p) -> None:
+    g = p.add_argument_group("planning")
+    g.add_argument("--coverage", type=float, default=DEFAULTS.coverage, metavar="SHARE",
+                   help="keep the hottest contexts that cover this share of accesses "
+                        f"(default: {DEFAULTS.coverage})")
+    g.add_argument("--min-weight", default=DEFAULTS.min_weight, metavar="W",
+                   help="drop affinity edges lighter than W, a weight or a percentage of all "
+                        f"accesses (default: {DEFAULTS.min_weight})")
+    g.add_argument("--tolerance", type=float, default=DEFAULTS.tolerance, metavar="T",
+                   help=f"merge tolerance of the merge benefit (default: {DEFAULTS.tolerance})")
+    g.add_argument("--max-group-size", type=int, default=DEFAULTS.max_group_size, metavar="N",
+                   help=f"most contexts in one group (default: {DEFAULTS.max_group_size})")
+    g.add_argument("--group-threshold", type=float, default=DEFAULTS.group_threshold, metavar="SHARE",
+                   help="keep a group only if its affinity weight is this share of all accesses "
+                        f"(default: {DEFAULTS.group_threshold})")
+    g.add_argument("--max-depth", type=int, default=DEFAULTS.max_depth, metavar="N",
+                   help="selectors use call sites at most N frames from the allocation "
+                        f"(default: {DEFAULTS.max_depth})")
+    g.add_argument("--depth-margin", type=int, default=DEFAULTS.depth_margin, metavar="N",
+                   help="frames added to the deepest selector site for the runtime's walk depth "
+                        f"(default: {DEFAULTS.depth_margin})")
+
+
+def from_args(args) -> PlanOptions:
+    return PlanOptions(coverage=args.coverage, min_weight=args.min_weight,
+                       tolerance=args.tolerance, max_group_size=args.max_group_size,
+                       group_threshold=args.group_threshold, max_depth=args.max_depth,
+                       depth_margin=args.depth_margin).check()

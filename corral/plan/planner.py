@@ -1,0 +1,115 @@
+"""The planning pipeline: profile document in, plan and its evidence out."""
+
+import os
+from dataclasses import dataclass
+
+import networkx as nx
+
+from corral import elf
+from corral.errors import CorralError
+from corral.plan import planfile
+from corral.plan.check import GroupCheck, check
+from corral.plan.graph import Context, Site, affinity_graph, contexts_of, total_accesses
+from corral.plan.grouping import Group, group_contexts
+from corral.plan.options import PlanOptions
+from corral.plan.selectors import Selector, direct_table, identify, walk_depth
+
+
+@dataclass
+class PlanResult:
+    doc: dict
+    contexts: list[Context]
+    graph: nx.Graph
+    groups: list[Group]          # kept, most affinity first: gid = position
+    rejected: list[Group]        # formed but under the group threshold
+    selectors: list[Selector]
+    direct: dict[Site, int | None]
+    depth: int
+    report: list[GroupCheck]
+    plan: planfile.Plan
+
+    @property
+    def members(self) -> list[list[int]]:
+        return [list(g.members) for g in self.groups]
+
+
+def make_plan(doc: dict, options: PlanOptions) -> PlanResult:
+    contexts = contexts_of(doc)
+    if not contexts or not any(c.allocs for c in contexts):
+        raise CorralError("the profile is empty: the program made no heap allocations while profiled")
+    accesses = total_accesses(doc)
+    graph = affinity_graph(doc, contexts, options.coverage, options.min_edge_weight(accesses))
+    kept, rejected = group_contexts(graph, options.tolerance, options.max_group_size,
+                                    options.group_threshold)
+    kept.sort(key=lambda g: -g.weight)      # the heaviest group is tried first at run time
+    members = [list(g.members) for g in kept]
+    assignment = {m: gid for gid, ms in enumerate(members) for m in ms}
+    selectors = identify(members, contexts, options.max_depth)
+    direct = direct_table(contexts, assignment)
+    depth = walk_depth(selectors, contexts, members, options.max_depth, options.depth_margin)
+    report = check(contexts, assignment, selectors, direct, depth)
+    plan = to_plan(doc, contexts, selectors, direct, depth)
+    return PlanResult(doc, contexts, graph, kept, rejected, selectors, direct, depth, report, plan)
+
+
+def site_names(contexts: list[Context]) -> dict[Site, str]:
+    """The function each site returns into, from whichever context names it."""
+    names: dict[Site, str] = {}
+    for c in contexts:
+        for site, name in zip(c.chain, c.names):
+            if name and site not in names:
+                names[site] = name
+    return names
+
+
+def _group_label(selector: Selector, names: dict[Site, str]) -> str:
+    """Names a group after the functions whose call sites decide its clauses."""
+    parts = []
+    for clause in selector.clauses:
+        label = names.get(clause[0], f"{clause[0][1]:#x}").split("(")[0]
+        if label not in parts:
+            parts.append(label)
+    return "+".join(parts) or f"group{selector.gid}"
+
+
+def to_plan(doc: dict, contexts: list[Context], selectors: list[Selector],
+            direct: dict[Site, int | None], depth: int) -> planfile.Plan:
+    used = sorted({s[0] for sel in selectors for clause in sel.clauses for s in clause}
+                  | {s[0] for s in direct})
+    if len(used) > planfile.MAX_MODULES:
+        raise CorralError(f"the plan would name {len(used)} modules; the runtime takes at most "
+                          f"{planfile.MAX_MODULES}")
+    renumber = {m: i for i, m in enumerate(used)}
+    modules = doc["modules"]
+
+    def plan_site(site: Site) -> planfile.PlanSite:
+        return planfile.PlanSite(renumber[site[0]], site[1])
+
+    names = site_names(contexts)
+    plan = planfile.Plan(
+        options={"depth": depth},
+        modules=[planfile.PlanModule(modules[m].get("buildid"), modules[m]["path"]) for m in used],
+        comments=[f"made by corral plan from a profile of: {' '.join(doc.get('cmd', []))}"])
+    for sel in selectors:
+        plan.groups.append(planfile.PlanGroup(
+            sel.gid, _group_label(sel, names),
+            [tuple(plan_site(s) for s in clause) for clause in sel.clauses]))
+    plan.direct = [(plan_site(site), gid) for site, gid in
+                   sorted(direct.items(), key=lambda kv: (kv[0][0], kv[0][1]))]
+    return plan
+
+
+def check_modules(doc: dict, plan: planfile.Plan) -> None:
+    """Refuses a profile made from another build of a module the plan names,
+    when that module is on disk now: the plan's offsets would point nowhere."""
+    for module in plan.modules:
+        if not module.buildid or not os.path.isfile(module.path):
+            continue
+        try:
+            now = elf.build_id(module.path)
+        except Exception:
+            continue
+        if now and now != module.buildid:
+            raise CorralError(f"the profile was made from another build of {module.path} "
+                              f"(build-id {module.buildid[:12]}..., the file now has {now[:12]}...); "
+                              "profile it again")

@@ -1,0 +1,135 @@
+"""Identifying groups at run time (HALO section 4.3, Figure 10).
+
+A group's selector is an OR of clauses; a clause is an AND of call sites
+(return addresses) that must all be on the allocation's stack. Groups are
+tried in order and the first match wins, so a group's clauses only have to
+exclude the contexts of later groups and of no group.
+
+For each member context the clause grows one site at a time: the visible site
+of the member that the fewest remaining rivals share, the nearest to the
+allocation among equals (the runtime's walk stops sooner), until no rival is
+left or no site removes one. The `direct` table maps frame-0 sites that
+decide alone straight to their group.
+"""
+
+from dataclasses import dataclass, field
+
+from corral.plan.graph import Context, Site
+
+MAX_SITES_PER_CLAUSE = 8      # plan format limit
+MAX_DIRECT = 65536            # plan format limit
+UNGROUPED_DIRECT_SHARE = 0.99 # direct entries for this share of ungrouped allocations
+
+
+@dataclass
+class Selector:
+    gid: int
+    clauses: list[tuple[Site, ...]] = field(default_factory=list)
+    unidentifiable: list[int] = field(default_factory=list)   # members with no usable site
+
+
+def candidate_sites(context: Context, max_depth: int) -> list[Site]:
+    """Visible sites of a context within max_depth, nearest first, each once."""
+    seen, out = set(), []
+    for site, visible in zip(context.chain[:max_depth], context.visible[:max_depth]):
+        if visible and site not in seen:
+            seen.add(site)
+            out.append(site)
+    return out
+
+
+def clause_for(member: Context, rivals: list[Context], max_depth: int) -> tuple[Site, ...]:
+    """The AND of sites that separates `member` from as many rivals as it can."""
+    options = candidate_sites(member, max_depth)
+    windows = {id(r): r.sites_within(max_depth) for r in rivals}
+    clause: list[Site] = []
+    remaining = rivals
+    conflicts = None
+    while options and len(clause) < MAX_SITES_PER_CLAUSE:
+        # min() keeps the first of equals: options are ordered nearest first.
+        site = min(options, key=lambda s: sum(1 for r in remaining if s in windows[id(r)]))
+        left = [r for r in remaining if site in windows[id(r)]]
+        if conflicts is not None and len(left) == conflicts:
+            break               # this site rules nobody out: stop here
+        clause.append(site)
+        options = [s for s in options if s != site]
+        remaining, conflicts = left, len(left)
+        if conflicts == 0:
+            break
+    return tuple(clause)
+
+
+def _without_redundant(clauses: list[tuple[Site, ...]]) -> list[tuple[Site, ...]]:
+    """Drops duplicates and clauses implied by a shorter one (ORed, A∧B adds
+    nothing when A alone is already a clause)."""
+    out: list[tuple[Site, ...]] = []
+    for clause in sorted(set(clauses), key=lambda c: (len(c), c)):
+        if not any(set(kept) <= set(clause) for kept in out):
+            out.append(clause)
+    # Back in the order they were found, so the summary reads like the groups.
+    order = {c: i for i, c in reversed(list(enumerate(clauses)))}
+    return sorted(out, key=order.__getitem__)
+
+
+def identify(groups: list[list[int]], contexts: list[Context], max_depth: int) -> list[Selector]:
+    """One selector per group, group i getting gid i; `groups` are context
+    indices, most important group first (it is tried first at run time)."""
+    assignment = {m: gid for gid, members in enumerate(groups) for m in members}
+    selectors = []
+    for gid, members in enumerate(groups):
+        rivals = [c for c in contexts if assignment.get(c.index, gid + 1) > gid]
+        selector = Selector(gid)
+        found = []
+        for m in sorted(members, key=lambda i: (-contexts[i].allocs, i)):
+            clause = clause_for(contexts[m], rivals, max_depth)
+            if clause:
+                found.append(clause)
+            else:
+                selector.unidentifiable.append(m)
+        selector.clauses = _without_redundant(found)
+        selectors.append(selector)
+    return selectors
+
+
+def direct_table(contexts: list[Context], assignment: dict[int, int]) -> dict[Site, int | None]:
+    """Frame-0 sites whose profiled contexts all share one outcome (a group,
+    or None for ungrouped). Every grouped one is listed; ungrouped ones only
+    for the hottest sites, which cover most ungrouped allocations."""
+    by_site: dict[Site, list[Context]] = {}
+    for c in contexts:
+        if c.chain and c.visible[0]:
+            by_site.setdefault(c.chain[0], []).append(c)
+    grouped, ungrouped = {}, []
+    for site, members in by_site.items():
+        outcomes = {assignment.get(c.index) for c in members}
+        if len(outcomes) != 1:
+            continue
+        outcome = outcomes.pop()
+        if outcome is None:
+            ungrouped.append((sum(c.allocs for c in members), site))
+        else:
+            grouped[site] = outcome
+    table = dict(grouped)
+    total = sum(n for n, _ in ungrouped)
+    covered = 0
+    for allocs, site in sorted(ungrouped, key=lambda x: (-x[0], x[1])):
+        if covered >= UNGROUPED_DIRECT_SHARE * total or len(table) >= MAX_DIRECT or allocs == 0:
+            break
+        table[site] = None
+        covered += allocs
+    return table
+
+
+def walk_depth(selectors: list[Selector], contexts: list[Context], groups: list[list[int]],
+               max_depth: int, margin: int) -> int:
+    """Frames the runtime must walk: the deepest position any clause site has
+    in a member's chain, plus one, plus a margin (profiled chains are
+    recursion-reduced, so a site may sit deeper on the real stack)."""
+    deepest = -1
+    for selector, members in zip(selectors, groups):
+        for clause in selector.clauses:
+            for m in members:
+                chain = contexts[m].chain[:max_depth]
+                if all(s in chain for s in clause):
+                    deepest = max(deepest, max(chain.index(s) for s in clause))
+    return deepest + 1 + margin if deepest >= 0 else 1

@@ -1,0 +1,69 @@
+"""The human summary of a plan: groups, their contexts symbolized, weights,
+selector sites and the coverage the self-check expects."""
+
+from rich.console import Console
+from rich.table import Table
+
+from corral.plan.check import misclassified
+from corral.plan.graph import Context, Site
+from corral.plan.planner import PlanResult
+
+SHOWN_FRAMES = 4      # frames of each context shown: the deciding ones are near the top
+
+
+def describe_site(site: Site, contexts: list[Context], modules: list[dict]) -> str:
+    """`function (file:line)` of a site, from the first context that holds it."""
+    for c in contexts:
+        if site in c.chain:
+            i = c.chain.index(site)
+            return c.names[i] or f"{modules[site[0]]['path'].rsplit('/', 1)[-1]}+{site[1]:#x}"
+    return f"{site[0]}+{site[1]:#x}"
+
+
+def describe_frames(result: PlanResult, context: Context) -> str:
+    frames = result.doc["frames"]
+    lines = []
+    for fi in result.doc["contexts"][context.index]["frames"][:SHOWN_FRAMES]:
+        f = frames[fi]
+        where = f" {f['file'].rsplit('/', 1)[-1]}:{f['line']}" if f.get("file") else ""
+        lines.append(f"{f.get('fn') or hex(f['o'])}{where}")
+    return " < ".join(lines)
+
+
+def _share(part: float, whole: float) -> str:
+    return f"{100.0 * part / whole:.1f}%" if whole else "-"
+
+
+def print_summary(result: PlanResult, console: Console | None = None) -> None:
+    console = console or Console()
+    accesses = result.graph.graph.get("accesses", 0)
+    modules = result.doc["modules"]
+    console.print(f"[bold]{len(result.groups)} group(s)[/] from {len(result.contexts)} contexts "
+                  f"({result.graph.number_of_nodes()} hot, {result.graph.number_of_edges()} edges kept); "
+                  f"walk depth {result.depth}, {len(result.direct)} direct frame-0 sites")
+    for group, selector, checked in zip(result.groups, result.selectors, result.report):
+        table = Table(title=f"group {selector.gid}: {result.plan.groups[selector.gid].name}  "
+                            f"weight {group.weight:g} ({_share(group.weight, accesses)} of accesses), "
+                            f"score {group.score:.1f}", title_justify="left")
+        table.add_column("context", justify="right")
+        table.add_column("allocs", justify="right")
+        table.add_column("accesses", justify="right")
+        table.add_column("frames (innermost first)")
+        for m in group.members:
+            c = result.contexts[m]
+            table.add_row(str(m), str(c.allocs), str(c.accesses), describe_frames(result, c))
+        console.print(table)
+        for clause in selector.clauses:
+            console.print("  selector clause: " + " AND ".join(
+                describe_site(s, result.contexts, modules) for s in clause))
+        for m in selector.unidentifiable:
+            console.print(f"  [yellow]context {m} has no call site the runtime can see[/]")
+        console.print(f"  expected coverage {_share(checked.caught_objects, checked.member_objects)} "
+                      f"of its {checked.member_objects} profiled allocations; "
+                      f"catches {checked.stray_objects} allocation(s) of {len(checked.caught_elsewhere)} "
+                      f"other context(s), misses {len(checked.missed)} context(s)")
+    for group in result.rejected:
+        console.print(f"not grouped (weight {group.weight:g} under the group threshold): "
+                      f"contexts {', '.join(map(str, group.members))}")
+    bad = misclassified(result.report)
+    console.print(f"self-check: {bad} of {len(result.contexts)} profiled contexts would be misclassified")

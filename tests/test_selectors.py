@@ -1,0 +1,117 @@
+"""Identification (HALO Figure 10) and the self-check, on hand-made contexts."""
+
+from corral.plan.check import check, misclassified, runtime_group
+from corral.plan.graph import Context
+from corral.plan.selectors import direct_table, identify, walk_depth
+
+PROG = 0            # module index of the program
+WRAPPER = (PROG, 0x1000)
+MAIN_END = (PROG, 0x9000)
+
+
+def ctx(index, sites, allocs=100, hidden=()):
+    """A context whose chain is `sites` (innermost first); positions in
+    `hidden` are frames the runtime cannot see."""
+    return Context(index=index, chain=tuple(sites),
+                   visible=tuple(i not in hidden for i in range(len(sites))),
+                   names=tuple(f"f{s[1]:x}" for s in sites), allocs=allocs, accesses=allocs, bytes=0)
+
+
+def plan_for(contexts, groups, max_depth=16, margin=2):
+    assignment = {m: gid for gid, ms in enumerate(groups) for m in ms}
+    selectors = identify(groups, contexts, max_depth)
+    direct = direct_table(contexts, assignment)
+    depth = walk_depth(selectors, contexts, groups, max_depth, margin)
+    return selectors, direct, depth, check(contexts, assignment, selectors, direct, depth)
+
+
+def halo_figure_2():
+    """A, B, C objects all made through one wrapper; A and B are grouped."""
+    return [ctx(0, [WRAPPER, (PROG, 0x2001), (PROG, 0x5001), MAIN_END]),     # create_a
+            ctx(1, [WRAPPER, (PROG, 0x2101), (PROG, 0x5002), MAIN_END]),     # create_b
+            ctx(2, [WRAPPER, (PROG, 0x2201), (PROG, 0x5003), MAIN_END]),     # create_c
+            ctx(3, [(PROG, 0x5100), MAIN_END], allocs=1)]                    # a buffer in main
+
+
+def test_a_wrapper_shared_by_all_contexts_never_decides():
+    contexts = halo_figure_2()
+    selectors, direct, _, report = plan_for(contexts, [[0, 1]])
+    sites = {s for sel in selectors for clause in sel.clauses for s in clause}
+    assert WRAPPER not in sites
+    assert WRAPPER not in direct            # its contexts go to different places
+    # Nearest deciding sites: the return addresses into create_a and create_b.
+    assert sorted(selectors[0].clauses) == [((PROG, 0x2001),), ((PROG, 0x2101),)]
+    assert misclassified(report) == 0
+    assert report[0].coverage == 1.0
+
+
+def test_contexts_differing_three_frames_up_are_told_apart_by_that_site():
+    shared = [WRAPPER, (PROG, 0x3001), (PROG, 0x3101)]
+    contexts = [ctx(0, shared + [(PROG, 0x4001), MAIN_END]),
+                ctx(1, shared + [(PROG, 0x4002), MAIN_END])]
+    selectors, direct, depth, report = plan_for(contexts, [[0]], margin=2)
+    assert selectors[0].clauses == [((PROG, 0x4001),)]
+    assert depth == 3 + 1 + 2               # frame 3, plus one, plus the margin
+    assert direct == {}                     # frame 0 alone cannot decide
+    assert misclassified(report) == 0
+    assert runtime_group(contexts[0], selectors, direct, depth) == 0
+    assert runtime_group(contexts[1], selectors, direct, depth) is None
+
+
+def test_a_site_beyond_the_walk_depth_is_never_used():
+    shared = [WRAPPER, (PROG, 0x3001), (PROG, 0x3101)]
+    contexts = [ctx(0, shared + [(PROG, 0x4001)]), ctx(1, shared + [(PROG, 0x4002)])]
+    selectors, _, _, report = plan_for(contexts, [[0]], max_depth=3)
+    assert all(s in shared for clause in selectors[0].clauses for s in clause)
+    # It cannot be separated within 3 frames, and the self-check says so.
+    assert misclassified(report) == 1
+    assert report[0].caught_elsewhere == [1]
+
+
+def test_frames_the_runtime_cannot_see_are_never_used():
+    hidden_site = (1, 0x777)                # e.g. inside libstdc++'s operator new
+    contexts = [ctx(0, [hidden_site, (PROG, 0x2001), MAIN_END], hidden={0}),
+                ctx(1, [(PROG, 0x2002), MAIN_END])]
+    selectors, direct, _, report = plan_for(contexts, [[0]])
+    assert selectors[0].clauses == [((PROG, 0x2001),)]
+    assert hidden_site not in direct
+    assert misclassified(report) == 0
+
+
+def test_an_and_of_sites_when_no_single_site_separates():
+    x, y, p, q = (PROG, 0x10), (PROG, 0x20), (PROG, 0x30), (PROG, 0x40)
+    contexts = [ctx(0, [WRAPPER, x, y, MAIN_END]),      # grouped: x and y
+                ctx(1, [WRAPPER, x, q, MAIN_END]),      # shares x
+                ctx(2, [WRAPPER, p, y, MAIN_END])]      # shares y
+    selectors, _, depth, report = plan_for(contexts, [[0]])
+    assert selectors[0].clauses == [(x, y)]
+    assert misclassified(report) == 0
+
+
+def test_later_groups_need_not_exclude_earlier_ones():
+    contexts = halo_figure_2()
+    # Group 0 = A, group 1 = B: B's clause may be satisfied by A's context,
+    # because group 0 is tried first.
+    selectors, _, depth, report = plan_for(contexts, [[0], [1]])
+    assert misclassified(report) == 0
+    assert [runtime_group(c, selectors, {}, depth) for c in contexts] == [0, 1, None, None]
+
+
+def test_direct_entries_for_frame0_sites_that_decide_alone():
+    own = (PROG, 0x6001)
+    contexts = halo_figure_2() + [ctx(4, [own, (PROG, 0x5004), MAIN_END], allocs=50)]
+    _, direct, _, report = plan_for(contexts, [[0, 1, 4]])
+    assert direct[own] == 0                  # grouped, frame 0 is its own
+    assert direct[(PROG, 0x5100)] is None    # hot ungrouped, frame 0 decides
+    assert WRAPPER not in direct
+    assert misclassified(report) == 0
+
+
+def test_the_self_check_catches_a_wrong_direct_entry():
+    contexts = halo_figure_2()
+    selectors, direct, depth, _ = plan_for(contexts, [[0, 1]])
+    assignment = {0: 0, 1: 0}
+    direct[WRAPPER] = 0                       # would send C to the group too
+    report = check(contexts, assignment, selectors, direct, depth)
+    assert report[0].caught_elsewhere == [2]
+    assert report[0].stray_objects == 100
