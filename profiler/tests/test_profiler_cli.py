@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -81,3 +82,19 @@ def test_dhat_export(tmp_path):
     assert [pp["tbk"] for pp in wrapped] == [300] * 3
     assert all(pp["ebk"] == 300 and pp["eb"] == 300 * 24 for pp in wrapped)
     assert d == dhat.to_dhat(p)
+
+
+def test_dhat_export_has_every_field_dh_view_checks(tmp_path):
+    """DHAT's own viewer lists the fields it requires (checkFields calls in
+    dh_view.js, shipped with valgrind): the export must carry all of them."""
+    viewer = open("/usr/libexec/valgrind/dh_view.js").read()
+    required = set()
+    lists = re.findall(r"checkFields\((?:gData|aPP), \[([^\]]*)\]", viewer)
+    lists += re.findall(r"let fields = \[([^\]]*)\]", viewer)    # checkFields(gData, fields)
+    for group in lists:
+        required |= set(re.findall(r'"(\w+)"', group))
+    assert {"tb", "fs", "te", "tg", "rb"} <= required      # the parse found the lists
+    program = compile_program("recursive.c", tmp_path / "recursive")
+    d = dhat.to_dhat(profile([program, 5], tmp_path / "p.json.gz"))
+    present = set(d) | set().union(*(set(pp) for pp in d["pps"]))
+    assert required <= present
