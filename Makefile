@@ -6,7 +6,7 @@ BUILD  := $(CURDIR)/build
 export BUILD
 
 DEB_PACKAGES := build-essential valgrind libjemalloc2 libmimalloc2.0 libunwind-dev \
-                sqlite3 git binutils lua5.4
+                sqlite3 git binutils lua5.4 chromium
 PY_PACKAGES  := -e .[test]
 
 .PHONY: all setup deps-deb deps-py build runtime profiler bench demo test clean
