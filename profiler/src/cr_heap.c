@@ -13,6 +13,7 @@ af_state cr_affinity;
 Addr cr_heap_lo = 0;
 Addr cr_heap_span = 0;
 static Addr heap_hi = 0;
+static Bool peak_unrecorded = False;   /* the heap peaked since the last snapshot */
 
 /* ---- block table -----------------------------------------------------------
  * Blocks live in fixed chunks that never move, because affinity queues keep
@@ -142,10 +143,11 @@ static void track_block(ThreadId tid, Addr p, SizeT size, CrAllocKind kind)
    }
    cr_totals.live_blocks++;
    cr_totals.live_bytes += size;
-   if (cr_totals.live_bytes >= cr_totals.peak_bytes) {
+   if (cr_totals.live_bytes > cr_totals.peak_bytes) {
       cr_totals.peak_bytes = cr_totals.live_bytes;
       cr_totals.peak_blocks = cr_totals.live_blocks;
       cr_totals.peak_instr = cr_instrs;
+      peak_unrecorded = True;
    }
 
    shadow_fill(p, size, id);
@@ -169,12 +171,14 @@ static UInt block_starting_at(Addr p)
    return id;
 }
 
-/* When the heap is about to shrink from its peak, remember what each context
- * held at that moment (DHAT's "at t-gmax"). Only a free at the peak pays for
- * the walk over all contexts. */
+/* When the heap is about to shrink from a new peak, remember what each
+ * context held at that moment (DHAT's "at t-gmax"; of equal peaks the first
+ * counts). Only the first free after a new peak pays for the walk over all
+ * contexts, so malloc/free pairs at a steady peak stay cheap. */
 static void note_peak_before_free(void)
 {
-   if (cr_totals.live_bytes != cr_totals.peak_bytes) return;
+   if (!peak_unrecorded) return;
+   peak_unrecorded = False;
    for (UInt i = 0; i < cr_n_contexts(); i++) {
       CrContext* c = cr_context(i);
       c->gmax_blocks = c->live_blocks;
