@@ -1,5 +1,7 @@
-"""Plan from a profile: group the contexts used together, pick the call sites
-that identify each group at run time, write the plan.
+"""Plan from a profile: which contexts to group, and how to recognise them.
+
+Groups the allocation contexts whose objects are used together, picks the
+call sites that identify each group at run time, and writes the plan.
 
 Prints a summary (groups, their contexts, selectors, expected coverage) and
 the command that runs the program with the plan. Example:

@@ -67,7 +67,7 @@ def add_arguments(p) -> None:
                         f"(default: {DEFAULTS.coverage})")
     g.add_argument("--min-weight", default=DEFAULTS.min_weight, metavar="W",
                    help="drop affinity edges lighter than W, a weight or a percentage of all "
-                        f"accesses (default: {DEFAULTS.min_weight})")
+                        f"accesses (default: {DEFAULTS.min_weight.replace('%', '%%')})")
     g.add_argument("--tolerance", type=float, default=DEFAULTS.tolerance, metavar="T",
                    help=f"merge tolerance of the merge benefit (default: {DEFAULTS.tolerance})")
     g.add_argument("--max-group-size", type=int, default=DEFAULTS.max_group_size, metavar="N",

@@ -20,14 +20,14 @@ def describe_site(site: Site, contexts: list[Context], modules: list[dict]) -> s
     return f"{site[0]}+{site[1]:#x}"
 
 
-def describe_frames(result: PlanResult, context: Context) -> str:
-    frames = result.doc["frames"]
-    lines = []
-    for fi in result.doc["contexts"][context.index]["frames"][:SHOWN_FRAMES]:
-        f = frames[fi]
+def frames_text(doc: dict, index: int, limit: int = SHOWN_FRAMES) -> str:
+    """`fn file:line < caller file:line < ...` for a profile context."""
+    parts = []
+    for fi in doc["contexts"][index]["frames"][:limit]:
+        f = doc["frames"][fi]
         where = f" {f['file'].rsplit('/', 1)[-1]}:{f['line']}" if f.get("file") else ""
-        lines.append(f"{f.get('fn') or hex(f['o'])}{where}")
-    return " < ".join(lines)
+        parts.append(f"{f.get('fn') or hex(f['o'])}{where}")
+    return " < ".join(parts)
 
 
 def _share(part: float, whole: float) -> str:
@@ -51,7 +51,7 @@ def print_summary(result: PlanResult, console: Console | None = None) -> None:
         table.add_column("frames (innermost first)")
         for m in group.members:
             c = result.contexts[m]
-            table.add_row(str(m), str(c.allocs), str(c.accesses), describe_frames(result, c))
+            table.add_row(str(m), str(c.allocs), str(c.accesses), frames_text(result.doc, c.index))
         console.print(table)
         for clause in selector.clauses:
             console.print("  selector clause: " + " AND ".join(

@@ -1,0 +1,81 @@
+"""Profile and plan in one step: `corral profile`, then `corral plan`.
+
+Give it a small training input; it prints the command that runs the program
+with the plan (use your real input there). Example:
+
+    corral optimize -o prog.plan -- ./prog train-input
+"""
+
+import argparse
+import contextlib
+import io
+import os
+import shutil
+import sys
+
+from corral.commands import plan as plan_cmd
+from corral.commands import profile as profile_cmd
+from corral.errors import CorralError
+from corral.plan import options as plan_options
+
+# Options of `corral profile` that optimize does not forward: it names the
+# profile itself, and the program comes after --.
+NOT_FORWARDED = {"output", "command", "help"}
+
+
+def _profile_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(add_help=False)
+    profile_cmd.add_arguments(p)
+    return p
+
+
+def add_arguments(p):
+    p.add_argument("-o", "--output", help="plan to write (default: PROGRAM.plan in this folder)")
+    p.add_argument("--profile-output", metavar="FILE",
+                   help="where to keep the profile (default: PROGRAM.profile.json.gz in this folder)")
+    p.add_argument("--graph", metavar="FILE", help="also draw the affinity graph coloured by group")
+    p.add_argument("-q", "--quiet", action="store_true", help="no plan summary")
+    profiling = p.add_argument_group("profiling (as `corral profile`)")
+    # The profiler owns its options: take them from its own parser so the two
+    # commands never disagree on names or defaults.
+    for action in _profile_parser()._actions:
+        if action.dest not in NOT_FORWARDED:
+            profiling._add_action(action)
+    plan_options.add_arguments(p)
+    p.add_argument("command", nargs=argparse.REMAINDER, help="-- program and training arguments")
+
+
+def profile_argv(args, profile_path, command) -> list[str]:
+    """The `corral profile` command line equivalent to our forwarded options."""
+    argv = ["-o", profile_path]
+    for action in _profile_parser()._actions:
+        if action.dest in NOT_FORWARDED or not action.option_strings:
+            continue
+        value = getattr(args, action.dest)
+        if value is None or value is False or value == action.default:
+            continue
+        argv += [action.option_strings[-1]] + ([] if value is True else [str(value)])
+    return argv + ["--", *command]
+
+
+def run(args) -> int:
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        raise CorralError("no program given; put it after --, e.g. `corral optimize -- ./prog train-args`")
+    if shutil.which(command[0]) is None and not os.path.exists(command[0]):
+        raise CorralError(f"program not found: {command[0]}")
+    options = plan_options.from_args(args)      # refuse bad options before the slow part
+    name = os.path.basename(command[0])
+    profile_path = args.profile_output or f"{name}.profile.json.gz"
+    output = args.output or f"{name}.plan"
+
+    profile_args = _profile_parser().parse_args(profile_argv(args, profile_path, command))
+    # `corral profile` prints its own next step (plan this profile); here that
+    # step follows at once, so its stdout is kept off the terminal. The
+    # program's own output goes straight to our stdout file descriptor.
+    with contextlib.redirect_stdout(io.StringIO()):
+        profile_cmd.run(profile_args)
+    result = plan_cmd.plan_profile(profile_path, output, options, args.graph, args.quiet)
+    sys.stdout.flush()
+    print(f"next: {plan_cmd.next_command(output, result.doc)}")
+    return 0

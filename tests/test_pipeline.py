@@ -1,0 +1,135 @@
+"""The planner's commands end to end: `corral plan` and `corral inspect` on
+synthetic profiles, and the whole pipeline (optimize, then run) on a HALO
+Figure 2 program."""
+
+import gzip
+import json
+import subprocess
+import sys
+
+import pytest
+
+from corral import elf
+from corral.plan import planfile
+from corral.plan.picture import draw_groups
+
+PROGRAM = "/work/prog"     # a path that does not exist: no build-id check
+
+
+def synthetic_profile(edges, contexts=None, module_path=PROGRAM, buildid="ab" * 20, version=1):
+    """A profile of the HALO Figure 2 shape: contexts 0, 1, 2 allocate through
+    one wrapper from create_a, create_b and create_c; 3 is a buffer in main."""
+    frames = [{"m": 0, "o": o, "fn": fn, "file": "fig2.c", "line": line} for o, fn, line in [
+        (0x1100, "xmalloc", 10), (0x1200, "create_a", 20), (0x1300, "create_b", 30),
+        (0x1400, "create_c", 40), (0x1500, "main", 50), (0x1510, "main", 51), (0x1520, "main", 52),
+        (0x1600, "main", 60)]]
+    if contexts is None:
+        contexts = [([0, 1, 4], 500, 9000), ([0, 2, 5], 500, 9000), ([0, 3, 6], 500, 600), ([7], 1, 10)]
+    return {
+        "corralProfile": version, "tool": "synthetic", "cmd": [PROGRAM, "--small"],
+        "params": {"affinity_distance": 128, "max_size": 4096},
+        "modules": [{"path": module_path, "buildid": buildid, "bias": 0}],
+        "frames": frames,
+        "contexts": [{"frames": f, "allocs": n, "bytes": 64 * n, "frees": n, "min_size": 64,
+                      "max_size": 64, "lifetime": 0, "reads": acc, "writes": 0, "fn": "malloc"}
+                     for f, n, acc in contexts],
+        "edges": edges,
+        "totals": {"allocs": sum(n for _, n, _ in contexts), "frees": 0, "bytes": 0,
+                   "accesses": sum(acc for _, _, acc in contexts)},
+    }
+
+
+FIG2_EDGES = [[0, 0, 3000], [1, 1, 3000], [0, 1, 2900], [0, 2, 40], [1, 2, 40], [2, 2, 30]]
+
+
+def write_profile(tmp_path, doc, name="p.profile.json.gz"):
+    path = tmp_path / name
+    with gzip.open(path, "wt") as f:
+        json.dump(doc, f)
+    return path
+
+
+def corral(*argv, cwd=None):
+    return subprocess.run([sys.executable, "-m", "corral", *map(str, argv)],
+                          capture_output=True, text=True, cwd=cwd)
+
+
+def test_plan_writes_a_valid_plan_and_prints_the_run_command(tmp_path):
+    profile = write_profile(tmp_path, synthetic_profile(FIG2_EDGES))
+    out = tmp_path / "fig2.plan"
+    r = corral("plan", profile, "-o", out, "--graph", tmp_path / "groups.png")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == f"next: corral run --plan {out} -- {PROGRAM} --small"
+    plan = planfile.read(out)
+    assert [g.name for g in plan.groups] == ["create_a+create_b"]
+    assert sorted(plan.groups[0].clauses) == [(planfile.PlanSite(0, 0x1200),), (planfile.PlanSite(0, 0x1300),)]
+    assert plan.modules == [planfile.PlanModule("ab" * 20, PROGRAM)]
+    assert plan.options["depth"] == 2 + 2          # frame 1, plus one, plus the margin
+    assert (planfile.PlanSite(0, 0x1600), None) in plan.direct
+    assert "self-check: 0 of 4 profiled contexts would be misclassified" in r.stderr
+    assert "create_a fig2.c:20" in r.stderr        # the summary names the frames
+    assert (tmp_path / "groups.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_default_plan_name_follows_the_profile(tmp_path):
+    profile = write_profile(tmp_path, synthetic_profile(FIG2_EDGES), "prog.profile.json.gz")
+    r = corral("plan", "-q", profile)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "prog.plan").exists()
+
+
+def test_nothing_worth_grouping_writes_an_empty_plan(tmp_path):
+    profile = write_profile(tmp_path, synthetic_profile([[0, 1, 1]]))
+    out = tmp_path / "empty.plan"
+    r = corral("plan", profile, "-o", out)
+    assert r.returncode == 0, r.stderr
+    assert "nothing worth grouping" in r.stderr
+    assert planfile.read(out).groups == []
+
+
+@pytest.mark.parametrize("doc, message", [
+    (synthetic_profile([], contexts=[]), "profile is empty"),
+    (synthetic_profile(FIG2_EDGES, version=7), "format version 7"),
+])
+def test_unusable_profiles_are_one_line_errors(tmp_path, doc, message):
+    r = corral("plan", write_profile(tmp_path, doc), "-o", tmp_path / "x.plan")
+    assert r.returncode != 0
+    assert r.stderr.startswith("corral: error:") and message in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "x.plan").exists()
+
+
+def test_a_profile_of_another_build_is_refused(tmp_path):
+    binary = "/bin/true"
+    assert elf.build_id(binary)
+    doc = synthetic_profile(FIG2_EDGES, module_path=binary, buildid="00" * 20)
+    r = corral("plan", write_profile(tmp_path, doc), "-o", tmp_path / "x.plan")
+    assert r.returncode != 0 and "another build of /bin/true" in r.stderr
+
+
+def test_bad_options_are_one_line_errors(tmp_path):
+    profile = write_profile(tmp_path, synthetic_profile(FIG2_EDGES))
+    r = corral("plan", profile, "--tolerance", "1.5")
+    assert r.returncode != 0 and r.stderr.startswith("corral: error: --tolerance")
+
+
+def test_inspect_shows_a_profile_and_a_plan(tmp_path):
+    profile = write_profile(tmp_path, synthetic_profile(FIG2_EDGES))
+    out = tmp_path / "fig2.plan"
+    assert corral("plan", "-q", profile, "-o", out).returncode == 0
+    r = corral("inspect", profile)
+    assert r.returncode == 0, r.stderr
+    assert "create_a" in r.stdout and "(loop)" in r.stdout
+    r = corral("inspect", out, "--profile", profile)
+    assert r.returncode == 0, r.stderr
+    assert "0+0x1200 create_a" in r.stdout and "create_a+create_b" in r.stdout
+
+
+def test_draw_groups_writes_svg(tmp_path):
+    import networkx as nx
+    g = nx.Graph()
+    g.add_edge(0, 1, weight=10)
+    g.add_edge(1, 1, weight=5)
+    g.add_edge(2, 3, weight=1)
+    draw_groups(g, [[0, 1]], tmp_path / "g.svg")
+    assert b"<svg" in (tmp_path / "g.svg").read_bytes()[:400]
