@@ -6,6 +6,7 @@
 #include "pub_tool_basics.h"
 #include "pub_tool_libcassert.h"
 #include "pub_tool_libcbase.h"
+#include "pub_tool_libcfile.h"
 #include "pub_tool_libcprint.h"
 #include "pub_tool_options.h"
 #include "pub_tool_replacemalloc.h"
@@ -68,10 +69,43 @@ static void cr_start_client_code(ThreadId tid, ULong blocks_done)
    cr_current_tid = tid;
 }
 
+/* ---- version check ---------------------------------------------------------
+ * This executable carries the valgrind core it was linked with, while the
+ * launcher and vgpreload_core come from the installed package. The package's
+ * config.h names the installed release; if it differs, stop before running
+ * the client with mismatched halves. (No config.h: nothing to compare.) */
+#define CR_INSTALLED_CONFIG "/usr/include/valgrind/config.h"
+
+static void refuse_other_valgrind(void)
+{
+   static HChar text[32768];
+   SysRes res = VG_(open)(CR_INSTALLED_CONFIG, VKI_O_RDONLY, 0);
+   if (sr_isError(res)) return;
+   Int fd = (Int)sr_Res(res);
+   Int n = VG_(read)(fd, text, sizeof text - 1);
+   VG_(close)(fd);
+   if (n <= 0) return;
+   text[n] = 0;
+   const HChar* key = "#define VERSION \"";
+   const HChar* at = VG_(strstr)(text, key);
+   if (at == NULL) return;
+   at += VG_(strlen)(key);
+   SizeT len = VG_(strlen)(CR_VALGRIND_VERSION);
+   if (VG_(strncmp)(at, CR_VALGRIND_VERSION, len) == 0 && at[len] == '"') return;
+   HChar installed[32];
+   SizeT k = 0;
+   while (at[k] && at[k] != '"' && k < sizeof installed - 1) { installed[k] = at[k]; k++; }
+   installed[k] = 0;
+   VG_(fmsg)("corral: error: this tool was built for valgrind %s but valgrind %s is "
+             "installed; rebuild it with `make profiler`\n", CR_VALGRIND_VERSION, installed);
+   VG_(exit)(2);
+}
+
 /* ---- life cycle ------------------------------------------------------------ */
 
 static void cr_post_clo_init(void)
 {
+   refuse_other_valgrind();
    cr_context_init();
    cr_heap_init();
    cr_heap_track_syscalls();

@@ -98,3 +98,15 @@ def test_dhat_export_has_every_field_dh_view_checks(tmp_path):
     d = dhat.to_dhat(profile([program, 5], tmp_path / "p.json.gz"))
     present = set(d) | set().union(*(set(pp) for pp in d["pps"]))
     assert required <= present
+
+
+def test_tool_itself_refuses_another_valgrind(tmp_path):
+    """Run by hand (without corral profile), a tool built for another release
+    stops before running the program."""
+    profiler = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    subprocess.run(["make", "-s", "-C", profiler, f"BUILD={tmp_path}", "VG_VERSION=3.0.0"],
+                   check=True, capture_output=True)
+    result = subprocess.run(["valgrind", "--tool=corral", "/bin/true"], capture_output=True, text=True,
+                            env=dict(os.environ, VALGRIND_LIB=str(tmp_path / "profiler")))
+    assert result.returncode == 2
+    assert "built for valgrind 3.0.0" in result.stderr and "make profiler" in result.stderr
