@@ -14,10 +14,13 @@ import subprocess
 import sys
 import tempfile
 
+from rich.console import Console
+
 from corral import paths
 from corral.errors import CorralError
 from corral.profile import dhat
 from corral.profile.reader import Profile
+from corral.profile.summary import print_summary
 from corral.profile.writer import finish
 
 DEFAULT_OUTPUT = "corral.profile.json.gz"
@@ -90,9 +93,7 @@ def run(args) -> int:
     profile = Profile(doc)
     if args.dhat:
         dhat.export(profile, args.dhat)
-    totals = doc["totals"]
-    print(f"corral: profiled {totals['allocs']} allocations in {len(doc['contexts'])} contexts, "
-          f"{totals['accesses']} heap accesses, {len(doc['edges'])} affinity edges", file=sys.stderr)
+    print_summary(profile, Console(stderr=True))
     if status != 0:
         print(f"corral: warning: the program exited with status {status}", file=sys.stderr)
     print(f"corral: wrote {args.output}" + (f" and {args.dhat}" if args.dhat else ""), file=sys.stderr)
