@@ -3,6 +3,8 @@ the tool uses (profiler/src/affinity.c, driven by tests/affinity_driver.c)."""
 
 import subprocess
 
+import pytest
+
 
 def replay(driver, trace: str) -> tuple[dict, dict]:
     out = subprocess.run([str(driver)], input=trace, capture_output=True, text=True, check=True).stdout
@@ -71,43 +73,23 @@ def test_window_holds_the_last_distance_bytes(driver):
     assert partners_of_last == [2, 3, 4, 5, 6, 7, 8]
 
 
-def test_allocation_from_either_context_in_between_breaks_coallocatability(driver):
-    edges, _ = replay(driver, """
-alloc 1 0
-alloc 2 0
-alloc 3 1
-access 1 8
-access 3 8
-""")
-    assert edges == {}           # object 2 (context 0) was allocated between 1 and 3
-    edges, _ = replay(driver, """
-alloc 1 0
-alloc 3 1
-alloc 4 1
-access 1 8
-access 4 8
-""")
-    assert edges == {}           # object 3 (context 1) was allocated between 1 and 4
-    edges, _ = replay(driver, """
-alloc 1 0
-alloc 2 0
-alloc 3 1
-access 2 8
-access 3 8
-""")
-    assert edges == {(0, 1): 1}  # neighbours in the allocation order of {0, 1}
+# Co-allocatability: objects 1 (context 0) and the other accessed one must be
+# neighbours in the allocation order restricted to their two contexts.
+COALLOCATION_CASES = {
+    "first context allocates in between": ("alloc 1 0\nalloc 2 0\nalloc 3 1", "1 3", {}),
+    "second context allocates in between": ("alloc 1 0\nalloc 3 1\nalloc 4 1", "1 4", {}),
+    "neighbours of the two contexts": ("alloc 1 0\nalloc 2 0\nalloc 3 1", "2 3", {(0, 1): 1}),
+    "a third context in between is harmless": ("alloc 1 0\nalloc 5 7\nalloc 6 7\nalloc 3 1", "1 3",
+                                                {(0, 1): 1}),
+}
 
 
-def test_a_third_contexts_allocations_do_not_break_coallocatability(driver):
-    edges, _ = replay(driver, """
-alloc 1 0
-alloc 5 7
-alloc 6 7
-alloc 3 1
-access 1 8
-access 3 8
-""")
-    assert edges == {(0, 1): 1}
+@pytest.mark.parametrize("case", sorted(COALLOCATION_CASES))
+def test_coallocatability(driver, case):
+    allocations, accessed, expected = COALLOCATION_CASES[case]
+    first, second = accessed.split()
+    edges, _ = replay(driver, f"{allocations}\naccess {first} 8\naccess {second} 8\n")
+    assert edges == expected
 
 
 def test_loop_edge_needs_neighbouring_objects_of_one_context(driver):
