@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from corral import elf
+from corral import elf, paths
 from corral.plan import planfile
 from corral.plan.options import DEFAULTS
 from corral.plan.picture import draw_groups
@@ -146,3 +146,45 @@ def test_draw_groups_writes_svg(tmp_path):
     g.add_edge(2, 3, weight=1)
     draw_groups(g, [[0, 1]], tmp_path / "g.svg")
     assert b"<svg" in (tmp_path / "g.svg").read_bytes()[:400]
+
+
+# --- the whole pipeline on HALO's Figure 2 pattern ---------------------------
+
+PROGRAMS = Path(__file__).resolve().parent / "programs"
+TRAIN = ["2000", "40"]          # tokens, traversal rounds: small, profiled
+REAL = ["30000", "20"]          # larger, run under the plan
+
+
+def require_built(path, what):
+    if not path.exists():
+        pytest.fail(f"{what} not built ({path}): run `make build` first")
+
+
+@pytest.fixture(scope="module")
+def figure2(tmp_path_factory):
+    """The Figure-2 program built and optimized once: (folder, program, plan, optimize result)."""
+    require_built(paths.PROFILER_DIR / "corral-amd64-linux", "the profiler")
+    folder = tmp_path_factory.mktemp("fig2")
+    program = folder / "fig2"
+    subprocess.run(["gcc", "-g", "-O2", "-o", str(program), str(PROGRAMS / "fig2_tokens.c")], check=True)
+    plan = folder / "fig2.plan"
+    result = corral("optimize", "-o", plan, "--profile-output", folder / "fig2.profile.json.gz",
+                    "--graph", folder / "groups.svg", "--", program, *TRAIN, cwd=folder)
+    return folder, program, plan, result
+
+
+def test_optimize_profiles_and_plans_the_figure2_program(figure2):
+    folder, program, plan, r = figure2
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-1] == f"next: corral run --plan {plan} -- {program} {' '.join(TRAIN)}"
+    assert r.stdout.startswith("A ")               # the program's own output comes through
+    written = planfile.read(plan)
+    assert [g.name for g in written.groups] == ["create_a+create_b"]
+    assert len(written.groups[0].clauses) == 2 and all(len(c) == 1 for c in written.groups[0].clauses)
+    assert "self-check: 0 of" in r.stderr
+    assert (folder / "fig2.profile.json.gz").exists() and (folder / "groups.svg").exists()
+
+
+def test_optimize_without_a_program_is_a_one_line_error(tmp_path):
+    r = corral("optimize", "--", tmp_path / "missing")
+    assert r.returncode != 0 and r.stderr.startswith("corral: error: program not found")

@@ -8,15 +8,9 @@ heaviest affinity edges. A plan: modules, groups with their selector clauses
     corral inspect prog.plan --profile prog.profile.json.gz
 """
 
-from rich.console import Console
-from rich.table import Table
-
 from corral.errors import CorralError
-from corral.plan import graph as profile_graph
-from corral.plan import planfile
-from corral.plan.graph import contexts_of
-from corral.plan.planner import site_names
-from corral.plan.summary import frames_text
+
+PLAN_MAGIC = b"corral-plan"
 
 
 def add_arguments(p):
@@ -29,12 +23,18 @@ def add_arguments(p):
 def is_plan(path) -> bool:
     try:
         with open(path, "rb") as f:
-            return f.read(len(planfile.MAGIC.split()[0])) == planfile.MAGIC.split()[0].encode()
+            return f.read(len(PLAN_MAGIC)) == PLAN_MAGIC
     except OSError as e:
         raise CorralError(f"{path} is not readable: {e.strerror}")
 
 
-def show_profile(path, top: int, console: Console) -> None:
+def show_profile(path, top: int, console) -> None:
+    from rich.table import Table
+
+    from corral.plan import graph as profile_graph
+    from corral.plan.graph import contexts_of
+    from corral.plan.summary import frames_text
+
     doc = profile_graph.load(path)
     totals = doc["totals"]
     console.print(f"[bold]profile[/] {path}: {' '.join(doc.get('cmd', []))}  ({doc.get('tool', '?')})")
@@ -56,7 +56,14 @@ def show_profile(path, top: int, console: Console) -> None:
     console.print(edges)
 
 
-def show_plan(path, profile_path, console: Console) -> None:
+def show_plan(path, profile_path, console) -> None:
+    from rich.table import Table
+
+    from corral.plan import graph as profile_graph
+    from corral.plan import planfile
+    from corral.plan.graph import contexts_of
+    from corral.plan.planner import site_names
+
     plan = planfile.read(path)
     names = {}
     if profile_path:
@@ -89,6 +96,7 @@ def show_plan(path, profile_path, console: Console) -> None:
 
 
 def run(args) -> int:
+    from rich.console import Console
     console = Console()
     if is_plan(args.file):
         show_plan(args.file, args.profile, console)

@@ -12,13 +12,10 @@ the command that runs the program with the plan. Example:
 import shlex
 import sys
 
-from rich.console import Console
-
-from corral.plan import graph as profile_graph
 from corral.plan import options as plan_options
-from corral.plan import planfile
-from corral.plan.planner import PlanResult, check_modules, make_plan
-from corral.plan.summary import print_summary
+
+# The planner's modules (networkx, rich) are imported where they are used, so
+# that `corral --help` and the other subcommands start fast.
 
 
 def add_arguments(p):
@@ -37,8 +34,16 @@ def default_output(profile_path: str) -> str:
     return name + ".plan"
 
 
-def plan_profile(profile_path, output, options, graph_path=None, quiet=False) -> PlanResult:
-    """The whole of `corral plan`; `corral optimize` calls it too."""
+def plan_profile(profile_path, output, options, graph_path=None, quiet=False):
+    """The whole of `corral plan`; `corral optimize` calls it too. Returns the
+    planner.PlanResult."""
+    from rich.console import Console
+
+    from corral.plan import graph as profile_graph
+    from corral.plan import planfile
+    from corral.plan.planner import check_modules, make_plan
+    from corral.plan.summary import print_summary
+
     doc = profile_graph.load(profile_path)
     result = make_plan(doc, options)
     check_modules(doc, result.plan)
