@@ -1,21 +1,163 @@
-/* Identification entry points. First slice: no plan is ever loaded, every
- * allocation is ungrouped; the real loader and matcher follow. */
+/* Identification: loading the plan and deciding an allocation's group from
+ * its return addresses. Design: docs/identification.md. */
+#define _GNU_SOURCE
 #include "identify.h"
 
-void _corral_ident_init(void) {}
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sched.h>
+#include <stdio.h>
+#include <unistd.h>
 
-int _corral_identify(void *ret0, void *fp0, size_t size)
+#include "identify_state.h"
+#include "identify_tables.h"
+#include "internal.h"
+#include "unwind.h"
+
+ident_state_t _corral_ident;
+
+/* ---------------------------------------------------------------------------
+   Loading
+--------------------------------------------------------------------------- */
+
+/* Sets the plan's message (reason) and says it once. */
+static void refuse(const char *reason)
 {
-  (void)ret0; (void)fp0; (void)size;
-  return -1;
+  snprintf(_corral_ident.message, sizeof _corral_ident.message, "%s", reason);
+  _corral_warn("plan %s: %s; running ungrouped", _corral_ident.path, reason);
 }
 
-unsigned _corral_group_count(void) { return 0; }
+/* The file's text in private writable memory (the parser cuts it in place). */
+static char *read_plan_file(const char *path, size_t *len, char *err, size_t errlen)
+{
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    snprintf(err, errlen, errno == ENOENT ? "missing (no such file)" : "unreadable (%s)", strerror(errno));
+    return NULL;
+  }
+  struct stat st;
+  char *text = NULL;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    snprintf(err, errlen, "unreadable (not a regular file)");
+  } else if ((size_t)st.st_size > PLAN_MAX_BYTES) {
+    snprintf(err, errlen, "too large (%lld bytes, limit %u)", (long long)st.st_size, PLAN_MAX_BYTES);
+  } else if (st.st_size == 0) {
+    snprintf(err, errlen, "empty");
+  } else {
+    /* A copy rather than a file mapping: a file truncated under us must not
+     * turn into SIGBUS. One extra byte keeps the last line NUL-terminated. */
+    *len = (size_t)st.st_size;
+    text = _corral_os_map(*len + 1);
+    size_t got = 0;
+    while (text && got < *len) {
+      ssize_t n = read(fd, text + got, *len - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += (size_t)n;
+    }
+    if (!text) snprintf(err, errlen, "no memory to read it");
+    else if (got < *len) {
+      snprintf(err, errlen, "unreadable (short read)");
+      _corral_os_unmap(text, *len + 1);
+      text = NULL;
+    }
+  }
+  close(fd);
+  return text;
+}
 
-const char *_corral_group_name(unsigned g) { (void)g; return 0; }
+static plan_t *parse_plan(char *text, size_t len, char *err, size_t errlen)
+{
+  size_t clauses, directs;
+  _corral_plan_count(text, len, &clauses, &directs);
+  if (clauses > PLAN_MAX_CLAUSES) clauses = PLAN_MAX_CLAUSES + 1;   /* the parser then says "too large" */
+  if (directs > PLAN_MAX_DIRECT) directs = PLAN_MAX_DIRECT + 1;
+  size_t bytes = sizeof(plan_t) + clauses * sizeof(plan_clause_t) + directs * sizeof(plan_direct_t);
+  plan_t *plan = _corral_os_map(bytes);
+  if (!plan) { snprintf(err, errlen, "no memory to parse it"); return NULL; }
+  plan->clauses = (plan_clause_t *)(plan + 1);
+  plan->clause_capacity = clauses;
+  plan->directs = (plan_direct_t *)(plan->clauses + clauses);
+  plan->direct_capacity = directs;
+  if (_corral_plan_parse(text, len, plan, err, errlen) != 0) {
+    _corral_os_unmap(plan, bytes);
+    return NULL;
+  }
+  return plan;
+}
 
-void _corral_ident_after_dlopen(void) {}
+/* Binds and builds against the current module table; publishes the tables.
+ * Returns 0, or -1 having refused the plan. */
+static int relocate(const module_table_t *modules)
+{
+  char err[256];
+  plan_binding_t binding;
+  if (_corral_plan_bind(_corral_ident.plan, modules, &binding, err, sizeof err) != 0) {
+    refuse(err);
+    return -1;
+  }
+  ident_tables_t *t = _corral_tables_build(_corral_ident.plan, &binding, modules,
+                                           _corral_options.depth, err, sizeof err);
+  if (!t) {
+    refuse(err);
+    return -1;
+  }
+  __atomic_store_n(&_corral_ident.tables, t, __ATOMIC_RELEASE);
+  return 0;
+}
 
-void _corral_ident_stats_json(int fd) { (void)fd; }
+void _corral_ident_init(void)
+{
+  const char *path = _corral_options.plan;
+  if (!path || !*path) return;
+  snprintf(_corral_ident.path, sizeof _corral_ident.path, "%s", path);
+  char err[256];
+  size_t len = 0;
+  char *text = read_plan_file(path, &len, err, sizeof err);
+  plan_t *plan = text ? parse_plan(text, len, err, sizeof err) : NULL;
+  if (!plan) { refuse(err); return; }
+  for (unsigned i = 0; i < plan->option_count; i++)
+    _corral_option_from_plan(plan->options[i].name, plan->options[i].value);
+  _corral_ident.plan = plan;
+  _corral_ident.counters = _corral_os_map(IDENT_COUNTER_SLOTS * sizeof(ident_counters_t));
+  if (!_corral_ident.counters) { refuse("no memory for its counters"); return; }
+  _corral_unwind_init();
+  const module_table_t *modules = _corral_modules_scan();
+  if (!modules) { refuse("no memory for the module table"); return; }
+  if (relocate(modules) == 0) {
+    _corral_ident.loaded = 1;
+    _corral_ident.group_count = plan->group_limit;
+    _corral_note(1, "plan %s: %u groups, %zu clauses, %zu direct entries, %u of its modules loaded",
+                 path, plan->group_count, plan->clause_count, plan->direct_count,
+                 _corral_ident.tables->modules_matched);
+  }
+}
 
-void _corral_ident_stats_text(int fd) { (void)fd; }
+void _corral_ident_after_dlopen(void)
+{
+  if (!_corral_ident.loaded) return;
+  /* Two threads may dlopen at once: one rebuild at a time. */
+  while (__atomic_exchange_n(&_corral_ident.rebuilding, 1, __ATOMIC_ACQUIRE)) sched_yield();
+  const module_table_t *modules = _corral_modules_scan();
+  if (modules && relocate(modules) != 0) {
+    /* Stale now: allocations from here on are ungrouped. */
+    _corral_ident.loaded = 0;
+    __atomic_store_n(&_corral_ident.tables, NULL, __ATOMIC_RELEASE);
+  }
+  __atomic_store_n(&_corral_ident.rebuilding, 0, __ATOMIC_RELEASE);
+}
+
+unsigned _corral_group_count(void)
+{
+  return _corral_ident.group_count;     /* stays put if a dlopen later makes the plan stale */
+}
+
+const char *_corral_group_name(unsigned g)
+{
+  const plan_t *plan = _corral_ident.plan;
+  if (!plan || g >= plan->group_limit) return NULL;
+  return plan->groups[g].name ? plan->groups[g].name : "-";
+}

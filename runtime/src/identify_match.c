@@ -1,0 +1,149 @@
+/* The per-allocation path: direct table, then a walk that stops as soon as
+ * the plan's selectors are decided. See docs/identification.md. */
+#include <string.h>
+
+#include "identify.h"
+#include "identify_state.h"
+#include "identify_tables.h"
+#include "internal.h"
+#include "unwind.h"
+
+/* Sites seen and clauses partly matched during one walk. Overflow (a walk
+ * touching more than this many sites) drops the excess: such a plan would
+ * be far beyond what the planner writes. */
+#define WALK_SITES   64
+#define WALK_CLAUSES 128
+
+typedef struct walk_s {
+  uint32_t sites[WALK_SITES];
+  uint32_t clauses[WALK_CLAUSES];
+  uint8_t matched[WALK_CLAUSES];
+  unsigned nsites, nclauses;
+  uint8_t best;                     /* rank of the first group matched so far */
+} walk_t;
+
+static __thread ident_counters_t *thread_counters __attribute__((tls_model("initial-exec")));
+
+static ident_counters_t *counters(void)
+{
+  ident_counters_t *c = thread_counters;
+  if (__builtin_expect(c == NULL, 0)) {
+    unsigned slot = __atomic_fetch_add(&_corral_ident.counters_used, 1, __ATOMIC_RELAXED);
+    if (slot >= IDENT_COUNTER_SLOTS) slot = IDENT_COUNTER_SLOTS - 1;
+    c = thread_counters = &_corral_ident.counters[slot];
+  }
+  return c;
+}
+
+/* ---------------------------------------------------------------------------
+   Direct table (frame 0 alone decides)
+--------------------------------------------------------------------------- */
+
+/* 1 with *group set when the table has frame 0. */
+static inline int direct_lookup(const ident_tables_t *t, uintptr_t pc, int *group)
+{
+  if (t->direct_mask) {
+    size_t s = (pc * 0x9E3779B97F4A7C15ull >> 20) & t->direct_mask;
+    for (uintptr_t key; (key = t->direct_keys[s]) != 0; s = (s + 1) & t->direct_mask)
+      if (key == pc) { *group = t->direct_groups[s]; return 1; }
+  }
+  size_t lo = 0, hi = t->direct_range_count;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (t->direct_ranges[mid].lo <= pc) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo && pc < t->direct_ranges[lo - 1].hi) { *group = t->direct_ranges[lo - 1].group; return 1; }
+  return 0;
+}
+
+/* ---------------------------------------------------------------------------
+   Selector matching, one frame at a time
+--------------------------------------------------------------------------- */
+
+static void count_site(const ident_tables_t *t, walk_t *w, uint32_t site)
+{
+  for (unsigned i = 0; i < w->nsites; i++)
+    if (w->sites[i] == site) return;        /* recursion: a site counts once */
+  if (w->nsites == WALK_SITES) return;
+  w->sites[w->nsites++] = site;
+  for (uint32_t r = t->site_first[site]; r < t->site_first[site + 1]; r++) {
+    uint32_t clause = t->site_clauses[r];
+    unsigned i = 0;
+    while (i < w->nclauses && w->clauses[i] != clause) i++;
+    if (i == w->nclauses) {
+      if (i == WALK_CLAUSES) continue;
+      w->clauses[i] = clause;
+      w->matched[i] = 0;
+      w->nclauses++;
+    }
+    if (++w->matched[i] == t->clause_need[clause] && t->clause_rank[clause] < w->best)
+      w->best = t->clause_rank[clause];
+  }
+}
+
+static void visit_frame(const ident_tables_t *t, walk_t *w, uintptr_t pc)
+{
+  size_t j = _corral_tables_segment_of(t, pc);
+  if (j == (size_t)-1) return;
+  for (uint32_t q = t->seg_first[j]; q < t->seg_first[j + 1]; q++) count_site(t, w, t->seg_sites[q]);
+}
+
+static int decide(const ident_tables_t *t, void *ret0, void *fp0, ident_counters_t *c)
+{
+  int group;
+  if (direct_lookup(t, (uintptr_t)ret0, &group)) {
+    c->direct_hits++;
+    return group;
+  }
+  if (t->first_rank == NO_RANK) return -1;
+  unwind_stack_t stack;
+  unwind_frame_t f;
+  if (_corral_unwind_stack((uintptr_t)fp0, &stack) || _corral_unwind_start(ret0, fp0, &stack, &f))
+    return -1;
+  c->walks++;
+  walk_t w;
+  w.nsites = w.nclauses = 0;
+  w.best = NO_RANK;
+  for (int k = 0;;) {
+    c->frames++;
+    visit_frame(t, &w, f.pc);
+    /* Decided once the first group in plan order matched: nothing deeper can
+     * beat it. Otherwise a later frame may still complete an earlier group. */
+    if (w.best == t->first_rank || ++k == t->depth) break;
+    int how = _corral_unwind_step(t->modules, &stack, &f);
+    if (how == UNWIND_STOP) break;
+    if (how == UNWIND_BY_FP) c->fp_steps++;
+    else c->cfi_steps++;
+  }
+  return w.best == NO_RANK ? -1 : t->group_by_rank[w.best];
+}
+
+/* ---------------------------------------------------------------------------
+   Entry
+--------------------------------------------------------------------------- */
+
+static __attribute__((noinline)) int identify_with(const ident_tables_t *t, void *ret0, void *fp0)
+{
+  ident_counters_t *c = counters();
+  uint64_t n = ++c->calls;
+  int group;
+  if ((n & IDENT_SAMPLE_MASK) == 0) {
+    uint64_t start = _corral_rdtsc();
+    group = decide(t, ret0, fp0, c);
+    c->sampled_cycles += _corral_rdtsc() - start;
+    c->sampled++;
+  } else {
+    group = decide(t, ret0, fp0, c);
+  }
+  if (group >= 0) c->grouped++;
+  return group;
+}
+
+int _corral_identify(void *ret0, void *fp0, size_t size)
+{
+  (void)size;
+  const ident_tables_t *t = __atomic_load_n(&_corral_ident.tables, __ATOMIC_ACQUIRE);
+  if (!t) return -1;                        /* no plan: the one branch */
+  return identify_with(t, ret0, fp0);
+}

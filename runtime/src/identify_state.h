@@ -1,0 +1,37 @@
+/* State shared by the identification files: the loaded plan, its published
+ * tables and the counters behind the "identify" and "plan" statistics. */
+#ifndef CORRAL_IDENTIFY_STATE_H
+#define CORRAL_IDENTIFY_STATE_H
+
+#include <stdint.h>
+
+#include "identify_tables.h"
+#include "plan.h"
+
+/* One per thread (up to IDENT_COUNTER_SLOTS - 1; later threads share the
+ * last slot and may lose counts). Plain stores, no atomics: a slot has one
+ * writer, so counting costs a few cycles. */
+typedef struct ident_counters_s {
+  uint64_t calls, direct_hits, walks, frames, fp_steps, cfi_steps, grouped;
+  uint64_t sampled, sampled_cycles;
+  char pad[64 - 9 * sizeof(uint64_t) % 64];
+} ident_counters_t;
+
+#define IDENT_COUNTER_SLOTS 256
+#define IDENT_SAMPLE_MASK   63       /* time 1 identification in 64 */
+
+typedef struct ident_state_s {
+  const ident_tables_t *tables;     /* NULL: no usable plan, everything ungrouped */
+  const plan_t *plan;
+  int loaded;
+  unsigned group_count;
+  int rebuilding;
+  ident_counters_t *counters;       /* IDENT_COUNTER_SLOTS of them */
+  unsigned counters_used;
+  char path[512];
+  char message[256];                /* why the plan was refused, "" if it was not */
+} ident_state_t;
+
+extern ident_state_t _corral_ident;
+
+#endif

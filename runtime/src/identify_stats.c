@@ -1,0 +1,94 @@
+/* The "identify" and "plan" members of the statistics (contract with core's
+ * stats.c in internal.h and identify.h): no malloc, written with
+ * _corral_fdprintf. */
+#include <stdio.h>
+
+#include "identify.h"
+#include "identify_state.h"
+#include "internal.h"
+
+static void sum_counters(ident_counters_t *sum)
+{
+  *sum = (ident_counters_t){0};
+  if (!_corral_ident.counters) return;
+  unsigned used = __atomic_load_n(&_corral_ident.counters_used, __ATOMIC_RELAXED);
+  if (used > IDENT_COUNTER_SLOTS) used = IDENT_COUNTER_SLOTS;
+  for (unsigned i = 0; i < used; i++) {
+    const ident_counters_t *c = &_corral_ident.counters[i];
+    sum->calls += c->calls;
+    sum->direct_hits += c->direct_hits;
+    sum->walks += c->walks;
+    sum->frames += c->frames;
+    sum->fp_steps += c->fp_steps;
+    sum->cfi_steps += c->cfi_steps;
+    sum->grouped += c->grouped;
+    sum->sampled += c->sampled;
+    sum->sampled_cycles += c->sampled_cycles;
+  }
+}
+
+/* `s` as a JSON string body: quotes, backslashes and control bytes escaped. */
+static void json_escape(const char *s, char *out, size_t size)
+{
+  size_t n = 0;
+  for (; *s && n + 7 < size; s++) {
+    unsigned char ch = (unsigned char)*s;
+    if (ch == '"' || ch == '\\') { out[n++] = '\\'; out[n++] = (char)ch; }
+    else if (ch < 0x20) n += (size_t)snprintf(out + n, size - n, "\\u%04x", ch);
+    else out[n++] = (char)ch;
+  }
+  out[n] = 0;
+}
+
+void _corral_ident_stats_json(int fd)
+{
+  ident_counters_t s;
+  sum_counters(&s);
+  double cycles = s.sampled ? (double)s.sampled_cycles / (double)s.sampled : 0.0;
+  _corral_fdprintf(fd, "\"identify\":{\"calls\":%llu,\"direct_hits\":%llu,\"walks\":%llu,"
+                   "\"frames\":%llu,\"fp_steps\":%llu,\"cfi_steps\":%llu,\"grouped\":%llu,"
+                   "\"sampled\":%llu,\"cycles_per_call\":%.1f},",
+                   (unsigned long long)s.calls, (unsigned long long)s.direct_hits,
+                   (unsigned long long)s.walks, (unsigned long long)s.frames,
+                   (unsigned long long)s.fp_steps, (unsigned long long)s.cfi_steps,
+                   (unsigned long long)s.grouped, (unsigned long long)s.sampled, cycles);
+  char path[1100], message[600];
+  json_escape(_corral_ident.path, path, sizeof path);
+  json_escape(_corral_ident.message, message, sizeof message);
+  const plan_t *plan = _corral_ident.plan;
+  const ident_tables_t *t = __atomic_load_n(&_corral_ident.tables, __ATOMIC_ACQUIRE);
+  if (!_corral_ident.path[0]) {
+    _corral_fdprintf(fd, "\"plan\":{\"loaded\":false,\"path\":null,\"message\":null}");
+    return;
+  }
+  _corral_fdprintf(fd, "\"plan\":{\"loaded\":%s,\"path\":\"%s\",\"message\":%s%s%s",
+                   _corral_ident.loaded ? "true" : "false", path,
+                   message[0] ? "\"" : "", message[0] ? message : "null", message[0] ? "\"" : "");
+  if (plan)
+    _corral_fdprintf(fd, ",\"groups\":%u,\"clauses\":%zu,\"direct\":%zu",
+                     plan->group_count, plan->clause_count, plan->direct_count);
+  if (t)
+    _corral_fdprintf(fd, ",\"modules_loaded\":%u,\"sites\":%zu,\"depth\":%d,\"table_bytes\":%zu",
+                     t->modules_matched, t->site_count, t->depth, t->bytes);
+  _corral_fdprintf(fd, "}");
+}
+
+void _corral_ident_stats_text(int fd)
+{
+  ident_counters_t s;
+  sum_counters(&s);
+  if (!_corral_ident.path[0]) {
+    _corral_fdprintf(fd, "plan: none\n");
+    return;
+  }
+  _corral_fdprintf(fd, "plan: %s (%s%s%s)\n", _corral_ident.path,
+                   _corral_ident.loaded ? "loaded" : "not used",
+                   _corral_ident.message[0] ? ": " : "", _corral_ident.message);
+  _corral_fdprintf(fd, "identify: %llu calls, %llu direct, %llu walks, %.2f frames/walk "
+                   "(%llu fp, %llu cfi steps), %llu grouped, %.0f cycles/call (1/%d sampled)\n",
+                   (unsigned long long)s.calls, (unsigned long long)s.direct_hits,
+                   (unsigned long long)s.walks, s.walks ? (double)s.frames / (double)s.walks : 0.0,
+                   (unsigned long long)s.fp_steps, (unsigned long long)s.cfi_steps,
+                   (unsigned long long)s.grouped,
+                   s.sampled ? (double)s.sampled_cycles / (double)s.sampled : 0.0, IDENT_SAMPLE_MASK + 1);
+}

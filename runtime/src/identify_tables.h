@@ -1,0 +1,86 @@
+/* A parsed plan relocated against the loaded modules: the lookup tables one
+ * identification reads. Built outside malloc (plan load, after dlopen) into
+ * one mmap'd block, published as one pointer and never changed afterwards.
+ */
+#ifndef CORRAL_IDENTIFY_TABLES_H
+#define CORRAL_IDENTIFY_TABLES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "modules.h"
+#include "plan.h"
+
+#define NO_RANK 0xff
+
+typedef struct direct_range_s {
+  uintptr_t lo, hi;
+  int16_t group;
+} direct_range_t;
+
+typedef struct ident_tables_s {
+  const module_table_t *modules;    /* the scan these addresses come from */
+  int depth;                        /* frames looked at, 1..IDENT_MAX_DEPTH */
+
+  /* direct: exact frame-0 addresses (open addressing, key 0 = empty) ... */
+  uintptr_t *direct_keys;
+  int16_t *direct_groups;
+  size_t direct_mask;               /* slots - 1; slots == 0 without entries */
+  /* ... and ranges, sorted, not overlapping */
+  direct_range_t *direct_ranges;
+  size_t direct_range_count;
+
+  /* Clause sites. The address space is cut at every site boundary into
+   * segments; segment j = [seg_lo[j], seg_lo[j+1]) lies in the sites
+   * seg_sites[seg_first[j] .. seg_first[j+1]). Site s appears in clauses
+   * site_clauses[site_first[s] .. site_first[s+1]). */
+  uintptr_t *seg_lo;
+  uint32_t *seg_first, *seg_sites;
+  size_t seg_count;                 /* boundaries; segments = seg_count - 1 */
+  uint32_t *site_first, *site_clauses;
+  size_t site_count;
+
+  /* Per live clause (all of its modules loaded): sites needed, group rank. */
+  uint8_t *clause_need, *clause_rank;
+  size_t clause_count;
+  uint8_t group_by_rank[PLAN_MAX_GROUPS];
+  uint8_t first_rank;               /* smallest rank of a live clause, NO_RANK if none */
+
+  /* For statistics. */
+  unsigned modules_matched;
+  size_t bytes;
+} ident_tables_t;
+
+#define IDENT_MAX_DEPTH 64
+
+/* The segment holding pc, or (size_t)-1 when pc is in no site. */
+static inline size_t _corral_tables_segment_of(const ident_tables_t *t, uintptr_t pc)
+{
+  size_t a = 0, b = t->seg_count;          /* first boundary > pc */
+  while (a < b) {
+    size_t mid = (a + b) / 2;
+    if (t->seg_lo[mid] <= pc) a = mid + 1;
+    else b = mid;
+  }
+  return a == 0 || a == t->seg_count ? (size_t)-1 : a - 1;
+}
+
+/* bias[i] of each plan module that is loaded, loaded[i] = 1. */
+typedef struct plan_binding_s {
+  uintptr_t bias[PLAN_MAX_MODULES];
+  uint8_t loaded[PLAN_MAX_MODULES];
+} plan_binding_t;
+
+/* Matches the plan's modules against `modules` (by build-id, else by file
+ * name). Returns 0, or -1 with the reason in err when a loaded module of a
+ * planned file name has another build-id (the plan is stale). */
+int _corral_plan_bind(const plan_t *plan, const module_table_t *modules, plan_binding_t *b,
+                      char *err, size_t errlen);
+
+/* Builds the tables (NULL with a reason in err: no memory, overlapping
+ * direct ranges). */
+ident_tables_t *_corral_tables_build(const plan_t *plan, const plan_binding_t *b,
+                                     const module_table_t *modules, int depth,
+                                     char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,149 @@
+/* Loaded-module table: see modules.h. */
+#define _GNU_SOURCE
+#include "modules.h"
+
+#include <elf.h>
+#include <link.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "unwind_cfi.h"
+
+/* FDEs looked at to decide whether a module keeps frame pointers. */
+#define FP_SAMPLE 256
+#define MAX_MODULES 1024
+
+static const module_table_t *current_table;
+
+const char *_corral_basename(const char *path)
+{
+  const char *slash = strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
+/* ---------------------------------------------------------------------------
+   One module from its program headers
+--------------------------------------------------------------------------- */
+
+static void read_buildid(const struct dl_phdr_info *info, char *hex)
+{
+  static const char digits[] = "0123456789abcdef";
+  hex[0] = 0;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_NOTE) continue;
+    const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
+    const uint8_t *end = p + ph->p_memsz;
+    while (p + sizeof(ElfW(Nhdr)) <= end) {
+      const ElfW(Nhdr) *n = (const ElfW(Nhdr) *)p;
+      const uint8_t *name = p + sizeof *n;
+      const uint8_t *desc = name + ((n->n_namesz + 3) & ~3u);
+      if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && memcmp(name, "GNU", 4) == 0
+          && n->n_descsz * 2 <= MODULE_BUILDID_MAX) {
+        for (unsigned k = 0; k < n->n_descsz; k++) {
+          hex[2 * k] = digits[desc[k] >> 4];
+          hex[2 * k + 1] = digits[desc[k] & 15];
+        }
+        hex[2 * n->n_descsz] = 0;
+        return;
+      }
+      p = desc + ((n->n_descsz + 3) & ~3u);
+    }
+  }
+}
+
+static void read_path(const struct dl_phdr_info *info, char *path, int is_main)
+{
+  path[0] = 0;
+  if (!is_main) {
+    strncpy(path, info->dlpi_name, MODULE_PATH_MAX - 1);
+    path[MODULE_PATH_MAX - 1] = 0;
+    return;
+  }
+  /* dl_iterate_phdr names the main program "". */
+  ssize_t n = readlink("/proc/self/exe", path, MODULE_PATH_MAX - 1);
+  path[n > 0 ? n : 0] = 0;
+}
+
+typedef struct scan_s {
+  module_table_t *table;
+  size_t capacity;
+  int first;
+} scan_t;
+
+static int add_module(struct dl_phdr_info *info, size_t size, void *data)
+{
+  (void)size;
+  scan_t *scan = data;
+  int is_main = scan->first;
+  scan->first = 0;
+  if (scan->table->count == scan->capacity) return 1;
+  corral_module_t *m = &scan->table->modules[scan->table->count];
+  memset(m, 0, sizeof *m);
+  m->code_lo = UINTPTR_MAX;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    uintptr_t at = info->dlpi_addr + ph->p_vaddr;
+    if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+      if (at < m->code_lo) m->code_lo = at;
+      if (at + ph->p_memsz > m->code_hi) m->code_hi = at + ph->p_memsz;
+    }
+    if (ph->p_type == PT_GNU_EH_FRAME) m->eh_frame_hdr = (const uint8_t *)at;
+  }
+  if (m->code_hi == 0) return 0;      /* no code (e.g. a data-only object) */
+  m->bias = info->dlpi_addr;
+  read_buildid(info, m->buildid);
+  read_path(info, m->path, is_main);
+  if (is_main || m->path[0]) {
+    m->keeps_frame_pointers = (uint8_t)_corral_cfi_keeps_frame_pointers(m->eh_frame_hdr, FP_SAMPLE);
+    scan->table->count++;
+  }
+  return 0;
+}
+
+/* ---------------------------------------------------------------------------
+   Table
+--------------------------------------------------------------------------- */
+
+static void sort_by_code(module_table_t *t)
+{
+  for (size_t i = 1; i < t->count; i++) {       /* insertion sort: a few dozen modules */
+    corral_module_t m = t->modules[i];
+    size_t j = i;
+    for (; j > 0 && t->modules[j - 1].code_lo > m.code_lo; j--) t->modules[j] = t->modules[j - 1];
+    t->modules[j] = m;
+  }
+}
+
+const module_table_t *_corral_modules_scan(void)
+{
+  size_t bytes = sizeof(module_table_t) + MAX_MODULES * sizeof(corral_module_t);
+  module_table_t *t = _corral_os_map(bytes);
+  if (!t) return NULL;
+  scan_t scan = {t, MAX_MODULES, 1};
+  dl_iterate_phdr(add_module, &scan);
+  sort_by_code(t);
+  const module_table_t *old = current_table;
+  t->generation = old ? old->generation + 1 : 1;
+  __atomic_store_n(&current_table, t, __ATOMIC_RELEASE);
+  return t;
+}
+
+const module_table_t *_corral_modules_current(void)
+{
+  return __atomic_load_n(&current_table, __ATOMIC_ACQUIRE);
+}
+
+const corral_module_t *_corral_module_of(const module_table_t *t, uintptr_t pc)
+{
+  size_t lo = 0, hi = t->count;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (t->modules[mid].code_lo <= pc) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo == 0) return NULL;
+  const corral_module_t *m = &t->modules[lo - 1];
+  return pc < m->code_hi ? m : NULL;
+}

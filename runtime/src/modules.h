@@ -1,0 +1,46 @@
+/* The table of loaded ELF modules the walk needs: code range, load bias,
+ * GNU build-id, .eh_frame_hdr and whether the code keeps frame pointers.
+ *
+ * Built with dl_iterate_phdr at start-up and after each dlopen (never inside
+ * malloc: dl_iterate_phdr takes the loader's lock), into fresh mmap'd memory
+ * published as one pointer; an older table is never unmapped, so a walk in
+ * another thread can keep reading it.
+ */
+#ifndef CORRAL_MODULES_H
+#define CORRAL_MODULES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MODULE_PATH_MAX    256
+#define MODULE_BUILDID_MAX 64   /* hex digits: enough for a 32-byte id */
+
+typedef struct corral_module_s {
+  uintptr_t code_lo, code_hi;       /* executable PT_LOAD segments, run-time addresses */
+  uintptr_t bias;                   /* dlpi_addr: run-time address - ELF vaddr */
+  const uint8_t *eh_frame_hdr;      /* PT_GNU_EH_FRAME, or NULL */
+  uint8_t keeps_frame_pointers;
+  char buildid[MODULE_BUILDID_MAX + 1];   /* lower-case hex, "" if none */
+  char path[MODULE_PATH_MAX];       /* the main program's comes from /proc/self/exe */
+} corral_module_t;
+
+typedef struct module_table_s {
+  size_t count;
+  size_t generation;                /* bumps on each rescan */
+  corral_module_t modules[];        /* sorted by code_lo */
+} module_table_t;
+
+/* Rescans the loaded modules and publishes the new table (NULL if the memory
+ * for it could not be mapped). Call outside malloc only. */
+const module_table_t *_corral_modules_scan(void);
+
+/* The published table, or NULL before the first scan. */
+const module_table_t *_corral_modules_current(void);
+
+/* The module whose code holds `pc`, or NULL. Lock-free. */
+const corral_module_t *_corral_module_of(const module_table_t *t, uintptr_t pc);
+
+/* File-name part of a path. */
+const char *_corral_basename(const char *path);
+
+#endif

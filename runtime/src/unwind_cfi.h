@@ -1,0 +1,28 @@
+/* DWARF call-frame information (.eh_frame through .eh_frame_hdr), reduced to
+ * what a return-address walk needs on x86-64: where the CFA is (rsp or rbp
+ * plus a constant), where the return address and the caller's rbp are saved.
+ * Reads only the module's mapped memory: no malloc, no locks, no syscalls.
+ */
+#ifndef CORRAL_UNWIND_CFI_H
+#define CORRAL_UNWIND_CFI_H
+
+#include <stdint.h>
+
+typedef struct cfi_rule_s {
+  int32_t cfa_off;          /* CFA = (cfa_on_bp ? rbp : rsp) + cfa_off */
+  int16_t ra_off;           /* return address at CFA + ra_off */
+  int16_t bp_off;           /* caller's rbp at CFA + bp_off, if bp_saved */
+  uint8_t cfa_on_bp, bp_saved;
+} cfi_rule_t;
+
+/* The rule in force at `pc` (a return address minus one), looked up in the
+ * binary-search table of `eh_frame_hdr` (the PT_GNU_EH_FRAME segment).
+ * Returns 0, or -1 if pc has no FDE or its CFI is beyond this reduced model
+ * (a CFA expression, a CFA in another register). */
+int _corral_cfi_rule(const uint8_t *eh_frame_hdr, uintptr_t pc, cfi_rule_t *rule);
+
+/* Whether the module's code keeps frame pointers: most of its FDEs (a
+ * sample of at most `sample` of them) move the CFA to rbp. */
+int _corral_cfi_keeps_frame_pointers(const uint8_t *eh_frame_hdr, unsigned sample);
+
+#endif
