@@ -1,0 +1,58 @@
+"""Run one real-program case by hand and say how it compares to the plain run.
+
+    cd tests && python3 -m realprog PROGRAM BASE CONFIG [--keep]
+
+PROGRAM is one of realprog.workloads (python3, sqlite3, git, cxx_exceptions),
+BASE one of glibc, jemalloc, mimalloc, CONFIG one of plain, empty, group,
+group-by-name, random. Prints whether stdout, stderr and the exit status
+match the plain run, and the grouped objects per group from CORRAL_STATS.
+--keep leaves the session directory (plans, outputs, stats) for a look.
+"""
+
+import argparse
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from realprog.plans import write_plans
+from realprog.runner import BASES, CONFIGS, run_case, tail
+from realprog.stats import grouped_objects
+from realprog.workloads import all_workloads
+
+
+def main(argv=None) -> int:
+    workloads = all_workloads()
+    p = argparse.ArgumentParser(prog="python3 -m realprog", description=__doc__.split("\n\n")[0])
+    p.add_argument("program", choices=list(workloads))
+    p.add_argument("base", choices=BASES)
+    p.add_argument("config", choices=CONFIGS)
+    p.add_argument("--keep", action="store_true", help="keep the session directory")
+    args = p.parse_args(argv)
+
+    workload = workloads[args.program]
+    session = Path(tempfile.mkdtemp(prefix=f"realprog-{args.program}-"))
+    try:
+        workload.prepare(session)
+        plans = write_plans(workload, session)
+        baseline = run_case(workload, session, session / "baseline")
+        out = run_case(workload, session, session / "run", args.base, args.config, plans)
+        same = {"exit status": out.returncode == baseline.returncode,
+                "stdout": out.stdout == baseline.stdout, "stderr": out.stderr == baseline.stderr}
+        for what, ok in same.items():
+            print(f"{what:12} {'same' if ok else 'DIFFERENT'}")
+        if not same["stderr"] or out.returncode:
+            print("stderr ends with:\n" + tail(out.stderr))
+        print(f"stats files  {len(out.stats)}")
+        for group, count in sorted(grouped_objects(out.stats).items()):
+            print(f"  {group:24} {count} objects")
+        if args.keep:
+            print(f"session kept in {session}")
+        return 0 if all(same.values()) else 1
+    finally:
+        if not args.keep:
+            shutil.rmtree(session, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

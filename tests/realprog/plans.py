@@ -1,0 +1,60 @@
+"""Plan files for the real programs, written with corral's own plan writer
+(corral.plan.planfile), so they pass the same checks as a planner's plans.
+
+- empty plan: a valid plan with no module and no group (corral forwards all);
+- grouping plan: one group per workloads.Group, range sites from the ELF
+  symbol tables or .text, modules matched by GNU build-id;
+- the same grouping plan naming modules by basename with `-` as build-id.
+"""
+
+from pathlib import Path
+
+from corral.elf import build_id
+from corral.plan.planfile import Plan, PlanGroup, PlanModule, PlanSite, write
+
+from realprog.elfranges import function_ranges, text_range
+from realprog.workloads import Group, Workload, resolve
+
+
+def empty_plan() -> Plan:
+    return Plan(comments=["empty plan: nothing grouped (tests/test_real_programs.py)"])
+
+
+def group_sites(group: Group, index: int, path: Path) -> list[PlanSite]:
+    """One range site per clause: the group's functions, or its slice of .text."""
+    if group.functions:
+        return [PlanSite(index, lo, hi) for lo, hi in function_ranges(path, group.functions)]
+    lo, hi = text_range(path)
+    step = (hi - lo + group.pieces - 1) // group.pieces
+    start = lo + group.piece * step
+    return [PlanSite(index, start, min(hi, start + step))]
+
+
+def grouping_plan(workload: Workload, session: Path, by_name: bool = False) -> Plan:
+    plan = Plan(options={"depth": workload.depth},
+                comments=[f"hand-made grouping plan for {workload.name}"
+                          + (" (modules by basename)" if by_name else " (modules by build-id)")])
+    module_index: dict[Path, int] = {}
+    for gid, group in enumerate(workload.groups):
+        path = resolve(group.module, session)
+        if path not in module_index:
+            module_index[path] = len(plan.modules)
+            if by_name:
+                plan.modules.append(PlanModule(None, path.name))
+            else:
+                plan.modules.append(PlanModule(build_id(path), str(path)))
+        sites = group_sites(group, module_index[path], path)
+        plan.groups.append(PlanGroup(gid, group.name, [(site,) for site in sites]))
+    return plan
+
+
+def write_plans(workload: Workload, session: Path) -> dict[str, Path]:
+    """The plan file of each configuration that uses one."""
+    files = {
+        "empty": (empty_plan(), session / "empty.plan"),
+        "group": (grouping_plan(workload, session), session / "group.plan"),
+        "group-by-name": (grouping_plan(workload, session, by_name=True), session / "group-by-name.plan"),
+    }
+    for plan, path in files.values():
+        write(plan, path)
+    return {config: path for config, (_, path) in files.items()}

@@ -1,0 +1,87 @@
+"""Run one real program in one configuration and collect what it did.
+
+Configurations (CONFIGS), each over a base allocator (glibc, jemalloc,
+mimalloc; BASES):
+  plain          the base allocator alone (LD_PRELOAD of it, nothing for glibc)
+  empty          libcorral.so over it with an empty plan
+  group          libcorral.so with the hand-made grouping plan (build-ids)
+  group-by-name  the same plan naming modules by basename, build-id `-`
+  random         libcorral.so with CORRAL_RANDOM_POOLS: every small
+                 allocation in one of RANDOM_POOLS random groups
+
+Every run gets a fresh working directory, an empty HOME and a minimal
+environment, so its output depends on nothing but the program.
+"""
+
+import json
+import os
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from corral import paths
+from corral.allocators import BASE_LIBRARIES, preload_value
+
+from realprog.workloads import Workload
+
+BASES = tuple(BASE_LIBRARIES)               # glibc, jemalloc, mimalloc
+CONFIGS = ("plain", "empty", "group", "group-by-name", "random")
+PLANNED = ("empty", "group", "group-by-name")
+RANDOM_POOLS = 8
+TIMEOUT = 120
+
+
+@dataclass
+class Outcome:
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+    stats: list[dict] = field(default_factory=list)     # one document per process that wrote one
+
+
+def environment(workload: Workload, run_dir: Path, base: str | None, config: str | None,
+                plans: dict[str, Path]) -> dict:
+    """base None: the program alone (the baseline). Otherwise base and config."""
+    env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C", "TZ": "UTC", "HOME": str(run_dir / "home")}
+    env.update(workload.env)
+    if base is None:
+        return env
+    libraries = [BASE_LIBRARIES[base]]
+    if config != "plain":
+        libraries.insert(0, paths.require(paths.RUNTIME_LIB, "libcorral.so"))
+        env["CORRAL_STATS"] = str(run_dir / "stats" / "%p.json")
+        if config in PLANNED:
+            env["CORRAL_PLAN"] = str(plans[config])
+        elif config == "random":
+            env["CORRAL_RANDOM_POOLS"] = str(RANDOM_POOLS)
+        else:
+            raise ValueError(f"unknown configuration {config!r}")
+    preload = preload_value(libraries)
+    if preload:
+        env["LD_PRELOAD"] = preload
+    return env
+
+
+def run_case(workload: Workload, session: Path, run_dir: Path, base: str | None = None,
+             config: str | None = None, plans: dict[str, Path] | None = None) -> Outcome:
+    """Run `workload` once in run_dir/work (created empty here)."""
+    for sub in ("work", "home", "stats"):
+        (run_dir / sub).mkdir(parents=True, exist_ok=False)
+    env = environment(workload, run_dir, base, config, plans or {})
+    done = subprocess.run(workload.argv(session), cwd=run_dir / "work", env=env,
+                          stdin=subprocess.DEVNULL, capture_output=True, timeout=TIMEOUT)
+    return Outcome(done.returncode, done.stdout, done.stderr, read_stats(run_dir / "stats"))
+
+
+def read_stats(folder: Path) -> list[dict]:
+    """Every statistics file the run's processes wrote (one per pid)."""
+    docs = []
+    for path in sorted(folder.glob("*.json")):
+        with open(path) as f:
+            docs.append(json.load(f))
+    return docs
+
+
+def tail(data: bytes, lines: int = 15) -> str:
+    """The last lines of an output, for assertion messages."""
+    return "\n".join(data.decode(errors="replace").splitlines()[-lines:])
