@@ -73,6 +73,9 @@ def run(args) -> int:
         raise CorralError("no program given; put it after --, e.g. `corral profile -- ./prog args`")
     if args.affinity_distance < 1 or args.max_size < 0 or args.max_frames < 1:
         raise CorralError("--affinity-distance and --max-frames must be positive, --max-size not negative")
+    out_dir = os.path.dirname(os.path.abspath(args.output))
+    if not os.path.isdir(out_dir):      # say so before the slow run, not after
+        raise CorralError(f"cannot write the profile {args.output}: no folder {out_dir}")
     check_tool()
     if shutil.which(command[0]) is None and not os.path.exists(command[0]):
         raise CorralError(f"program not found: {command[0]}")
@@ -88,7 +91,10 @@ def run(args) -> int:
         if not os.path.exists(raw):
             raise CorralError(f"the profiler wrote no profile (exit status {status}); "
                               "see the messages above")
-        doc = finish(raw, args.output)
+        try:
+            doc = finish(raw, args.output)
+        except OSError as e:
+            raise CorralError(f"cannot write the profile {args.output}: {e.strerror}")
 
     profile = Profile(doc)
     if args.dhat:

@@ -46,6 +46,12 @@ def test_no_program_is_one_line_error():
     assert "Traceback" not in result.stderr
 
 
+def test_unwritable_output_is_refused_before_running(tmp_path):
+    result = corral("profile", "-o", tmp_path / "missing" / "p.json.gz", "--", "/bin/true")
+    assert result.returncode == 2
+    assert result.stderr.startswith("corral: error: cannot write the profile")
+
+
 def test_refuses_a_tool_built_for_another_valgrind(tmp_path):
     from corral import paths
     fake = tmp_path / "build" / "profiler"
