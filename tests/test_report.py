@@ -201,3 +201,19 @@ def test_cli_reports_missing_results_file(tmp_path, capsys):
     assert cli.main(["report", str(tmp_path / "none.json"), "-o", str(tmp_path / "r.html")]) == 2
     assert "does not exist" in capsys.readouterr().err
     assert not (tmp_path / "r.html").exists()
+
+
+def test_terminal_table_has_each_base_and_failures():
+    from rich.console import Console
+
+    from corral.report import terminal
+    doc = results.load(FIXTURE)
+    console = Console(width=160, record=True, color_system=None)
+    console.print(terminal.comparison_table(doc))
+    lines = {line.split()[1]: line for line in console.export_text().splitlines()
+             if line.startswith("\u2502")}
+    assert "1.176\u00d7" in lines["fig2"] and "+37.6%" in lines["fig2"]        # on glibc
+    assert "1.239\u00d7" in lines["health"] and "+32.7%" in lines["health"]    # on mimalloc
+    assert "failed" in lines["mst"]
+    assert terminal.failures(doc) == [
+        "mst: profile: corral profile exited with status 1: valgrind: failed to start tool 'corral'"]
