@@ -29,6 +29,9 @@ void _corral_note(int level, const char *fmt, ...) __attribute__((format(printf,
 /* snprintf into buf, then write(2) it all to fd (stats writers use it). */
 void _corral_fdprintf(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* A JSON string literal (quoted, escaped) written to fd. */
+void _corral_json_string(int fd, const char *s);
+
 /* ---- the OS layer (os.c) ------------------------------------------------- */
 
 /* Address space only: PROT_NONE, MAP_NORESERVE. NULL on failure. */

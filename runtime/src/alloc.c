@@ -1,0 +1,169 @@
+/* Allocation and free inside group chunks.
+ *
+ * Objects are whole 16-byte granules with no header. Each chunk has two
+ * bitmaps over its granules: a start bit at an object's first granule and an
+ * end bit at its last, so an object's size is the distance to the next end
+ * bit. Freed objects go on per-chunk LIFO lists by exact granule count; a slot
+ * is reused only for the same count, so its bits stay right and are never
+ * cleared. The owner thread allocates and frees without atomics; other
+ * threads push onto the chunk's `remote` stack, which the owner drains. */
+#include "heap.h"
+
+static inline size_t granules_of(size_t size)
+{
+  return size ? (size + CORRAL_GRANULE - 1) / CORRAL_GRANULE : 1;
+}
+
+static inline size_t granule_index(corral_chunk_t *c, const void *p)
+{
+  return ((uintptr_t)p - (uintptr_t)c) / CORRAL_GRANULE;
+}
+
+static inline void set_bit(uint64_t *map, size_t i)
+{
+  uint64_t *w = &map[i / 64];
+  __atomic_store_n(w, __atomic_load_n(w, __ATOMIC_RELAXED) | (1ull << (i % 64)), __ATOMIC_RELAXED);
+}
+
+static inline int test_bit(const uint64_t *map, size_t i)
+{
+  return (__atomic_load_n(&map[i / 64], __ATOMIC_RELAXED) >> (i % 64)) & 1;
+}
+
+size_t _corral_object_size(corral_chunk_t *c, const void *p)
+{
+  const uint64_t *end = _corral_end_bits(c);
+  size_t i = granule_index(c, p), w = i / 64;
+  uint64_t bits = __atomic_load_n(&end[w], __ATOMIC_RELAXED) & (~0ull << (i % 64));
+  while (!bits && ++w < _corral_layout.bitmap_words) bits = __atomic_load_n(&end[w], __ATOMIC_RELAXED);
+  if (!bits) return CORRAL_GRANULE;      /* cannot happen for a valid object */
+  return (w * 64 + (size_t)__builtin_ctzll(bits) - i + 1) * CORRAL_GRANULE;
+}
+
+/* The second word of a free object holds the chunk's key; a free that finds
+ * it there is a double free (or, with odds of 2^-64, unlucky data). */
+static inline void push_local(corral_chunk_t *c, void *p, size_t k)
+{
+  void **slot = &c->free_lists[k - 1];
+  ((void **)p)[0] = *slot;
+  ((uint64_t *)p)[1] = c->key;
+  *slot = p;
+}
+
+/* Owner: move objects freed by other threads onto the local lists. */
+static void drain_remote(corral_chunk_t *c)
+{
+  void *p = atomic_exchange_explicit(&c->remote, NULL, memory_order_acquire);
+  long n = 0;
+  while (p) {
+    void *next = *(void **)p;
+    push_local(c, p, _corral_object_size(c, p) / CORRAL_GRANULE);
+    p = next;
+    n++;
+  }
+  c->live -= (size_t)n;
+  atomic_fetch_sub_explicit(&c->balance, n, memory_order_relaxed);
+}
+
+/* Owner: k granules aligned to `align` from c, or NULL if c has no room. */
+static inline void *chunk_alloc(corral_chunk_t *c, size_t k, size_t align)
+{
+  void *p = c->free_lists[k - 1];
+  if (p && ((uintptr_t)p & (align - 1)) == 0) {
+    c->free_lists[k - 1] = *(void **)p;
+  } else {
+    uintptr_t a = ((uintptr_t)c->bump + align - 1) & ~(uintptr_t)(align - 1);
+    if (a + k * CORRAL_GRANULE > (uintptr_t)c->end) return NULL;
+    p = (void *)a;
+    c->bump = (char *)a + k * CORRAL_GRANULE;
+    size_t i = granule_index(c, p);
+    set_bit(_corral_start_bits(c), i);
+    set_bit(_corral_end_bits(c), i + k - 1);
+  }
+  ((uint64_t *)p)[1] = 0;
+  c->live++;
+  return p;
+}
+
+void *_corral_group_alloc(unsigned g, size_t size, size_t align)
+{
+  corral_heap_t *h = _corral_heap_get();
+  if (CORRAL_UNLIKELY(!h)) return NULL;
+  size_t k = granules_of(size);
+  if (align < CORRAL_GRANULE) align = CORRAL_GRANULE;
+  corral_chunk_t *c = h->cur[g];
+  void *p;
+  if (CORRAL_LIKELY(c != NULL)) {
+    if ((p = chunk_alloc(c, k, align))) goto done;
+    if (atomic_load_explicit(&c->remote, memory_order_relaxed)) {
+      drain_remote(c);
+      if ((p = chunk_alloc(c, k, align))) goto done;
+    }
+  }
+  /* Slow path: retire the current chunk, adopt one with freed space or take
+   * an empty one. An adopted chunk may still lack room for this request. */
+  for (int attempt = 0; attempt < 2; attempt++) {
+    if (c) {
+      h->cur[g] = NULL;
+      _corral_chunk_retire(c);
+    }
+    int adopted;
+    c = _corral_chunk_acquire(h, g, attempt == 0, &adopted);
+    if (!c) return NULL;
+    h->cur[g] = c;
+    if (adopted) drain_remote(c);
+    if ((p = chunk_alloc(c, k, align))) goto done;
+  }
+  return NULL;
+done:
+  h->counts[g].objects++;
+  h->counts[g].bytes += k * CORRAL_GRANULE;
+  return p;
+}
+
+corral_chunk_t *_corral_chunk_of(const void *p, const char **why)
+{
+  corral_chunk_t *c = (corral_chunk_t *)((uintptr_t)p & _corral_layout.chunk_mask);
+  unsigned n = atomic_load_explicit(&_corral_range_count, memory_order_acquire);
+  unsigned i = 0;
+  while (i < n && !((uintptr_t)c >= _corral_range_lo[i] &&
+                    (uintptr_t)c < __atomic_load_n(&_corral_range_hi[i], __ATOMIC_ACQUIRE)))
+    i++;
+  if (i == n) { *why = "never handed out"; return NULL; }
+  if (__atomic_load_n(&c->magic, __ATOMIC_ACQUIRE) != CORRAL_CHUNK_MAGIC) { *why = "in an empty chunk"; return NULL; }
+  if ((uintptr_t)p < (uintptr_t)c + _corral_layout.header || ((uintptr_t)p & (CORRAL_GRANULE - 1))) {
+    *why = "not an object start";
+    return NULL;
+  }
+  if (!test_bit(_corral_start_bits(c), granule_index(c, p))) { *why = "not an object start"; return NULL; }
+  return c;
+}
+
+void _corral_group_free(corral_chunk_t *c, void *p)
+{
+  if (CORRAL_UNLIKELY(((uint64_t *)p)[1] == c->key)) {
+    _corral_warn("double free of %p in group %u (ignored)", p, c->group);
+    return;
+  }
+  size_t bytes = _corral_object_size(c, p);
+  corral_heap_t *h = _corral_heap_get();
+  if (CORRAL_LIKELY(h != NULL)) {
+    h->counts[c->group].frees++;
+    h->counts[c->group].freed_bytes += bytes;
+  }
+  if (atomic_load_explicit(&c->owner, memory_order_relaxed) == h) {
+    push_local(c, p, bytes / CORRAL_GRANULE);
+    c->live--;
+    return;
+  }
+  ((uint64_t *)p)[1] = c->key;
+  void *head = atomic_load_explicit(&c->remote, memory_order_relaxed);
+  do {
+    *(void **)p = head;
+  } while (!atomic_compare_exchange_weak_explicit(&c->remote, &head, p, memory_order_release,
+                                                  memory_order_relaxed));
+  /* Count after pushing (see chunk.c): exactly CORRAL_RETIRED means c is
+   * retired and this was its last object. */
+  if (atomic_fetch_add_explicit(&c->balance, 1, memory_order_acq_rel) + 1 == CORRAL_RETIRED)
+    _corral_chunk_release(c);
+}

@@ -1,0 +1,258 @@
+/* Chunks: carving them out of reserved ranges, the pool of empty ones, the
+ * retired lists groups reuse freed space from, and their hand-overs.
+ *
+ * A chunk's `balance` lets a thread that frees into a chunk nobody owns see,
+ * without a lock, that it freed the last object: while owned, balance counts
+ * remote frees not yet drained (>= 0, and >= 1 right after a push); on
+ * retirement the owner subtracts its live count, so balance reaches 0 exactly
+ * when the last object comes back. That thread then releases the chunk. */
+#include "heap.h"
+#include "lock.h"
+
+#include <string.h>
+
+corral_lock_t _corral_heap_lock = CORRAL_LOCK_INIT;
+corral_layout_t _corral_layout;
+atomic_uint _corral_range_count;
+uintptr_t _corral_range_lo[CORRAL_MAX_RANGES], _corral_range_hi[CORRAL_MAX_RANGES];
+
+/* Under _corral_heap_lock. */
+static size_t range_carved;                      /* chunks carved from the last range */
+static corral_chunk_t *spare_chunks;             /* empty, resident */
+static size_t spare_count;
+static corral_chunk_t *purged_chunks;            /* empty, given back to the OS */
+static corral_chunk_t *retired[CORRAL_MAX_GROUPS];
+static uint64_t group_chunks[CORRAL_MAX_GROUPS], group_peak_chunks[CORRAL_MAX_GROUPS];
+static uint64_t group_peak_live[CORRAL_MAX_GROUPS];
+static uint64_t chunk_key_seed;
+
+void _corral_layout_init(void)
+{
+  corral_layout_t *l = &_corral_layout;
+  l->chunk_size = _corral_options.chunk_size;
+  l->chunk_mask = ~(l->chunk_size - 1);
+  l->classes = _corral_options.max_size / CORRAL_GRANULE;
+  l->bitmap_words = l->chunk_size / CORRAL_GRANULE / 64;
+  size_t h = sizeof(corral_chunk_t) + l->classes * sizeof(void *) + 2 * l->bitmap_words * 8;
+  l->header = (h + 63) & ~(size_t)63;
+  chunk_key_seed = _corral_rdtsc() * 0x9e3779b97f4a7c15ull;
+}
+
+/* A new range, aligned to the chunk size (reserve one chunk more, trim). */
+static int add_range(void)
+{
+  unsigned n = atomic_load(&_corral_range_count);
+  if (n == CORRAL_MAX_RANGES) return -1;
+  size_t cs = _corral_layout.chunk_size, size = _corral_options.reserve & _corral_layout.chunk_mask;
+  char *raw = _corral_os_reserve(size + cs);
+  if (!raw) return -1;
+  uintptr_t lo = ((uintptr_t)raw + cs - 1) & _corral_layout.chunk_mask;
+  if (lo > (uintptr_t)raw) _corral_os_unmap(raw, lo - (uintptr_t)raw);
+  _corral_os_unmap((char *)lo + size, (uintptr_t)raw + cs - lo);
+  _corral_range_lo[n] = lo;
+  _corral_range_hi[n] = lo;          /* grows as chunks are carved */
+  range_carved = 0;
+  atomic_store_explicit(&_corral_range_count, n + 1, memory_order_release);
+  _corral_note(1, "reserved %zu MiB of address space for groups", size >> 20);
+  return 0;
+}
+
+/* An empty chunk with zeroed bitmaps and free lists; NULL when out of memory. */
+static corral_chunk_t *take_empty_chunk(void)
+{
+  size_t cs = _corral_layout.chunk_size;
+  corral_chunk_t *c;
+  if ((c = spare_chunks)) {
+    spare_chunks = c->next;
+    spare_count--;
+    memset(c->free_lists, 0, _corral_layout.header - sizeof *c);
+    return c;
+  }
+  if ((c = purged_chunks)) {          /* purged: the header page reads zero but the link */
+    purged_chunks = c->next;
+    return c;
+  }
+  unsigned n = atomic_load(&_corral_range_count);
+  size_t per_range = _corral_options.reserve / cs;
+  if (n == 0 || range_carved == per_range) {
+    if (add_range() < 0) return NULL;
+    n = atomic_load(&_corral_range_count);
+  }
+  c = (corral_chunk_t *)(_corral_range_lo[n - 1] + range_carved * cs);
+  if (_corral_os_commit(c, cs) != 0) return NULL;
+  range_carved++;
+  /* Publish the carved end only now, so a stray pointer is never read from
+   * PROT_NONE memory (_corral_chunk_of checks against it). */
+  __atomic_store_n(&_corral_range_hi[n - 1], (uintptr_t)c + cs, __ATOMIC_RELEASE);
+  return c;
+}
+
+static void update_peaks(unsigned g);
+
+static void reset_chunk(corral_chunk_t *c, unsigned g, corral_heap_t *h)
+{
+  c->group = g;
+  c->in_retired = 0;
+  c->live = 0;
+  c->bump = (char *)c + _corral_layout.header;
+  c->end = (char *)c + _corral_layout.chunk_size;
+  atomic_store_explicit(&c->remote, NULL, memory_order_relaxed);
+  atomic_store_explicit(&c->balance, 0, memory_order_relaxed);
+  c->key = (chunk_key_seed ^ (uintptr_t)c) * 0x9e3779b97f4a7c15ull + _corral_rdtsc();
+  c->next = c->prev = NULL;
+  atomic_store_explicit(&c->owner, h, memory_order_relaxed);
+  __atomic_store_n(&c->magic, CORRAL_CHUNK_MAGIC, __ATOMIC_RELEASE);
+}
+
+static void retired_remove(corral_chunk_t *c)
+{
+  if (c->prev) c->prev->next = c->next;
+  else retired[c->group] = c->next;
+  if (c->next) c->next->prev = c->prev;
+  c->next = c->prev = NULL;
+  c->in_retired = 0;
+}
+
+/* Under the lock: give an empty chunk back to the pool. */
+static void release_locked(corral_chunk_t *c)
+{
+  unsigned g = c->group;
+  if (c->in_retired) retired_remove(c);
+  group_chunks[g]--;
+  __atomic_store_n(&c->magic, 0, __ATOMIC_RELEASE);
+  if (spare_count < _corral_options.max_spare) {
+    c->next = spare_chunks;
+    spare_chunks = c;
+    spare_count++;
+  } else {
+    _corral_os_purge(c, _corral_layout.chunk_size);
+    c->next = purged_chunks;
+    purged_chunks = c;
+  }
+}
+
+void _corral_chunk_release(corral_chunk_t *c)
+{
+  _corral_lock(&_corral_heap_lock);
+  release_locked(c);
+  _corral_unlock(&_corral_heap_lock);
+}
+
+/* Worth adopting: at least an eighth of its objects came back. */
+static int adoptable(corral_chunk_t *c, long balance)
+{
+  long pending = balance - CORRAL_RETIRED + (long)c->live;
+  return pending > 0 && (size_t)pending * 8 >= c->live;
+}
+
+/* A chunk for heap h's group g: a retired one with freed space (if
+ * may_adopt; *adopted says so), else an empty one. NULL when out of memory. */
+corral_chunk_t *_corral_chunk_acquire(corral_heap_t *h, unsigned g, int may_adopt, int *adopted)
+{
+  _corral_lock(&_corral_heap_lock);
+  *adopted = 0;
+  for (corral_chunk_t *c = may_adopt ? retired[g] : NULL; c; c = c->next) {
+    long b = atomic_load(&c->balance);
+    /* b == CORRAL_RETIRED: the last object came back; its freer releases c. */
+    while (b != CORRAL_RETIRED && adoptable(c, b)) {
+      if (atomic_compare_exchange_weak(&c->balance, &b, b - CORRAL_RETIRED + (long)c->live)) {
+        retired_remove(c);
+        atomic_store_explicit(&c->owner, h, memory_order_release);
+        *adopted = 1;
+        _corral_unlock(&_corral_heap_lock);
+        return c;
+      }
+    }
+  }
+  corral_chunk_t *c = take_empty_chunk();
+  if (c) {
+    reset_chunk(c, g, h);
+    group_chunks[g]++;
+    if (group_chunks[g] > group_peak_chunks[g]) {
+      group_peak_chunks[g] = group_chunks[g];
+      update_peaks(g);
+    }
+  }
+  _corral_unlock(&_corral_heap_lock);
+  return c;
+}
+
+/* The owner stops allocating in c (it is full, or the thread exits). */
+void _corral_chunk_retire(corral_chunk_t *c)
+{
+  _corral_lock(&_corral_heap_lock);
+  c->in_retired = 1;
+  c->prev = NULL;
+  c->next = retired[c->group];
+  if (c->next) c->next->prev = c;
+  retired[c->group] = c;
+  atomic_store_explicit(&c->owner, NULL, memory_order_release);
+  long add = CORRAL_RETIRED - (long)c->live;
+  if (atomic_fetch_add(&c->balance, add) + add == CORRAL_RETIRED)
+    release_locked(c);                   /* every object already came back */
+  _corral_unlock(&_corral_heap_lock);
+}
+
+/* ---- statistics ------------------------------------------------------------ */
+
+extern corral_heap_t *_corral_heaps;     /* heap.c, under the lock */
+
+static uint64_t live_bytes_locked(unsigned g)
+{
+  uint64_t live = 0;
+  for (corral_heap_t *h = _corral_heaps; h; h = h->next_heap)
+    live += h->counts[g].bytes - h->counts[g].freed_bytes;
+  return live;
+}
+
+/* Live bytes are sampled whenever a group's chunk count reaches a new peak
+ * (and at exit), which is when its resident memory peaks. */
+static void update_peaks(unsigned g)
+{
+  uint64_t live = live_bytes_locked(g);
+  if ((int64_t)live > 0 && live > group_peak_live[g]) group_peak_live[g] = live;
+}
+
+void _corral_heap_totals(corral_group_totals_t *groups, unsigned ngroups,
+                         uint64_t *ungrouped_objects, uint64_t *ungrouped_bytes)
+{
+  _corral_lock(&_corral_heap_lock);
+  *ungrouped_objects = *ungrouped_bytes = 0;
+  for (unsigned g = 0; g < ngroups; g++) {
+    corral_group_totals_t *t = &groups[g];
+    memset(t, 0, sizeof *t);
+    update_peaks(g);
+    t->chunks = group_chunks[g];
+    t->peak_chunks = group_peak_chunks[g];
+    t->peak_live = group_peak_live[g];
+    t->peak_resident = group_peak_chunks[g] * _corral_layout.chunk_size;
+  }
+  for (corral_heap_t *h = _corral_heaps; h; h = h->next_heap) {
+    *ungrouped_objects += h->ungrouped_objects;
+    *ungrouped_bytes += h->ungrouped_bytes;
+    for (unsigned g = 0; g < ngroups; g++) {
+      groups[g].counts.objects += h->counts[g].objects;
+      groups[g].counts.bytes += h->counts[g].bytes;
+      groups[g].counts.frees += h->counts[g].frees;
+      groups[g].counts.freed_bytes += h->counts[g].freed_bytes;
+    }
+  }
+  _corral_unlock(&_corral_heap_lock);
+}
+
+/* ---- lookups ----------------------------------------------------------------- */
+
+int _corral_group_of_address(const void *p)
+{
+  if (!_corral_in_ranges(p)) return -1;
+  corral_chunk_t *c = (corral_chunk_t *)((uintptr_t)p & _corral_layout.chunk_mask);
+  unsigned n = atomic_load_explicit(&_corral_range_count, memory_order_acquire);
+  for (unsigned i = 0; i < n; i++)
+    if ((uintptr_t)c >= _corral_range_lo[i] &&
+        (uintptr_t)c < __atomic_load_n(&_corral_range_hi[i], __ATOMIC_ACQUIRE)) {
+      if (__atomic_load_n(&c->magic, __ATOMIC_ACQUIRE) != CORRAL_CHUNK_MAGIC) return -1;
+      if ((uintptr_t)p < (uintptr_t)c + _corral_layout.header) return -1;
+      return (int)c->group;
+    }
+  return -1;
+}

@@ -1,0 +1,72 @@
+/* The allocation path shared by the C entry points (interpose.c) and the C++
+ * operators (through _corral_new_alloc, for new.cc). The inline parts are always inlined into the exported
+ * function, whose own return and frame address are passed down as ret0/fp0. */
+#ifndef CORRAL_ENTRY_H
+#define CORRAL_ENTRY_H
+
+#include <stddef.h>
+#include <string.h>
+
+#include "heap.h"
+#include "identify.h"
+#include "init.h"
+#include "internal.h"
+#include "next.h"
+
+#define CORRAL_INLINE static inline __attribute__((always_inline))
+/* Largest alignment a group serves; larger ones go to the next allocator. */
+#define CORRAL_MAX_GROUP_ALIGN 4096
+
+void *_corral_alloc_early(size_t size, size_t align, int zero);
+void *_corral_next_aligned(size_t align, size_t size);
+void _corral_free(void *p);
+void *_corral_realloc_at(void *p, size_t size, void *ret0, void *fp0);
+
+extern __thread uint64_t _corral_rng __attribute__((tls_model("initial-exec")));
+
+CORRAL_INLINE void _corral_count_ungrouped(size_t size)
+{
+  corral_heap_t *h = _corral_heap_get();
+  if (CORRAL_LIKELY(h != NULL)) {
+    h->ungrouped_objects++;
+    h->ungrouped_bytes += size;
+  }
+}
+
+/* Group of an allocation, or -1. Random pools (CORRAL_RANDOM_POOLS=N) pick
+ * one of N at random; otherwise the plan decides. */
+CORRAL_INLINE int _corral_pick_group(size_t size, void *ret0, void *fp0)
+{
+  if (size > _corral_options.max_size || _corral_ngroups == 0) return -1;
+  if (_corral_options.random_pools > 0) {
+    uint64_t x = _corral_rng;           /* xorshift64 */
+    if (CORRAL_UNLIKELY(!x)) x = _corral_rdtsc() | 1;
+    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+    _corral_rng = x;
+    return (int)((x >> 32) % _corral_ngroups);
+  }
+  int g = _corral_identify(ret0, fp0, size);
+  return g < (int)_corral_ngroups ? g : -1;
+}
+
+/* align: 0 = malloc's (16), else a power of two. NULL on failure (errno set). */
+CORRAL_INLINE void *_corral_alloc_at(size_t size, size_t align, void *ret0, void *fp0, int zero)
+{
+  if (CORRAL_UNLIKELY(atomic_load_explicit(&_corral_state, memory_order_relaxed) != CORRAL_STATE_READY))
+    return _corral_alloc_early(size, align, zero);
+  if (align <= CORRAL_MAX_GROUP_ALIGN) {
+    int g = _corral_pick_group(size, ret0, fp0);
+    if (g >= 0) {
+      void *p = _corral_group_alloc((unsigned)g, size, align);
+      if (CORRAL_LIKELY(p != NULL)) {
+        if (zero) memset(p, 0, size);
+        return p;
+      }
+    }
+  }
+  _corral_count_ungrouped(size);
+  if (align > 16) return _corral_next_aligned(align, size);
+  return zero ? _corral_next.calloc(1, size) : _corral_next.malloc(size);
+}
+
+#endif

@@ -1,0 +1,93 @@
+/* Thread heaps: each thread's current chunk per group and its counters.
+ * Heaps are mapped from the OS (not malloc'd), kept in a registry for
+ * statistics and fork, and handed back when their thread exits. */
+#include "heap.h"
+#include "lock.h"
+
+#include <pthread.h>
+#include <string.h>
+
+
+corral_heap_t *_corral_heaps;                  /* registry, under _corral_heap_lock */
+static __thread corral_heap_t *tls_heap __attribute__((tls_model("initial-exec")));
+static pthread_key_t exit_key;
+static int exit_key_ok;
+
+static void retire_all(corral_heap_t *h)
+{
+  for (unsigned g = 0; g < CORRAL_MAX_GROUPS; g++)
+    if (h->cur[g]) {
+      corral_chunk_t *c = h->cur[g];
+      h->cur[g] = NULL;
+      _corral_chunk_retire(c);
+    }
+}
+
+/* pthread key destructor. A later destructor of the program may allocate
+ * again; the heap is then re-created and this runs once more. */
+static void thread_exit(void *arg)
+{
+  corral_heap_t *h = arg;
+  if (!h) return;
+  retire_all(h);
+  tls_heap = NULL;
+  _corral_lock(&_corral_heap_lock);
+  h->dead = 1;
+  _corral_unlock(&_corral_heap_lock);
+}
+
+void _corral_heap_init(void)
+{
+  _corral_layout_init();
+  exit_key_ok = pthread_key_create(&exit_key, thread_exit) == 0;
+}
+
+/* A new thread takes over the heap of an exited one if there is any: its
+ * counters simply keep adding up (statistics only need the sums). */
+static corral_heap_t *heap_create(void)
+{
+  _corral_lock(&_corral_heap_lock);
+  for (corral_heap_t *h = _corral_heaps; h; h = h->next_heap)
+    if (h->dead) {
+      h->dead = 0;
+      _corral_unlock(&_corral_heap_lock);
+      return h;
+    }
+  _corral_unlock(&_corral_heap_lock);
+  corral_heap_t *h = _corral_os_map(sizeof *h);   /* zeroed */
+  if (!h) return NULL;
+  h->rng = _corral_rdtsc() ^ (uintptr_t)h;
+  _corral_lock(&_corral_heap_lock);
+  h->next_heap = _corral_heaps;
+  _corral_heaps = h;
+  _corral_unlock(&_corral_heap_lock);
+  return h;
+}
+
+corral_heap_t *_corral_heap_get(void)
+{
+  corral_heap_t *h = tls_heap;
+  if (CORRAL_LIKELY(h != NULL)) return h;
+  h = heap_create();
+  if (!h) return NULL;
+  tls_heap = h;
+  if (exit_key_ok) pthread_setspecific(exit_key, h);
+  return h;
+}
+
+/* ---- fork ------------------------------------------------------------------ */
+
+void _corral_heap_fork_prepare(void) { _corral_lock(&_corral_heap_lock); }
+void _corral_heap_fork_parent(void) { _corral_unlock(&_corral_heap_lock); }
+
+/* Only the forking thread lives on in the child: the other threads' current
+ * chunks would stay owned by heaps nobody uses, so retire them. */
+void _corral_heap_fork_child(void)
+{
+  _corral_unlock(&_corral_heap_lock);
+  for (corral_heap_t *h = _corral_heaps; h; h = h->next_heap)
+    if (h != tls_heap && !h->dead) {
+      retire_all(h);
+      h->dead = 1;
+    }
+}

@@ -1,0 +1,129 @@
+/* Group memory: reserved ranges carved into size-aligned chunks, one current
+ * chunk per (thread, group), object sizes in per-chunk bitmaps.
+ * docs/runtime.md explains the layout and the reuse scheme. */
+#ifndef CORRAL_HEAP_H
+#define CORRAL_HEAP_H
+
+#include "internal.h"
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CORRAL_GRANULE 16
+#define CORRAL_MAX_GROUPS 256     /* plan groups are 0..254; random pools up to 255 */
+#define CORRAL_MAX_RANGES 16
+/* Added to a chunk's balance while it is retired (chunk.c). */
+#define CORRAL_RETIRED (1L << 40)
+#define CORRAL_CHUNK_MAGIC 0x6c6172726f63u   /* "corral" */
+
+struct corral_heap_s;
+
+/* Header at the start of every chunk. Owner-only fields are touched only by
+ * the thread whose heap is `owner`; everything else is atomic or under the
+ * global chunk lock (heap.c). */
+typedef struct corral_chunk_s {
+  uint64_t magic;                          /* CORRAL_CHUNK_MAGIC while a group holds it */
+  uint32_t group;
+  uint32_t in_retired;                     /* on its group's retired list (lock) */
+  _Atomic(struct corral_heap_s *) owner;   /* thread heap allocating here, or NULL */
+  /* owner-only */
+  size_t live;                             /* objects not freed locally or drained */
+  char *bump, *end;                        /* never-used space [bump, end) */
+  /* any thread */
+  _Atomic(void *) remote;                  /* stack of objects freed by other threads */
+  atomic_long balance;                     /* remote frees counted minus drained; retired: + CORRAL_RETIRED - live */
+  uint64_t key;                            /* written into freed objects to spot double frees */
+  struct corral_chunk_s *next, *prev;      /* retired list or pool (lock) */
+  void *free_lists[];                      /* [classes]: LIFO free objects of k granules at k-1;
+                                              then the start and end bitmaps */
+} corral_chunk_t;
+
+typedef struct corral_group_counts_s {
+  uint64_t objects, bytes, frees, freed_bytes;
+} corral_group_counts_t;
+
+/* One per thread that allocated grouped memory or counted anything; mapped
+ * from the OS, linked in a registry so stats and fork can see all of them. */
+typedef struct corral_heap_s {
+  corral_chunk_t *cur[CORRAL_MAX_GROUPS];
+  corral_group_counts_t counts[CORRAL_MAX_GROUPS];
+  uint64_t ungrouped_objects, ungrouped_bytes;
+  uint64_t rng;
+  int dead;                                /* thread exited; counts stay for stats */
+  struct corral_heap_s *next_heap;
+} corral_heap_t;
+
+/* Layout, fixed at init from the options. */
+typedef struct corral_layout_s {
+  size_t chunk_size, chunk_mask;
+  size_t classes;                          /* max_size / 16 */
+  size_t bitmap_words;                     /* per bitmap */
+  size_t header;                           /* bytes before the first object */
+} corral_layout_t;
+
+extern corral_layout_t _corral_layout;
+
+/* Reserved ranges; "is p ours" is one or two comparisons in practice. */
+extern atomic_uint _corral_range_count;
+extern uintptr_t _corral_range_lo[CORRAL_MAX_RANGES], _corral_range_hi[CORRAL_MAX_RANGES];
+
+static inline int _corral_in_ranges(const void *p)
+{
+  unsigned n = atomic_load_explicit(&_corral_range_count, memory_order_acquire);
+  uintptr_t a = (uintptr_t)p;
+  for (unsigned i = 0; i < n; i++)
+    if (a - _corral_range_lo[i] < _corral_range_hi[i] - _corral_range_lo[i]) return 1;
+  return 0;
+}
+
+static inline uint64_t *_corral_start_bits(corral_chunk_t *c)
+{
+  return (uint64_t *)(c->free_lists + _corral_layout.classes);
+}
+
+static inline uint64_t *_corral_end_bits(corral_chunk_t *c)
+{
+  return _corral_start_bits(c) + _corral_layout.bitmap_words;
+}
+
+void _corral_heap_init(void);
+
+/* The calling thread's heap (created on first use; NULL if out of memory). */
+corral_heap_t *_corral_heap_get(void);
+
+/* Grouped allocation of `size` bytes aligned to `align` (power of two, <= 4096)
+ * in group g; NULL if the group memory is exhausted. */
+void *_corral_group_alloc(unsigned g, size_t size, size_t align);
+
+/* The chunk holding grouped object p, or NULL if p is not the start of a live
+ * grouped object (`why` then says what is wrong, for the warning). Call only
+ * when _corral_in_ranges(p). */
+corral_chunk_t *_corral_chunk_of(const void *p, const char **why);
+/* Bytes of the object at p (granule multiple). */
+size_t _corral_object_size(corral_chunk_t *c, const void *p);
+void _corral_group_free(corral_chunk_t *c, void *p);
+
+/* Group of any pointer into a chunk held by a group, or -1. */
+int _corral_group_of_address(const void *p);
+
+/* Chunk hand-overs (chunk.c). */
+void _corral_layout_init(void);
+corral_chunk_t *_corral_chunk_acquire(corral_heap_t *h, unsigned g, int may_adopt, int *adopted);
+void _corral_chunk_retire(corral_chunk_t *c);
+void _corral_chunk_release(corral_chunk_t *c);
+
+/* fork: the global chunk lock around fork, and the child's clean-up. */
+void _corral_heap_fork_prepare(void);
+void _corral_heap_fork_parent(void);
+void _corral_heap_fork_child(void);
+
+/* Statistics: per group chunk counts and peaks; heap registry walk. */
+typedef struct corral_group_totals_s {
+  corral_group_counts_t counts;
+  uint64_t chunks, peak_chunks, peak_live, peak_resident;
+} corral_group_totals_t;
+void _corral_heap_totals(corral_group_totals_t *groups, unsigned ngroups,
+                         uint64_t *ungrouped_objects, uint64_t *ungrouped_bytes);
+
+#endif

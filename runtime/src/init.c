@@ -1,0 +1,64 @@
+/* Start-up and shut-down: options, the next allocator, identification, fork
+ * handlers, and the statistics at exit. Init runs on the first allocation or
+ * from the constructor, whichever comes first. */
+#include "init.h"
+#include "heap.h"
+#include "identify.h"
+#include "internal.h"
+#include "next.h"
+#include "stats.h"
+
+#include <pthread.h>
+#include <sched.h>
+
+atomic_int _corral_state;
+unsigned _corral_ngroups;
+static __thread int initialising __attribute__((tls_model("initial-exec")));
+
+int _corral_in_init(void) { return initialising; }
+
+static void fork_prepare(void) { _corral_heap_fork_prepare(); }
+static void fork_parent(void) { _corral_heap_fork_parent(); }
+static void fork_child(void) { _corral_heap_fork_child(); }
+
+int _corral_init_slow(void)
+{
+  int expected = CORRAL_STATE_NONE;
+  if (!atomic_compare_exchange_strong(&_corral_state, &expected, CORRAL_STATE_BOOT)) {
+    /* Another thread (or this one, re-entered from dlsym) is initialising. */
+    if (initialising) return atomic_load(&_corral_state);
+    while (atomic_load(&_corral_state) < CORRAL_STATE_FORWARD) sched_yield();
+    return atomic_load(&_corral_state);
+  }
+  initialising = 1;
+  _corral_options_init();
+  if (_corral_next_init() != 0) {
+    /* Without an allocator underneath there is nothing safe to do but to
+     * fail every allocation that the bootstrap buffer cannot serve. */
+    initialising = 0;
+    return CORRAL_STATE_BOOT;
+  }
+  atomic_store(&_corral_state, CORRAL_STATE_FORWARD);
+  _corral_heap_init();
+  _corral_ident_init();
+  unsigned n = _corral_options.random_pools > 0 ? (unsigned)_corral_options.random_pools
+                                                : _corral_group_count();
+  _corral_ngroups = n < CORRAL_MAX_GROUPS ? n : CORRAL_MAX_GROUPS - 1;
+  pthread_atfork(fork_prepare, fork_parent, fork_child);
+  _corral_note(1, "ready: %u groups%s", _corral_ngroups,
+               _corral_options.random_pools > 0 ? " (random pools)" : "");
+  initialising = 0;
+  atomic_store(&_corral_state, CORRAL_STATE_READY);
+  return CORRAL_STATE_READY;
+}
+
+__attribute__((constructor)) static void corral_constructor(void)
+{
+  if (atomic_load(&_corral_state) == CORRAL_STATE_NONE) _corral_init_slow();
+}
+
+__attribute__((destructor)) static void corral_destructor(void)
+{
+  if (atomic_load(&_corral_state) == CORRAL_STATE_READY && _corral_options.stats)
+    _corral_stats_write(_corral_options.stats);
+}

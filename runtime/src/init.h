@@ -1,0 +1,23 @@
+/* Start-up state shared by the entry points (init.c). */
+#ifndef CORRAL_INIT_H
+#define CORRAL_INIT_H
+
+#include <stdatomic.h>
+
+enum {
+  CORRAL_STATE_NONE = 0,        /* nothing done yet */
+  CORRAL_STATE_BOOT = 1,        /* resolving the next allocator: bootstrap buffer */
+  CORRAL_STATE_FORWARD = 2,     /* next allocator known, groups not yet: forward */
+  CORRAL_STATE_READY = 3,       /* everything on */
+};
+
+extern atomic_int _corral_state;
+/* Groups in use: random pools, else the plan's; 0 = nothing is grouped. */
+extern unsigned _corral_ngroups;
+
+/* Bring the runtime up as far as this thread may (returns the state reached). */
+int _corral_init_slow(void);
+/* True on the thread that is running init (its allocations use the buffer). */
+int _corral_in_init(void);
+
+#endif

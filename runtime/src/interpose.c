@@ -1,0 +1,225 @@
+/* The exported C allocation API. Each entry point takes its own return and
+ * frame address (frame 0 of the program's call) and hands them to
+ * identification; everything not grouped goes to the next allocator.
+ * C++ operators are in new.cc, dlopen in dlopen.c. */
+#include "entry.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#define PAGE 4096
+
+/* ---- ungrouped allocation through the next allocator ------------------------- */
+
+void *_corral_next_aligned(size_t align, size_t size)
+{
+  if (_corral_next.memalign) return _corral_next.memalign(align, size);
+  void *p = NULL;
+  int err = _corral_next.posix_memalign(&p, align < sizeof(void *) ? sizeof(void *) : align, size);
+  if (err) errno = err;
+  return err ? NULL : p;
+}
+
+/* Before init completed: the bootstrap buffer on the initialising thread,
+ * else the next allocator. */
+void *_corral_alloc_early(size_t size, size_t align, int zero)
+{
+  int state = atomic_load(&_corral_state);
+  if (state < CORRAL_STATE_FORWARD) state = _corral_init_slow();
+  if (state < CORRAL_STATE_FORWARD) return _corral_boot_alloc(size, align);   /* zeroed */
+  if (align > 16) return _corral_next_aligned(align, size);
+  return zero ? _corral_next.calloc(1, size) : _corral_next.malloc(size);
+}
+
+/* ---- free, size and realloc ---------------------------------------------------- */
+
+void _corral_free(void *p)
+{
+  if (CORRAL_UNLIKELY(!p)) return;
+  if (_corral_in_ranges(p)) {
+    const char *why;
+    corral_chunk_t *c = _corral_chunk_of(p, &why);
+    if (c) _corral_group_free(c, p);
+    else _corral_warn("invalid free of %p (%s; ignored)", p, why);
+    return;
+  }
+  if (CORRAL_UNLIKELY(_corral_is_boot(p))) return;
+  if (CORRAL_UNLIKELY(!_corral_next.free)) return;     /* nothing of the next allocator exists yet */
+  _corral_next.free(p);
+}
+
+/* Usable size of any pointer: grouped from the bitmaps, else the owner's. */
+static size_t usable_size(void *p)
+{
+  if (!p) return 0;
+  if (_corral_in_ranges(p)) {
+    const char *why;
+    corral_chunk_t *c = _corral_chunk_of(p, &why);
+    return c ? _corral_object_size(c, p) : 0;
+  }
+  if (_corral_is_boot(p)) return _corral_boot_size(p);
+  return _corral_next.malloc_usable_size ? _corral_next.malloc_usable_size(p) : 0;
+}
+
+/* Move p's contents (old bytes) into fresh memory q, then free p. */
+static void *move_to(void *q, void *p, size_t old, size_t size)
+{
+  if (!q) return NULL;                  /* p stays valid, as realloc requires */
+  memcpy(q, p, old < size ? old : size);
+  _corral_free(p);
+  return q;
+}
+
+void *_corral_realloc_at(void *p, size_t size, void *ret0, void *fp0)
+{
+  if (!p) return _corral_alloc_at(size, 0, ret0, fp0, 0);
+  if (size == 0) {                      /* glibc: free and return NULL */
+    _corral_free(p);
+    return NULL;
+  }
+  if (CORRAL_UNLIKELY(atomic_load(&_corral_state) != CORRAL_STATE_READY) || _corral_is_boot(p)) {
+    if (!_corral_is_boot(p)) return _corral_next.realloc(p, size);
+    return move_to(_corral_alloc_early(size, 16, 0), p, _corral_boot_size(p), size);
+  }
+  if (_corral_in_ranges(p)) {
+    const char *why;
+    corral_chunk_t *c = _corral_chunk_of(p, &why);
+    if (!c) {
+      _corral_warn("realloc of invalid pointer %p (%s)", p, why);
+      errno = ENOMEM;
+      return NULL;
+    }
+    size_t old = _corral_object_size(c, p);
+    if (size <= old) return p;          /* shrinking keeps the slot */
+    /* Growing stays in the object's group while it fits max_size. */
+    void *q = size <= _corral_options.max_size ? _corral_group_alloc(c->group, size, 16) : NULL;
+    if (!q) {
+      q = _corral_next.malloc(size);
+      if (q) _corral_count_ungrouped(size);
+    }
+    return move_to(q, p, old, size);
+  }
+  /* Ungrouped: the realloc call site may belong to a group. */
+  int g = _corral_pick_group(size, ret0, fp0);
+  if (g >= 0) {
+    void *q = _corral_group_alloc((unsigned)g, size, 16);
+    if (q) return move_to(q, p, usable_size(p), size);
+  }
+  return _corral_next.realloc(p, size);
+}
+
+/* ---- the exported C API -------------------------------------------------------- */
+
+CORRAL_EXPORT void *malloc(size_t size)
+{
+  return _corral_alloc_at(size, 0, __builtin_return_address(0), __builtin_frame_address(0), 0);
+}
+
+CORRAL_EXPORT void free(void *p)
+{
+  _corral_free(p);
+}
+
+CORRAL_EXPORT void cfree(void *p)
+{
+  _corral_free(p);
+}
+
+CORRAL_EXPORT void *calloc(size_t n, size_t size)
+{
+  size_t total;
+  if (__builtin_mul_overflow(n, size, &total)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return _corral_alloc_at(total, 0, __builtin_return_address(0), __builtin_frame_address(0), 1);
+}
+
+CORRAL_EXPORT void *realloc(void *p, size_t size)
+{
+  return _corral_realloc_at(p, size, __builtin_return_address(0), __builtin_frame_address(0));
+}
+
+CORRAL_EXPORT void *reallocarray(void *p, size_t n, size_t size)
+{
+  size_t total;
+  if (__builtin_mul_overflow(n, size, &total)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return _corral_realloc_at(p, total, __builtin_return_address(0), __builtin_frame_address(0));
+}
+
+static int power_of_two(size_t x) { return x && !(x & (x - 1)); }
+
+CORRAL_EXPORT int posix_memalign(void **out, size_t align, size_t size)
+{
+  if (!power_of_two(align) || align % sizeof(void *)) return EINVAL;
+  int saved = errno;
+  void *p = _corral_alloc_at(size, align, __builtin_return_address(0), __builtin_frame_address(0), 0);
+  int err = p ? 0 : errno ? errno : ENOMEM;
+  errno = saved;                        /* posix_memalign leaves errno alone */
+  if (!p) return err == EINVAL ? EINVAL : ENOMEM;
+  *out = p;
+  return 0;
+}
+
+CORRAL_EXPORT void *aligned_alloc(size_t align, size_t size)
+{
+  if (!power_of_two(align)) {
+    errno = EINVAL;
+    return NULL;
+  }
+  return _corral_alloc_at(size, align, __builtin_return_address(0), __builtin_frame_address(0), 0);
+}
+
+CORRAL_EXPORT void *memalign(size_t align, size_t size)
+{
+  /* glibc rounds an alignment that is not a power of two up to one. */
+  if (!power_of_two(align)) {
+    if (align > ((size_t)1 << (sizeof(size_t) * 8 - 2))) {
+      errno = EINVAL;
+      return NULL;
+    }
+    size_t a = 16;
+    while (a < align) a <<= 1;
+    align = a;
+  }
+  return _corral_alloc_at(size, align, __builtin_return_address(0), __builtin_frame_address(0), 0);
+}
+
+CORRAL_EXPORT void *valloc(size_t size)
+{
+  return _corral_alloc_at(size, PAGE, __builtin_return_address(0), __builtin_frame_address(0), 0);
+}
+
+CORRAL_EXPORT void *pvalloc(size_t size)
+{
+  size_t rounded = (size + PAGE - 1) & ~(size_t)(PAGE - 1);
+  if (rounded < size) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  if (rounded == 0) rounded = PAGE;
+  return _corral_alloc_at(rounded, PAGE, __builtin_return_address(0), __builtin_frame_address(0), 0);
+}
+
+CORRAL_EXPORT size_t malloc_usable_size(void *p)
+{
+  return usable_size(p);
+}
+
+CORRAL_EXPORT int corral_group_of(const void *p)
+{
+  return _corral_group_of_address(p);
+}
+
+__thread uint64_t _corral_rng __attribute__((tls_model("initial-exec")));
+
+/* For the C++ operators (new.cc), which cannot include the C11 atomics of
+ * entry.h: ret0/fp0 are those of the exported operator. */
+void *_corral_new_alloc(size_t size, size_t align, void *ret0, void *fp0)
+{
+  return _corral_alloc_at(size, align, ret0, fp0, 0);
+}

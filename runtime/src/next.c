@@ -1,0 +1,70 @@
+/* Finding the next allocator, and the static buffer that bootstraps it:
+ * dlsym may allocate (dlerror state) before we know where malloc is. */
+#define _GNU_SOURCE 1
+#include "next.h"
+#include "internal.h"
+
+#include <dlfcn.h>
+#include <stdatomic.h>
+#include <string.h>
+
+corral_next_t _corral_next;
+
+/* 64 KiB is far more than glibc's dlsym needs; each block is preceded by a
+ * 16-byte header holding its size, so realloc out of it can copy. */
+#define BOOT_BYTES (64u << 10)
+static _Alignas(64) unsigned char boot_buffer[BOOT_BYTES];
+static atomic_size_t boot_used;
+
+void *_corral_boot_alloc(size_t size, size_t align)
+{
+  if (align < 16) align = 16;
+  if (size > BOOT_BYTES || align > 4096) return NULL;
+  size_t need = (size + 15) & ~(size_t)15;
+  size_t old = atomic_load(&boot_used), start;
+  do {
+    start = (old + 16 + align - 1) & ~(align - 1);    /* room for the header */
+    if (start + need > BOOT_BYTES) {
+      _corral_warn("bootstrap buffer exhausted (%zu bytes asked)", size);
+      return NULL;
+    }
+  } while (!atomic_compare_exchange_weak(&boot_used, &old, start + need));
+  *(size_t *)(boot_buffer + start - 16) = size;
+  return boot_buffer + start;
+}
+
+int _corral_is_boot(const void *p)
+{
+  return (const unsigned char *)p >= boot_buffer && (const unsigned char *)p < boot_buffer + BOOT_BYTES;
+}
+
+size_t _corral_boot_size(const void *p)
+{
+  return *(const size_t *)((const unsigned char *)p - 16);
+}
+
+static void *resolve(const char *name)
+{
+  void *f = dlsym(RTLD_NEXT, name);
+  if (!f) _corral_note(1, "next allocator has no %s", name);
+  return f;
+}
+
+int _corral_next_init(void)
+{
+  corral_next_t n;
+  n.malloc = (void *(*)(size_t))resolve("malloc");
+  n.free = (void (*)(void *))resolve("free");
+  n.calloc = (void *(*)(size_t, size_t))resolve("calloc");
+  n.realloc = (void *(*)(void *, size_t))resolve("realloc");
+  n.memalign = (void *(*)(size_t, size_t))resolve("memalign");
+  n.posix_memalign = (int (*)(void **, size_t, size_t))resolve("posix_memalign");
+  n.aligned_alloc = (void *(*)(size_t, size_t))resolve("aligned_alloc");
+  n.malloc_usable_size = (size_t(*)(void *))resolve("malloc_usable_size");
+  if (!n.malloc || !n.free || !n.calloc || !n.realloc || !n.posix_memalign) {
+    _corral_warn("cannot find the next allocator (dlsym RTLD_NEXT failed)");
+    return -1;
+  }
+  _corral_next = n;
+  return 0;
+}

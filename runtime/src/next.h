@@ -1,0 +1,31 @@
+/* The allocator underneath corral (glibc, or jemalloc/mimalloc preloaded after
+ * libcorral.so), found with dlsym(RTLD_NEXT), and the bootstrap buffer that
+ * serves allocations made while dlsym itself runs. */
+#ifndef CORRAL_NEXT_H
+#define CORRAL_NEXT_H
+
+#include <stddef.h>
+
+typedef struct corral_next_s {
+  void *(*malloc)(size_t);
+  void (*free)(void *);
+  void *(*calloc)(size_t, size_t);
+  void *(*realloc)(void *, size_t);
+  void *(*memalign)(size_t, size_t);
+  int (*posix_memalign)(void **, size_t, size_t);
+  void *(*aligned_alloc)(size_t, size_t);
+  size_t (*malloc_usable_size)(void *);
+} corral_next_t;
+
+extern corral_next_t _corral_next;
+
+/* Resolve _corral_next (0 on success). Allocations made meanwhile by the same
+ * thread must go to _corral_boot_alloc (see init.c). */
+int _corral_next_init(void);
+
+/* Bootstrap buffer: 16-byte aligned, zeroed, never freed. */
+void *_corral_boot_alloc(size_t size, size_t align);
+int _corral_is_boot(const void *p);
+size_t _corral_boot_size(const void *p);
+
+#endif
