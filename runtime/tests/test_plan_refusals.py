@@ -1,0 +1,83 @@
+"""A plan the runtime cannot use costs exactly one warning line on stderr;
+the program's output and exit status do not change. No CORRAL_PLAN: no
+message at all."""
+
+import os
+import re
+
+import pytest
+
+from corral import elf
+from ident_helpers import HERE, compile_c, plan_text, run, site_range
+
+
+HELLO_OUT = "hello 290\n"
+HELLO_STATUS = 3
+
+
+@pytest.fixture(scope="module")
+def hello(tmp_path_factory):
+    return compile_c(tmp_path_factory.mktemp("hello") / "plan_hello", [HERE / "plan_hello.c"])
+
+
+def good_plan(prog):
+    return plan_text([(prog, True)], {0: "words"}, clauses=[(0, [site_range(0, prog, "main")])])
+
+
+def bad_plans(prog, tmp):
+    """name -> (path of the plan, words the warning must contain)"""
+    header = f"corral-plan 1\nmodule 0 - {prog}\ngroup 0 g\n"
+    texts = {
+        "garbage": (bytes(range(1, 256)) * 8, "not a corral plan"),
+        "truncated": (good_plan(prog).replace("end\n", ""), "truncated"),
+        "wrong_version": (good_plan(prog).replace("corral-plan 1", "corral-plan 9"), "version 9 not supported"),
+        "wrong_buildid": (good_plan(prog).replace(elf.build_id(str(prog)), "00112233445566778899aabbccddeeff00112233"),
+                          "stale plan"),
+        "bad_site": (header + "clause 0 0+1234\nend\n", "bad site '0+1234'"),
+        "group_out_of_range": (header + "clause 300 0+0x10\nend\n", "group index out of range"),
+        "module_out_of_range": (header + "clause 0 64+0x10\nend\n", "module index out of range"),
+        "undeclared_module": (header + "clause 0 3+0x10\nend\n", "undeclared module 3"),
+    }
+    plans = {}
+    for name, (text, words) in texts.items():
+        path = tmp / f"{name}.plan"
+        path.write_bytes(text if isinstance(text, bytes) else text.encode())
+        plans[name] = (path, words)
+    big = tmp / "too_large.plan"
+    with open(big, "w") as f:
+        f.write(good_plan(prog))
+        f.truncate(17 << 20)
+    plans["too_large"] = (big, "too large")
+    plans["missing"] = (tmp / "no such dir" / "x.plan", "missing")
+    os.mkdir(tmp / "a_directory")
+    plans["unreadable"] = (tmp / "a_directory", "unreadable")
+    return plans
+
+
+KINDS = ["garbage", "truncated", "wrong_version", "wrong_buildid", "bad_site", "group_out_of_range",
+         "module_out_of_range", "undeclared_module", "too_large", "missing", "unreadable"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_bad_plan_warns_once_and_runs_ungrouped(hello, tmp_path, kind):
+    path, words = bad_plans(hello, tmp_path)[kind]
+    r = run([hello], plan=path)
+    assert r.stdout == HELLO_OUT
+    assert r.returncode == HELLO_STATUS
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1, r.stderr
+    assert re.fullmatch(r"corral: warning: plan (.*): (.*); running ungrouped", lines[0]), lines[0]
+    assert f"plan {path}: " in lines[0]
+    assert words in lines[0]
+
+
+def test_no_plan_no_message(hello):
+    r = run([hello])
+    assert (r.stdout, r.stderr, r.returncode) == (HELLO_OUT, "", HELLO_STATUS)
+
+
+def test_good_plan_no_message(hello, tmp_path):
+    path = tmp_path / "good.plan"
+    path.write_text(good_plan(hello))
+    r = run([hello], plan=path)
+    assert (r.stdout, r.stderr, r.returncode) == (HELLO_OUT, "", HELLO_STATUS)
