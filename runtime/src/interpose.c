@@ -28,7 +28,7 @@ void *_corral_alloc_early(size_t size, size_t align, int zero)
   int state = atomic_load(&_corral_state);
   if (state < CORRAL_STATE_FORWARD) state = _corral_init_slow();
   if (state < CORRAL_STATE_FORWARD) return _corral_boot_alloc(size, align);   /* zeroed */
-  if (align > 16) return _corral_next_aligned(align, size);
+  if (align) return _corral_next_aligned(align, size);
   return zero ? _corral_next.calloc(1, size) : _corral_next.malloc(size);
 }
 
@@ -65,7 +65,10 @@ static size_t usable_size(void *p)
 /* Move p's contents (old bytes) into fresh memory q, then free p. */
 static void *move_to(void *q, void *p, size_t old, size_t size)
 {
-  if (!q) return NULL;                  /* p stays valid, as realloc requires */
+  if (!q) {                             /* p stays valid, as realloc requires */
+    errno = ENOMEM;
+    return NULL;
+  }
   memcpy(q, p, old < size ? old : size);
   _corral_free(p);
   return q;
@@ -106,7 +109,9 @@ void *_corral_realloc_at(void *p, size_t size, void *ret0, void *fp0)
     void *q = _corral_group_alloc((unsigned)g, size, 16);
     if (q) return move_to(q, p, usable_size(p), size);
   }
-  return _corral_next.realloc(p, size);
+  void *q = _corral_next.realloc(p, size);
+  if (CORRAL_UNLIKELY(!q)) errno = ENOMEM;
+  return q;
 }
 
 /* ---- the exported C API -------------------------------------------------------- */
