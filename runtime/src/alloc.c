@@ -7,6 +7,7 @@
  * is reused only for the same count, so its bits stay right and are never
  * cleared. The owner thread allocates and frees without atomics; other
  * threads push onto the chunk's `remote` stack, which the owner drains. */
+#include "dynamic.h"
 #include "heap.h"
 
 static inline size_t granules_of(size_t size)
@@ -116,6 +117,7 @@ void *_corral_group_alloc(unsigned g, size_t size, size_t align)
   }
   return NULL;
 done:
+  if (CORRAL_UNLIKELY(_corral_dyn_sample_pending)) _corral_dyn_sample(p);
   h->counts[g].objects++;
   h->counts[g].bytes += k * CORRAL_GRANULE;
   return p;

@@ -3,6 +3,7 @@
  * caller, which matters only for a library found through the calling
  * object's RUNPATH (docs/runtime.md, "Limits"). */
 #define _GNU_SOURCE 1
+#include "dynamic.h"
 #include "identify.h"
 #include "init.h"
 #include "internal.h"
@@ -15,6 +16,9 @@ CORRAL_EXPORT void *dlopen(const char *file, int mode)
   if (!real_dlopen) real_dlopen = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
   if (!real_dlopen) return NULL;
   void *handle = real_dlopen(file, mode);
-  if (handle && atomic_load(&_corral_state) == CORRAL_STATE_READY) _corral_ident_after_dlopen();
+  if (handle && atomic_load(&_corral_state) == CORRAL_STATE_READY) {
+    _corral_ident_after_dlopen();
+    _corral_dyn_after_dlopen();
+  }
   return handle;
 }

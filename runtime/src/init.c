@@ -2,6 +2,7 @@
  * handlers, and the statistics at exit. Init runs on the first allocation or
  * from the constructor, whichever comes first. */
 #include "init.h"
+#include "dynamic.h"
 #include "heap.h"
 #include "identify.h"
 #include "internal.h"
@@ -17,9 +18,9 @@ static __thread int initialising __attribute__((tls_model("initial-exec")));
 
 int _corral_in_init(void) { return initialising; }
 
-static void fork_prepare(void) { _corral_heap_fork_prepare(); }
-static void fork_parent(void) { _corral_heap_fork_parent(); }
-static void fork_child(void) { _corral_heap_fork_child(); }
+static void fork_prepare(void) { _corral_dyn_fork_prepare(); _corral_heap_fork_prepare(); }
+static void fork_parent(void) { _corral_heap_fork_parent(); _corral_dyn_fork_parent(); }
+static void fork_child(void) { _corral_heap_fork_child(); _corral_dyn_fork_child(); }
 
 int _corral_init_slow(void)
 {
@@ -41,8 +42,10 @@ int _corral_init_slow(void)
   atomic_store(&_corral_state, CORRAL_STATE_FORWARD);
   _corral_heap_init();
   _corral_ident_init();
+  _corral_dyn_init();
   unsigned n = _corral_options.random_pools > 0 ? (unsigned)_corral_options.random_pools
-                                                : _corral_group_count();
+               : _corral_dyn_on ? CORRAL_MAX_GROUPS - 1      /* dynamic pools appear as it runs */
+                                : _corral_group_count();
   _corral_ngroups = n < CORRAL_MAX_GROUPS ? n : CORRAL_MAX_GROUPS - 1;
   pthread_atfork(fork_prepare, fork_parent, fork_child);
   _corral_note(1, "ready: %u groups%s", _corral_ngroups,

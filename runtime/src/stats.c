@@ -2,6 +2,7 @@
  * versus peak resident bytes (fragmentation, as HALO's Table 1), the
  * ungrouped remainder, and identification's own section. */
 #include "stats.h"
+#include "dynamic.h"
 #include "heap.h"
 #include "identify.h"
 #include "init.h"
@@ -15,7 +16,8 @@
 /* Group labels: the plan's, or "random-N" for random pools. */
 static const char *group_label(unsigned g, char *buf, size_t len)
 {
-  const char *name = _corral_options.random_pools > 0 ? NULL : _corral_group_name(g);
+  const char *name = _corral_options.random_pools > 0 ? NULL
+                   : _corral_dyn_on ? _corral_dyn_group_name(g) : _corral_group_name(g);
   if (name) return name;
   snprintf(buf, len, "%s-%u", _corral_options.random_pools > 0 ? "random" : "group", g);
   return buf;
@@ -33,7 +35,8 @@ static double frag_pct(const corral_group_totals_t *t)
 
 static void write_json(int fd, const corral_group_totals_t *t, unsigned n, uint64_t uobj, uint64_t ubytes)
 {
-  const char *mode = _corral_options.random_pools > 0 ? "random" : _corral_group_count() ? "plan" : "off";
+  const char *mode = _corral_options.random_pools > 0 ? "random"
+                   : _corral_dyn_on ? "dynamic" : _corral_group_count() ? "plan" : "off";
   _corral_fdprintf(fd, "{\"corralStats\":1,\"pid\":%d,\"mode\":\"%s\",\"options\":", (int)getpid(), mode);
   _corral_options_json(fd);
   _corral_fdprintf(fd, ",\"groups\":[");
@@ -53,6 +56,8 @@ static void write_json(int fd, const corral_group_totals_t *t, unsigned n, uint6
   _corral_fdprintf(fd, "],\"ungrouped\":{\"objects\":%llu,\"bytes\":%llu},",
                    (unsigned long long)uobj, (unsigned long long)ubytes);
   _corral_ident_stats_json(fd);
+  _corral_fdprintf(fd, ",");
+  _corral_dyn_stats_json(fd);
   _corral_fdprintf(fd, "}\n");
 }
 
@@ -73,6 +78,7 @@ static void write_text(int fd, const corral_group_totals_t *t, unsigned n, uint6
   _corral_fdprintf(fd, "corral: %-20s %12llu %14llu\n", "(ungrouped)", (unsigned long long)uobj,
                    (unsigned long long)ubytes);
   _corral_ident_stats_text(fd);
+  _corral_dyn_stats_text(fd);
 }
 
 /* path with every %p replaced by the pid; NULL if it does not fit. */
@@ -99,7 +105,7 @@ void _corral_stats_write(const char *dest)
   /* Totals live in a static array: the stack of an exiting program may be
    * small, and this runs once per process. */
   static corral_group_totals_t totals[CORRAL_MAX_GROUPS];
-  unsigned n = _corral_ngroups;
+  unsigned n = _corral_dyn_on ? _corral_dyn_group_count() : _corral_ngroups;
   uint64_t uobj, ubytes;
   _corral_heap_totals(totals, n, &uobj, &ubytes);
   if (strcmp(dest, "1") == 0 || strcmp(dest, "stderr") == 0) {

@@ -1,0 +1,487 @@
+/* Dynamic mode: contexts, pool decisions, sampling and merges (DPA without a
+ * profile). Design and rules: docs/dynamic.md. The pure parts live in
+ * dynamic_context.c (tables), dynamic_merge.c (union-find, SSG evidence) and
+ * dynamic_wrappers.c (wrapper list); this file binds them to the allocator. */
+#include "dynamic.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dynamic_context.h"
+#include "dynamic_merge.h"
+#include "dynamic_wrappers.h"
+#include "heap.h"
+#include "internal.h"
+#include "lock.h"
+#include "modules.h"
+#include "unwind.h"
+
+/* ---------------------------------------------------------------------------
+   Limits and state
+--------------------------------------------------------------------------- */
+
+#define DYN_MAX_CONTEXTS  (1u << 16)
+#define DYN_MERGE_SLOTS   (1u << 14)
+#define DYN_MAX_POOLS     255              /* group ids, as many as a plan may use */
+#define DYN_RING          4                /* recent sampled objects kept per context */
+#define DYN_MAX_MERGES    256              /* merges remembered for the statistics */
+#define DYN_EAGER_SAMPLES 16               /* a new pool's first samples, ... */
+#define DYN_EAGER_EVERY   8                /* ... one every 8th of its allocations */
+#define DYN_STEADY_EVERY  512              /* afterwards: 1 in 512 pooled allocations per thread */
+
+/* Per context: what decides its pool. Written on the slow path, or racily
+ * (relaxed counters) where a lost update only delays a decision. */
+typedef struct dyn_ctx_s {
+  uint32_t allocs;          /* small allocations counted until the pool exists */
+  uint32_t size;            /* object size, 0 none yet, DYNM_SIZE_MIXED */
+  int32_t group;            /* pool this context created (roots only), -1 none */
+  uint32_t eager_left;      /* eager samples still to take */
+  uint32_t eager_tick;
+  uint32_t ring_next;
+  struct { void *p; uint32_t size; } ring[DYN_RING];
+  const char *via;          /* name of the outermost wrapper in the chain, if any */
+} dyn_ctx_t;
+
+typedef struct dyn_merge_rec_s {
+  int into, from;           /* groups */
+  int type;
+  uint32_t evidence;
+} dyn_merge_rec_t;
+
+int _corral_dyn_on;
+__thread int _corral_dyn_sample_pending;
+static __thread uint32_t sample_ctx, sample_size, steady_countdown = DYN_STEADY_EVERY;
+static __thread uint64_t sample_rng;
+
+static struct {
+  dync_t table;
+  dynm_t merge;
+  dyn_ctx_t *ctx;
+  dynw_list_t wrappers;
+  int wrappers_loaded;
+  size_t min_objects, max_size;
+  corral_lock_t lock;                    /* slow path: new sites, contexts, pools, merges */
+  int group_owner[DYN_MAX_POOLS];        /* group -> context that created it */
+  unsigned pools;
+  dyn_merge_rec_t merges[DYN_MAX_MERGES];
+  unsigned merge_count;
+  /* statistics (relaxed) */
+  uint64_t walks, frames_walked, samples, samples_skipped, words_read, links_seen, sample_cycles;
+  uint64_t pools_refused;
+} dyn;
+
+static void lock(void) { _corral_lock(&dyn.lock); }
+static int trylock(void) { return !atomic_flag_test_and_set_explicit(&dyn.lock.held, memory_order_acquire); }
+static void unlock(void) { _corral_unlock(&dyn.lock); }
+
+#define RELAXED_ADD(x, v) __atomic_store_n(&(x), __atomic_load_n(&(x), __ATOMIC_RELAXED) + (v), __ATOMIC_RELAXED)
+
+/* ---------------------------------------------------------------------------
+   Wrapper list: CORRAL_WRAPPERS, read once at init and relocated again
+   after each dlopen
+--------------------------------------------------------------------------- */
+
+/* The file's text in fresh private memory, NUL-terminated, or NULL with a
+ * reason in err. Plain syscalls: this runs inside the first malloc. */
+static char *read_file(const char *path, size_t *len, char *err, size_t errlen) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    snprintf(err, errlen, fd < 0 ? "cannot open it" : "not a regular file");
+    if (fd >= 0) close(fd);
+    return NULL;
+  }
+  if ((size_t)st.st_size > DYNW_MAX_BYTES) {
+    snprintf(err, errlen, "larger than %u bytes", DYNW_MAX_BYTES);
+    close(fd);
+    return NULL;
+  }
+  char *text = _corral_os_map((size_t)st.st_size + 1);
+  size_t got = 0;
+  while (text && got < (size_t)st.st_size) {
+    ssize_t n = read(fd, text + got, (size_t)st.st_size - got);
+    if (n <= 0) break;
+    got += (size_t)n;
+  }
+  close(fd);
+  if (!text) snprintf(err, errlen, "out of memory");
+  *len = got;
+  return text;
+}
+
+/* Match the list's modules against the loaded ones (by build-id, else by file
+ * name) and publish a relocated view if anything new matched. */
+static void relocate_wrappers(const module_table_t *t) {
+  dynw_list_t *list = &dyn.wrappers;
+  int changed = 0;
+  for (unsigned i = 0; t && i < list->module_count; i++) {
+    dynw_module_t *m = &list->modules[i];
+    if (!m->path || m->loaded) continue;
+    for (size_t k = 0; k < t->count; k++) {
+      const corral_module_t *lm = &t->modules[k];
+      int same = m->buildid ? strcmp(m->buildid, lm->buildid) == 0
+                            : strcmp(_corral_basename(m->path), _corral_basename(lm->path)) == 0;
+      if (!same) continue;
+      m->bias = lm->bias;
+      m->loaded = 1;
+      changed = 1;
+      break;
+    }
+  }
+  if (!changed) return;
+  dynw_view_t *view = _corral_os_map(_corral_dynw_view_size(list));
+  if (view) _corral_dynw_publish(list, view);     /* an older view stays mapped for late readers */
+}
+
+static void load_wrappers(const char *path, const module_table_t *t) {
+  char err[160];
+  size_t len = 0;
+  char *text = read_file(path, &len, err, sizeof err);
+  if (text) {
+    size_t n = _corral_dynw_count(text, len);
+    dyn.wrappers.ranges = _corral_os_map((n ? n : 1) * sizeof(dynw_range_t));
+    dyn.wrappers.capacity = n;
+    if (!dyn.wrappers.ranges) {
+      snprintf(err, sizeof err, "out of memory");
+    } else if (_corral_dynw_parse(text, len, &dyn.wrappers, err, sizeof err) == 0) {
+      relocate_wrappers(t);
+      dyn.wrappers_loaded = 1;
+      return;
+    }
+  }
+  _corral_warn("wrapper list %s: %s; dynamic contexts are immediate call sites only", path, err);
+}
+
+void _corral_dyn_after_dlopen(void) {
+  if (!_corral_dyn_on || !dyn.wrappers_loaded) return;
+  lock();
+  relocate_wrappers(_corral_modules_current());
+  unlock();
+}
+
+/* Return addresses from frame 0 outwards (at most `max`), with the
+ * identification code's walker: frame pointers where a module keeps them,
+ * cached CFI rules where it does not, every read checked against the stack. */
+static int walk(void *ret0, void *fp0, uintptr_t *frames, int max) {
+  unwind_stack_t stack;
+  unwind_frame_t f;
+  frames[0] = (uintptr_t)ret0;
+  if (_corral_unwind_stack((uintptr_t)fp0, &stack) != 0 || _corral_unwind_start(ret0, fp0, &stack, &f) != 0)
+    return 1;
+  const module_table_t *t = _corral_modules_current();
+  int n = 1;
+  while (n < max && _corral_unwind_step(t, &stack, &f) != UNWIND_STOP) frames[n++] = f.pc;
+  return n;
+}
+
+/* ---------------------------------------------------------------------------
+   Contexts: site lookup, wrapper walk
+--------------------------------------------------------------------------- */
+
+static uint32_t site_kind(uintptr_t addr) {
+  return dyn.wrappers_loaded && _corral_dynw_find(&dyn.wrappers, addr) ? DYNC_SITE_WRAPPER : DYNC_SITE_PLAIN;
+}
+
+/* Kind of a return address, learning it once (slow path, under the lock). */
+static uint32_t kind_of(uintptr_t addr) {
+  const dync_site_t *s = _corral_dync_site(&dyn.table, addr);
+  if (s) return s->kind;
+  uint32_t kind = site_kind(addr);
+  lock();
+  _corral_dync_add_site(&dyn.table, addr, kind);
+  unlock();
+  return kind;
+}
+
+static uint32_t intern(const dync_chain_t *chain) {
+  uint32_t id = _corral_dync_find_chain(&dyn.table, chain);
+  if (id != DYNC_NONE) return id;
+  int created;
+  lock();
+  id = _corral_dync_intern(&dyn.table, chain, &created);
+  if (created) {
+    dyn_ctx_t *c = &dyn.ctx[id];
+    c->group = -1;
+    /* named after the outermost wrapper: layer3 says more than the xmalloc inside it */
+    const dynw_range_t *w = chain->depth > 1 ? _corral_dynw_find(&dyn.wrappers, chain->frames[chain->depth - 2]) : NULL;
+    c->via = w ? w->name : NULL;
+  }
+  unlock();
+  return id;
+}
+
+/* Frame 0 is inside a wrapper: walk outwards to the first frame that is not. */
+static uint32_t context_through_wrappers(uintptr_t ret0, void *fp0) {
+  dync_chain_t chain;
+  memset(&chain, 0, sizeof chain);
+  uintptr_t frames[DYNC_MAX_CHAIN];
+  int got = walk((void *)ret0, fp0, frames, DYNC_MAX_CHAIN);
+  RELAXED_ADD(dyn.walks, 1);
+  RELAXED_ADD(dyn.frames_walked, (uint64_t)got);
+  chain.frames[0] = ret0;
+  chain.depth = 1;
+  for (int i = 1; i < got; i++) {
+    chain.frames[chain.depth++] = frames[i];
+    if (kind_of(frames[i]) != DYNC_SITE_WRAPPER) break;
+  }
+  chain.wrapped = chain.depth == DYNC_MAX_CHAIN && kind_of(chain.frames[chain.depth - 1]) == DYNC_SITE_WRAPPER;
+  return intern(&chain);
+}
+
+/* Frame 0 seen for the first time, or a wrapper site: the slow path. */
+static uint32_t context_slow(uintptr_t ret0, void *fp0) {
+  if (kind_of(ret0) == DYNC_SITE_WRAPPER) return context_through_wrappers(ret0, fp0);
+  dync_chain_t chain;
+  memset(&chain, 0, sizeof chain);
+  chain.frames[0] = ret0;
+  chain.depth = 1;
+  uint32_t id = intern(&chain);
+  if (id != DYNC_NONE) {
+    dync_site_t *s = (dync_site_t *)_corral_dync_site(&dyn.table, ret0);
+    if (s) __atomic_store_n(&s->ctx, id, __ATOMIC_RELEASE);   /* next time: one lookup */
+  }
+  return id;
+}
+
+/* ---------------------------------------------------------------------------
+   Decisions: pools after min_objects small allocations
+--------------------------------------------------------------------------- */
+
+static int create_pool(uint32_t id) {
+  dyn_ctx_t *c = &dyn.ctx[id];
+  lock();
+  uint32_t root = _corral_dynm_find(&dyn.merge, id);
+  int g = dyn.ctx[root].group;
+  if (g < 0) {
+    if (dyn.pools < DYN_MAX_POOLS) {
+      g = (int)dyn.pools;
+      dyn.group_owner[g] = (int)root;
+      _corral_dynm_note_size(&dyn.merge, root, c->size);
+      c->eager_left = DYN_EAGER_SAMPLES;
+      c->eager_tick = DYN_EAGER_EVERY;
+      __atomic_store_n(&dyn.ctx[root].group, g, __ATOMIC_RELEASE);
+      __atomic_store_n(&dyn.pools, dyn.pools + 1, __ATOMIC_RELEASE);
+    } else {
+      dyn.pools_refused++;
+    }
+  }
+  unlock();
+  return g;
+}
+
+static void size_changed(dyn_ctx_t *c, uint32_t id, uint32_t size) {
+  uint32_t now = c->size == 0 ? size : DYNM_SIZE_MIXED;
+  __atomic_store_n(&c->size, now, __ATOMIC_RELAXED);
+  if (now == DYNM_SIZE_MIXED && dyn.ctx[_corral_dynm_find(&dyn.merge, id)].group >= 0) {
+    lock();
+    _corral_dynm_note_size(&dyn.merge, id, DYNM_SIZE_MIXED);
+    unlock();
+  }
+}
+
+/* Sampling intervals are random around their mean: a fixed stride would
+ * alias with a program's allocation pattern (a loop that allocates a node
+ * and its payload alternately would only ever show one kind of node). */
+static inline uint32_t next_interval(uint32_t mean) {
+  uint64_t x = sample_rng;
+  if (__builtin_expect(!x, 0)) x = _corral_rdtsc() | 1;
+  x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+  sample_rng = x;
+  return 1 + (uint32_t)((x >> 33) % (2 * mean - 1));
+}
+
+static void maybe_sample(dyn_ctx_t *c, uint32_t id, size_t size) {
+  if (__builtin_expect(c->eager_left != 0, 0)) {
+    uint32_t tick = c->eager_tick;
+    __atomic_store_n(&c->eager_tick, tick - 1, __ATOMIC_RELAXED);
+    if (tick > 1) return;
+    __atomic_store_n(&c->eager_tick, next_interval(DYN_EAGER_EVERY), __ATOMIC_RELAXED);
+    __atomic_store_n(&c->eager_left, c->eager_left - 1, __ATOMIC_RELAXED);
+  } else if (--steady_countdown) {
+    return;
+  } else {
+    steady_countdown = next_interval(DYN_STEADY_EVERY);
+  }
+  sample_ctx = id;
+  sample_size = (uint32_t)size;
+  _corral_dyn_sample_pending = 1;
+}
+
+int _corral_dyn_identify(void *ret0, void *fp0, size_t size) {
+  if (size > dyn.max_size) return -1;
+  uintptr_t r0 = (uintptr_t)ret0;
+  const dync_site_t *s = _corral_dync_site(&dyn.table, r0);
+  uint32_t id = s ? __atomic_load_n(&s->ctx, __ATOMIC_ACQUIRE) : DYNC_NONE;
+  if (__builtin_expect(id == DYNC_NONE, 0)) {
+    id = context_slow(r0, fp0);
+    if (id == DYNC_NONE) return -1;      /* tables full: base allocator */
+  }
+  dyn_ctx_t *c = &dyn.ctx[id];
+  if (__builtin_expect(c->size != size, 0)) size_changed(c, id, (uint32_t)size);
+  int g = __atomic_load_n(&dyn.ctx[_corral_dynm_find(&dyn.merge, id)].group, __ATOMIC_ACQUIRE);
+  if (__builtin_expect(g < 0, 0)) {
+    uint32_t n = __atomic_load_n(&c->allocs, __ATOMIC_RELAXED) + 1;
+    __atomic_store_n(&c->allocs, n, __ATOMIC_RELAXED);
+    if (n < dyn.min_objects) return -1;
+    g = create_pool(id);
+    if (g < 0) return -1;
+  }
+  maybe_sample(c, id, size);
+  return g;
+}
+
+/* ---------------------------------------------------------------------------
+   Sampling: read a few recent objects of the context, note SSG edges
+--------------------------------------------------------------------------- */
+
+static void note_merge(const dynm_merge_t *m) {
+  if (dyn.merge_count >= DYN_MAX_MERGES) return;
+  dyn_merge_rec_t *r = &dyn.merges[dyn.merge_count++];
+  r->into = dyn.ctx[m->into].group;
+  r->from = dyn.ctx[m->from].group;
+  r->type = m->type;
+  r->evidence = m->evidence;
+}
+
+/* The pointers held by one object of context `src`, `size` bytes from `obj`. */
+static void scan_object(uint32_t src, const void *obj, uint32_t size) {
+  if (_corral_group_of_address(obj) < 0) return;   /* its chunk was emptied and given back */
+  const uintptr_t *words = obj;
+  uint32_t n = size / sizeof(uintptr_t);
+  for (uint32_t i = 0; i < n; i++) {
+    /* Racy read of memory the program owns: it may be written right now, so
+     * read each word once, atomically, and treat it only as a hint. */
+    uintptr_t w = __atomic_load_n(&words[i], __ATOMIC_RELAXED);
+    int g = _corral_group_of_address((const void *)w);
+    dyn.words_read++;
+    if (g < 0 || (unsigned)g >= dyn.pools) continue;
+    dyn.links_seen++;
+    dynm_merge_t m;
+    if (_corral_dynm_observe(&dyn.merge, src, i * sizeof(uintptr_t), (uint32_t)dyn.group_owner[g], &m))
+      note_merge(&m);
+  }
+}
+
+void _corral_dyn_sample(void *p) {
+  _corral_dyn_sample_pending = 0;
+  if (!p) return;
+  if (!trylock()) {                       /* another thread samples: never wait on the allocation path */
+    RELAXED_ADD(dyn.samples_skipped, 1);
+    return;
+  }
+  uint64_t t0 = _corral_rdtsc();
+  dyn_ctx_t *c = &dyn.ctx[sample_ctx];
+  for (int k = 0; k < DYN_RING; k++)
+    if (c->ring[k].p) scan_object(sample_ctx, c->ring[k].p, c->ring[k].size);
+  c->ring[c->ring_next++ % DYN_RING].p = p;
+  c->ring[(c->ring_next - 1) % DYN_RING].size = sample_size;
+  dyn.samples++;
+  dyn.sample_cycles += _corral_rdtsc() - t0;
+  unlock();
+}
+
+/* ---------------------------------------------------------------------------
+   Init
+--------------------------------------------------------------------------- */
+
+void _corral_dyn_init(void) {
+  if (!_corral_options.dynamic) return;
+  dyn.min_objects = _corral_options.dyn_min_objects;
+  dyn.max_size = _corral_options.dyn_max_size;
+  void *tables = _corral_os_map(_corral_dync_bytes(DYN_MAX_CONTEXTS));
+  void *merge = _corral_os_map(_corral_dynm_bytes(DYN_MAX_CONTEXTS, DYN_MERGE_SLOTS));
+  dyn.ctx = _corral_os_map(DYN_MAX_CONTEXTS * sizeof(dyn_ctx_t));
+  if (!tables || !merge || !dyn.ctx) {
+    _corral_warn("dynamic mode: cannot map its tables; running ungrouped");
+    return;
+  }
+  _corral_dync_init(&dyn.table, tables, DYN_MAX_CONTEXTS);
+  _corral_dynm_init(&dyn.merge, merge, DYN_MAX_CONTEXTS, DYN_MERGE_SLOTS);
+  _corral_unwind_init();
+  const module_table_t *t = _corral_modules_current();
+  if (!t) t = _corral_modules_scan();
+  if (_corral_options.wrappers && *_corral_options.wrappers) load_wrappers(_corral_options.wrappers, t);
+  __atomic_store_n(&_corral_dyn_on, 1, __ATOMIC_RELEASE);
+}
+
+void _corral_dyn_fork_prepare(void) { if (_corral_dyn_on) lock(); }
+void _corral_dyn_fork_parent(void) { if (_corral_dyn_on) unlock(); }
+void _corral_dyn_fork_child(void) { if (_corral_dyn_on) unlock(); }
+
+/* ---------------------------------------------------------------------------
+   Statistics
+--------------------------------------------------------------------------- */
+
+unsigned _corral_dyn_group_count(void) { return __atomic_load_n(&dyn.pools, __ATOMIC_ACQUIRE); }
+
+static char group_names[DYN_MAX_POOLS][96];
+
+/* "dyn3 <- prog+0x11c9 via xmalloc": the deciding site (the context's
+ * outermost frame) as module+offset, and the wrapper seen at frame 0. */
+const char *_corral_dyn_group_name(unsigned g) {
+  if (g >= _corral_dyn_group_count()) return "?";
+  char *name = group_names[g];
+  if (name[0]) return name;
+  uint32_t id = (uint32_t)dyn.group_owner[g];
+  const dync_chain_t *chain = &dyn.table.chains[id];
+  uintptr_t site = chain->frames[chain->depth - 1];
+  const module_table_t *t = _corral_modules_current();
+  const corral_module_t *m = t ? _corral_module_of(t, site) : NULL;
+  const char *via = dyn.ctx[id].via;
+  if (m)
+    snprintf(name, sizeof group_names[0], "dyn%u <- %s+%#lx%s%s", g, _corral_basename(m->path),
+             (unsigned long)(site - m->bias), via ? " via " : "", via ? via : "");
+  else
+    snprintf(name, sizeof group_names[0], "dyn%u <- %#lx%s%s", g, (unsigned long)site, via ? " via " : "",
+             via ? via : "");
+  return name;
+}
+
+static unsigned contexts_pooled(void) {
+  unsigned n = 0, total = __atomic_load_n(&dyn.table.context_count, __ATOMIC_ACQUIRE);
+  for (unsigned i = 0; i < total; i++)
+    if (dyn.ctx[_corral_dynm_find(&dyn.merge, i)].group >= 0) n++;
+  return n;
+}
+
+void _corral_dyn_stats_json(int fd) {
+  if (!_corral_dyn_on) {
+    _corral_fdprintf(fd, "\"dynamic\":null");
+    return;
+  }
+  _corral_fdprintf(fd,
+                  "\"dynamic\":{\"min_objects\":%zu,\"max_size\":%zu,\"wrappers_loaded\":%zu,"
+                  "\"contexts_seen\":%u,\"contexts_pooled\":%u,\"pools\":%u,\"pools_refused\":%llu,"
+                  "\"table_full\":%llu,\"walks\":%llu,\"frames_walked\":%llu,"
+                  "\"sampling\":{\"samples\":%llu,\"skipped\":%llu,\"words_read\":%llu,\"links_seen\":%llu,"
+                  "\"cycles\":%llu,\"evidence_dropped\":%llu},\"merges\":[",
+                  dyn.min_objects, dyn.max_size, dyn.wrappers_loaded ? dyn.wrappers.active->count : (size_t)0,
+                  dyn.table.context_count, contexts_pooled(), dyn.pools, (unsigned long long)dyn.pools_refused,
+                  (unsigned long long)dyn.table.full, (unsigned long long)dyn.walks,
+                  (unsigned long long)dyn.frames_walked, (unsigned long long)dyn.samples,
+                  (unsigned long long)dyn.samples_skipped, (unsigned long long)dyn.words_read,
+                  (unsigned long long)dyn.links_seen, (unsigned long long)dyn.sample_cycles,
+                  (unsigned long long)dyn.merge.dropped);
+  for (unsigned i = 0; i < dyn.merge_count; i++) {
+    const dyn_merge_rec_t *m = &dyn.merges[i];
+    _corral_fdprintf(fd, "%s{\"into\":%d,\"from\":%d,\"type\":\"%s\",\"evidence\":%u}", i ? "," : "", m->into,
+                    m->from, m->type == 1 ? "I" : "II", m->evidence);
+  }
+  _corral_fdprintf(fd, "]}");
+}
+
+void _corral_dyn_stats_text(int fd) {
+  if (!_corral_dyn_on) return;
+  _corral_fdprintf(fd, "corral: dynamic: %u contexts, %u pooled in %u pools, %u merges, %zu wrappers\n",
+                   dyn.table.context_count, contexts_pooled(), dyn.pools, dyn.merge_count,
+                   dyn.wrappers_loaded ? dyn.wrappers.active->count : (size_t)0);
+  _corral_fdprintf(fd, "corral: dynamic: %llu samples (%llu skipped), %llu words read, %llu cycles\n",
+                   (unsigned long long)dyn.samples, (unsigned long long)dyn.samples_skipped,
+                   (unsigned long long)dyn.words_read, (unsigned long long)dyn.sample_cycles);
+  for (unsigned i = 0; i < dyn.merge_count; i++)
+    _corral_fdprintf(fd, "corral: dynamic: merged dyn%d into dyn%d (type %s, evidence %u)\n", dyn.merges[i].from,
+                     dyn.merges[i].into, dyn.merges[i].type == 1 ? "I" : "II", dyn.merges[i].evidence);
+}

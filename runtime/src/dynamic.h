@@ -1,0 +1,44 @@
+/* Dynamic mode (DPA-style pools with no profile): the hooks core and ident
+ * call. Design: docs/dynamic.md. Everything here is a no-op unless
+ * CORRAL_DYNAMIC is on. */
+#ifndef CORRAL_DYNAMIC_H
+#define CORRAL_DYNAMIC_H
+
+#include <stddef.h>
+
+/* Once, from core's init, after options are read and ident has initialised:
+ * loads CORRAL_WRAPPERS and maps the tables. */
+void _corral_dyn_init(void);
+
+/* 1 when dynamic mode is on (after init); a plain global read. */
+extern int _corral_dyn_on;
+
+/* The group of a small allocation (size <= core's max_size) from its
+ * immediate return address `ret0` and the frame `fp0` of the exported entry
+ * point (the same pair core passes to _corral_identify), or -1: not (yet)
+ * pooled. May schedule a sample of the pointer (see below). */
+int _corral_dyn_identify(void *ret0, void *fp0, size_t size);
+
+/* Set by _corral_dyn_identify on the rare allocation whose pointer should be
+ * sampled; core then calls _corral_dyn_sample(p) once it has the pointer. */
+extern __thread int _corral_dyn_sample_pending;
+void _corral_dyn_sample(void *p);
+
+/* After dlopen (outside malloc): relocate wrappers of newly loaded modules. */
+void _corral_dyn_after_dlopen(void);
+
+/* fork: the slow-path lock is held across fork so the child's tables are whole. */
+void _corral_dyn_fork_prepare(void);
+void _corral_dyn_fork_parent(void);
+void _corral_dyn_fork_child(void);
+
+/* Statistics: the "dynamic" member of the stats JSON (no leading or trailing
+ * comma: `"dynamic":{...}`), and a few lines of the text table. */
+void _corral_dyn_stats_json(int fd);
+void _corral_dyn_stats_text(int fd);
+
+/* Group names and count while dynamic mode owns the groups. */
+unsigned _corral_dyn_group_count(void);
+const char *_corral_dyn_group_name(unsigned g);
+
+#endif

@@ -1,0 +1,61 @@
+"""Shared by the dynamic-mode tests: build a test program, run it under
+`corral run --dynamic` (so the real wrapper analysis writes the list), and
+read back what the program and the statistics say."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+
+# Frame-pointer build with real frames for every wrapper layer (no sibling
+# calls), and a plain -O2 build: no frame pointers, layers 2 and 3 become
+# tail jumps, so the walk goes through the CFI rules.
+BUILDS = {
+    "fp": ["-O2", "-fno-omit-frame-pointer", "-fno-optimize-sibling-calls"],
+    "O2": ["-O2"],
+}
+
+
+def build(tmp_path, name, flags=("-O2",), extra=()):
+    out = tmp_path / f"{name}-{'-'.join(f.strip('-') for f in flags)}"
+    subprocess.run(["gcc", *flags, "-Wall", "-o", str(out), str(HERE / f"{name}.c"), *extra, "-ldl"],
+                   check=True)
+    return out
+
+
+def run_dynamic(prog, args=(), tmp_path=None, env=None, flag=True, timeout=60):
+    """Run prog under `corral run --dynamic --stats` (flag=False: without
+    --dynamic, for an environment that sets CORRAL_DYNAMIC by hand); returns
+    (completed process, statistics or None)."""
+    stats_path = Path(tmp_path) / f"stats-{os.getpid()}-{len(list(Path(tmp_path).glob('stats-*')))}.json"
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    cmd = [sys.executable, "-m", "corral", "run", *(["--dynamic"] if flag else []),
+           "--stats", str(stats_path), "--", str(prog), *map(str, args)]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=full_env, cwd=ROOT, timeout=timeout)
+    stats = json.loads(stats_path.read_text()) if stats_path.exists() else None
+    return done, stats
+
+
+def run_plain(prog, args=(), env=None, timeout=60):
+    return subprocess.run([str(prog), *map(str, args)], capture_output=True, text=True,
+                          env=dict(os.environ, **(env or {})), timeout=timeout)
+
+
+def series(stderr):
+    """Lines "NAME key=value ..." of the test programs, as {NAME: {key: value}}."""
+    out = {}
+    for line in stderr.splitlines():
+        m = re.fullmatch(r"(\w+) ((?:\w+=\S*\s*)+)", line.strip())
+        if m:
+            out[m.group(1)] = dict(kv.split("=", 1) for kv in m.group(2).split())
+    return out
+
+
+def groups(value):
+    return {int(g) for g in value.split(",") if g}

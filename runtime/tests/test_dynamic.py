@@ -1,0 +1,160 @@
+"""Dynamic mode end to end (docs/dynamic.md): contexts through wrappers, the
+pool thresholds, merges, identical output, threads and fork. Every program
+runs under `corral run --dynamic`, so the lead's machine-code analysis writes
+the wrapper list the runtime loads; programs ask corral_group_of where each
+object landed, and the statistics say what was pooled and merged."""
+
+import pytest
+
+from dyn_helpers import BUILDS, build, groups, run_dynamic, run_plain, series
+
+WRAPPED = ["xmalloc_a", "xmalloc_b", "layer2_a", "layer2_b", "layer3_a", "layer3_b"]
+
+
+@pytest.fixture(scope="module", params=sorted(BUILDS))
+def contexts_prog(request, tmp_path_factory):
+    return build(tmp_path_factory.mktemp("dyn"), "dyn_contexts", BUILDS[request.param])
+
+
+@pytest.fixture(scope="module")
+def merge_prog(tmp_path_factory):
+    return build(tmp_path_factory.mktemp("dyn"), "dyn_merge", ("-O2",))
+
+
+def _ok(done):
+    assert done.returncode == 0, done.stderr
+    assert "corral: warning" not in done.stderr, done.stderr
+
+
+# ---------------------------------------------------------------------------
+# Contexts through wrappers
+
+
+def test_callers_above_wrappers_get_their_own_pools(contexts_prog, tmp_path):
+    done, stats = run_dynamic(contexts_prog, [300, 32], tmp_path)
+    _ok(done)
+    s = series(done.stderr)
+    seen = {}
+    for name in WRAPPED + ["node_a", "node_b", "plain"]:
+        assert s[name]["pooled"] == str(expected_pooled(name, 300)), (name, s[name])
+        g = groups(s[name]["groups"])
+        assert len(g) == 1, (name, g)
+        seen[name] = g.pop()
+    # one, two and three wrapper layers: each caller above them is its own context
+    assert len({seen[n] for n in WRAPPED}) == len(WRAPPED), seen
+    # make_node touches the object: the context ends there, both callers share it
+    assert seen["node_a"] == seen["node_b"]
+    assert seen["plain"] not in {seen[n] for n in WRAPPED + ["node_a"]}
+    dyn = stats["dynamic"]
+    assert dyn["wrappers_loaded"] >= 3
+    assert dyn["pools"] == 8 and dyn["walks"] > 0
+    names = {g["id"]: g["name"] for g in stats["groups"]}
+    assert "via xmalloc" in names[seen["xmalloc_a"]]
+    assert names[seen["plain"]].startswith(f"dyn{seen['plain']} <- {contexts_prog.name}+0x")
+
+
+def test_without_a_usable_wrapper_list_contexts_are_call_sites(contexts_prog, tmp_path):
+    garbage = tmp_path / "garbage.txt"
+    garbage.write_text("not a wrapper list\n")
+    done, stats = run_dynamic(contexts_prog, [300, 32], tmp_path, flag=False,
+                              env={"CORRAL_DYNAMIC": "1", "CORRAL_WRAPPERS": str(garbage)})
+    assert done.returncode == 0
+    assert done.stderr.count("corral: warning") == 1 and "garbage.txt" in done.stderr
+    s = series(done.stderr)
+    # every xmalloc caller now shares xmalloc's malloc call site
+    assert s["xmalloc_a"]["groups"] == s["xmalloc_b"]["groups"]
+    assert stats["dynamic"]["wrappers_loaded"] == 0
+
+
+# ---------------------------------------------------------------------------
+# Thresholds
+
+
+def expected_pooled(name, count, threshold=100):
+    """Allocations of a series served from a pool: a context's allocations
+    from the threshold-th on. node_b continues node_a's context (make_node is
+    not a wrapper), so it starts where node_a stopped."""
+    made_before = count if name == "node_b" else 0
+    return max(0, made_before + count - (threshold - 1)) - max(0, made_before - (threshold - 1))
+
+
+@pytest.mark.parametrize("count", [99, 100, 150])
+def test_a_context_is_pooled_from_its_hundredth_allocation(contexts_prog, tmp_path, count):
+    done, stats = run_dynamic(contexts_prog, [count, 32], tmp_path)
+    _ok(done)
+    s = series(done.stderr)
+    assert len(s) == 9
+    for name, fields in s.items():
+        assert fields["pooled"] == str(expected_pooled(name, count)), (name, fields)
+    assert s["xmalloc_a"]["first"] == ("100" if count >= 100 else "0")
+    # 99: only make_node's context, which node_a and node_b share, got there
+    assert stats["dynamic"]["pools"] == (1 if count < 100 else 8)
+
+
+def test_large_objects_are_never_pooled(contexts_prog, tmp_path):
+    done, stats = run_dynamic(contexts_prog, [300, 129], tmp_path)
+    _ok(done)
+    assert all(f["pooled"] == "0" for f in series(done.stderr).values())
+    assert stats["dynamic"]["pools"] == 0
+    # a pooled context's larger objects go to the allocator underneath
+    done, _ = run_dynamic(contexts_prog, [300, 32, 20], tmp_path)
+    _ok(done)
+    for name, fields in series(done.stderr).items():
+        assert fields["pooled"] == str(expected_pooled(name, 300)) and fields["big_pooled"] == "0", (name, fields)
+
+
+def test_options_move_the_thresholds(contexts_prog, tmp_path):
+    done, stats = run_dynamic(contexts_prog, [50, 200], tmp_path,
+                              env={"CORRAL_DYN_MIN_OBJECTS": "10", "CORRAL_DYN_MAX_SIZE": "256"})
+    _ok(done)
+    for name, fields in series(done.stderr).items():
+        assert fields["pooled"] == str(expected_pooled(name, 50, threshold=10)), (name, fields)
+    assert series(done.stderr)["plain"]["first"] == "10"
+    assert stats["dynamic"]["min_objects"] == 10 and stats["dynamic"]["max_size"] == 256
+
+
+# ---------------------------------------------------------------------------
+# Merging
+
+
+def test_two_sites_of_one_list_share_a_pool_and_unrelated_sites_do_not(merge_prog, tmp_path):
+    done, stats = run_dynamic(merge_prog, [4000], tmp_path)
+    _ok(done)
+    s = series(done.stderr)
+    for name in s:
+        assert len(groups(s[name]["groups"])) == 1 and -1 not in groups(s[name]["groups"]), (name, s[name])
+    g = {name: groups(f["groups"]).pop() for name, f in s.items()}
+    assert g["list_a"] == g["list_b"]              # type I: nodes link to each other
+    assert g["payload_e"] == g["payload_f"]        # type II: one field points into both
+    assert g["apart_c"] != g["apart_d"]            # same size, never linked
+    merges = stats["dynamic"]["merges"]
+    kinds = {(m["type"], m["into"]) for m in merges}
+    assert ("I", g["list_a"]) in kinds, merges
+    assert ("II", g["payload_e"]) in kinds, merges
+    assert all(m["evidence"] >= 4 for m in merges)
+    assert not any({m["into"], m["from"]} & {g["apart_c"], g["apart_d"]} for m in merges)
+    assert stats["dynamic"]["sampling"]["samples"] > 0
+
+
+# ---------------------------------------------------------------------------
+# Same output; threads and fork
+
+
+def test_output_is_byte_identical(contexts_prog, merge_prog, tmp_path):
+    for prog, args in ((contexts_prog, [300, 32, 5]), (merge_prog, [2000])):
+        plain = run_plain(prog, args)
+        done, _ = run_dynamic(prog, args, tmp_path)
+        _ok(done)
+        assert done.stdout == plain.stdout and done.returncode == plain.returncode
+
+
+def test_threads_and_fork(tmp_path):
+    prog = build(tmp_path, "dyn_threads", ("-O2", "-pthread"))
+    plain = run_plain(prog)
+    done, stats = run_dynamic(prog, [], tmp_path)
+    _ok(done)
+    assert done.stdout == plain.stdout
+    s = series(done.stderr)
+    # the shared context was pooled long before: every object of the last rounds is
+    assert s["child"]["pooled"] == "20000" and s["parent"]["pooled"] == "20000"
+    assert stats["dynamic"]["pools"] >= 1
