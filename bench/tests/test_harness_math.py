@@ -1,0 +1,91 @@
+"""The harness's run order, ratio arithmetic and checksum verdicts, on a
+fake runner: no program is timed here."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from fakes import FakeWorkload, ScriptedRunner, fixed_misses  # noqa: E402
+
+from corral.allocators import base_library
+from corral.bench import harness, timing
+from corral.bench.configs import CONFIGS, select
+from corral.errors import CorralError
+
+GLIBC, JE, MI = "", str(base_library("jemalloc")), str(base_library("mimalloc"))
+
+
+def test_schedule_alternates_configurations_run_by_run():
+    order = timing.schedule(["a", "b"], pairs=3, warmup=1)
+    assert [c for _, c in order] == ["a", "b"] * 4
+    assert [k for k, _ in order] == [-1, -1, 0, 0, 1, 1, 2, 2]
+
+
+def test_ratios_are_pairwise_and_summarised_by_median():
+    against = [2.0, 2.0, 3.0, 10.0, 2.0]
+    config = [1.0, 2.0, 1.0, 1.0, 4.0]
+    assert timing.pair_ratios(against, config) == [2.0, 1.0, 3.0, 10.0, 0.5]
+    s = timing.ratio_summary(against, config)
+    assert s == {"ratio_median": 2.0, "ratio_min": 0.5, "ratio_max": 10.0, "pairs": 5}
+    with pytest.raises(ValueError):
+        timing.pair_ratios([1.0], [1.0, 2.0])
+
+
+def test_reduction_is_relative_to_the_base():
+    assert timing.reduction(70, 100) == pytest.approx(0.3)
+    assert timing.reduction(150, 100) == pytest.approx(-0.5)
+    assert timing.reduction(None, 100) is None
+    assert timing.reduction(5, 0) is None
+
+
+def test_glibc_is_always_run_first():
+    assert [c.name for c in select("mimalloc,jemalloc")] == ["glibc", "mimalloc", "jemalloc"]
+    with pytest.raises(CorralError):
+        select("tcmalloc")
+
+
+def test_suite_alternates_and_compares_pairwise(tmp_path):
+    runner = ScriptedRunner({GLIBC: [9.0, 2.0, 4.0, 2.0], JE: [9.0, 1.0, 1.0, 4.0]})
+    doc = harness.run_suite([FakeWorkload()], [CONFIGS["glibc"], CONFIGS["jemalloc"]], pairs=3,
+                            warmup=1, runner=runner, work_dir=str(tmp_path),
+                            miss_counter=fixed_misses({GLIBC: (100, 40), JE: (80, 50)}))
+    assert [k for k, _ in runner.calls] == [GLIBC, JE] * 4
+    assert all(argv == ("fake", "large") for _, argv in runner.calls)
+    w = doc["workloads"][0]
+    assert w["status"] == "ok" and w["checksum"] == "00000000000000aa"
+    assert w["configs"]["glibc"]["times"] == [2.0, 4.0, 2.0], "warm-up run left out"
+    (c,) = w["comparisons"]
+    assert (c["config"], c["against"]) == ("jemalloc", "glibc")
+    assert (c["ratio_median"], c["ratio_min"], c["ratio_max"], c["pairs"]) == (2.0, 0.5, 4.0, 3)
+    assert c["d1_reduction"] == pytest.approx(0.2)
+    assert c["ll_reduction"] == pytest.approx(-0.25)
+    assert w["fastest_base"] == "jemalloc"
+
+
+def test_quick_mode_measures_on_the_training_input(tmp_path):
+    runner = ScriptedRunner({GLIBC: [1.0]})
+    harness.run_suite([FakeWorkload()], [CONFIGS["glibc"]], pairs=1, quick=True, warmup=0,
+                      misses=False, runner=runner, work_dir=str(tmp_path))
+    assert runner.calls == [(GLIBC, ("fake", "small"))]
+
+
+def test_a_differing_checksum_fails_the_workload(tmp_path):
+    runner = ScriptedRunner({GLIBC: [1.0, 1.0], MI: [1.0, 1.0]}, {MI: "00000000000000bb"})
+    progress = []
+    doc = harness.run_suite([FakeWorkload()], [CONFIGS["glibc"], CONFIGS["mimalloc"]], pairs=2, warmup=0,
+                            misses=False, runner=runner, work_dir=str(tmp_path),
+                            progress=lambda event, **d: progress.append(event))
+    w = doc["workloads"][0]
+    assert w["status"] == "failed"
+    assert "mimalloc" in w["message"] and "differs" in w["message"]
+    assert w["configs"]["mimalloc"]["checksum_ok"] is False
+    assert w["configs"]["glibc"]["checksum_ok"] is True
+    assert w["comparisons"] == [], "no ratio against a wrong answer"
+    assert progress[-1] == "done"
+
+
+def test_at_least_one_pair(tmp_path):
+    with pytest.raises(CorralError):
+        harness.run_suite([FakeWorkload()], [CONFIGS["glibc"]], pairs=0, work_dir=str(tmp_path))

@@ -1,0 +1,54 @@
+"""Data-cache misses of one run under cachegrind, with stated cache sizes.
+
+The sizes are fixed (32 KiB 8-way L1, 1 MiB 16-way last level, 64-byte
+lines: a per-core L2 like HALO's) so numbers compare across machines.
+Cachegrind does not replace malloc, so an LD_PRELOADed allocator (jemalloc,
+mimalloc, libcorral.so) is what the simulated program uses: corral's layout
+is what gets measured.
+"""
+
+import os
+import subprocess
+import tempfile
+
+from corral.errors import CorralError
+
+CACHE = {"I1": "32768,8,64", "D1": "32768,8,64", "LL": "1048576,16,64"}
+
+
+def command(argv, out_file) -> list[str]:
+    return ["valgrind", "--tool=cachegrind", "--cache-sim=yes",
+            f"--I1={CACHE['I1']}", f"--D1={CACHE['D1']}", f"--LL={CACHE['LL']}",
+            f"--cachegrind-out-file={out_file}", *argv]
+
+
+def parse(text: str) -> dict:
+    """Data-side counters from a cachegrind.out file's `events:` and `summary:`."""
+    events = summary = None
+    for line in text.splitlines():
+        if line.startswith("events:"):
+            events = line.split()[1:]
+        elif line.startswith("summary:"):
+            summary = [int(v) for v in line.split()[1:]]
+    if events is None or summary is None:
+        raise CorralError("cachegrind output has no events or summary line")
+    counts = dict(zip(events, summary))
+    missing = {"Dr", "D1mr", "DLmr", "Dw", "D1mw", "DLmw"} - counts.keys()
+    if missing:
+        raise CorralError(f"cachegrind output lacks {', '.join(sorted(missing))} (cache simulation off?)")
+    return {"D1": counts["D1mr"] + counts["D1mw"], "LL": counts["DLmr"] + counts["DLmw"],
+            "D1r": counts["D1mr"], "D1w": counts["D1mw"], "LLr": counts["DLmr"], "LLw": counts["DLmw"],
+            "Dr": counts["Dr"], "Dw": counts["Dw"]}
+
+
+def measure(argv, env) -> tuple[dict, str]:
+    """(misses, program stdout) of one run of argv under cachegrind."""
+    with tempfile.TemporaryDirectory(prefix="corral-cg-") as tmp:
+        out_file = os.path.join(tmp, "cachegrind.out")
+        proc = subprocess.run(command(argv, out_file), env=env, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, errors="replace")
+        if proc.returncode != 0 or not os.path.exists(out_file):
+            tail = proc.stderr.strip().splitlines()[-1:] or ["no output"]
+            raise CorralError(f"cachegrind run failed (exit {proc.returncode}): {tail[0]}")
+        with open(out_file) as f:
+            return parse(f.read()), proc.stdout

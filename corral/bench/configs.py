@@ -1,0 +1,75 @@
+"""Allocator configurations: a base allocator, and what corral does over it.
+
+mode "base": the allocator alone (LD_PRELOAD of jemalloc or mimalloc, nothing
+for glibc); "corral": libcorral.so with the workload's plan over the base;
+"random4": libcorral.so without a plan, every small allocation put in one of
+four pools at random (CORRAL_RANDOM_POOLS=4, HALO's Figure 15 control: if
+random grouping changes the time too, the workload is layout-sensitive at
+all); "dynamic": libcorral.so in dynamic mode (no plan).
+"""
+
+import os
+from dataclasses import dataclass
+
+from corral.allocators import base_library, preload_value
+from corral.commands import run as run_cmd
+from corral.errors import CorralError
+
+BASES = ("glibc", "jemalloc", "mimalloc")
+RANDOM_POOLS = "4"
+
+
+@dataclass(frozen=True)
+class Config:
+    name: str
+    base: str
+    mode: str   # "base" | "corral" | "random4" | "dynamic"
+
+    @property
+    def needs_plan(self) -> bool:
+        return self.mode == "corral"
+
+    @property
+    def needs_runtime(self) -> bool:
+        return self.mode != "base"
+
+    def environment(self, program, plan=None, stats=None, env=None) -> dict:
+        """The child environment for running `program` in this configuration."""
+        if self.mode == "base":
+            child = dict(os.environ if env is None else env)
+            child.pop("LD_PRELOAD", None)
+            lib = base_library(self.base)
+            if lib is not None:
+                child["LD_PRELOAD"] = preload_value([lib])
+            return child
+        extra = {}
+        if self.mode == "random4":
+            extra["CORRAL_RANDOM_POOLS"] = RANDOM_POOLS
+        elif self.mode == "dynamic":
+            extra.update(run_cmd.dynamic_extra(str(program)))
+        if self.mode == "corral" and plan is None:
+            raise CorralError(f"configuration {self.name} needs a plan")
+        return run_cmd.environment(plan=plan, base=self.base, stats=stats, extra=extra, env=env)
+
+
+CONFIGS: dict[str, Config] = {c.name: c for c in [
+    *(Config(b, b, "base") for b in BASES),
+    *(Config(f"corral+{b}", b, "corral") for b in BASES),
+    Config("random4+glibc", "glibc", "random4"),
+    Config("dynamic+glibc", "glibc", "dynamic"),
+]}
+
+# Dynamic mode is asked for by name; the default suite is the plan-based one.
+DEFAULT_CONFIGS = tuple(n for n in CONFIGS if CONFIGS[n].mode != "dynamic")
+BASELINE = "glibc"
+
+
+def select(names: str | None) -> list[Config]:
+    """Configurations from a comma-separated list; the glibc baseline is always
+    included (first), because every checksum is compared with it."""
+    wanted = [n.strip() for n in (names.split(",") if names else DEFAULT_CONFIGS) if n.strip()]
+    unknown = [n for n in wanted if n not in CONFIGS]
+    if unknown:
+        raise CorralError(f"unknown configuration {unknown[0]!r}; known: {', '.join(CONFIGS)}")
+    ordered = [BASELINE] + [n for n in dict.fromkeys(wanted) if n != BASELINE]
+    return [CONFIGS[n] for n in ordered]

@@ -1,0 +1,63 @@
+"""A plan for one workload: profile its training input, then plan.
+
+Profiling runs `corral profile` as a child (the program's output is the
+child's); planning runs in this process through the planner's own entry
+point, so the results can carry the groups with their contexts' names and the
+summary text the planner printed.
+"""
+
+import argparse
+import contextlib
+import io
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+
+from corral.errors import CorralError
+
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+@dataclass
+class PlanInfo:
+    path: str
+    summary: str
+    graph_png: str | None
+    groups: list[dict]
+
+
+def _context_label(context) -> str:
+    names = [n for n in context.names if n]
+    return " < ".join(names[:4]) if names else f"context {context.index}"
+
+
+def make(workload, out_dir) -> PlanInfo:
+    from corral.commands import plan as plan_cmd
+    from corral.plan import options as plan_options
+
+    os.makedirs(out_dir, exist_ok=True)
+    profile = os.path.join(out_dir, f"{workload.name}.profile.json.gz")
+    plan_path = os.path.join(out_dir, f"{workload.name}.plan")
+    graph = os.path.join(out_dir, f"{workload.name}-groups.png")
+    argv = [sys.executable, "-m", "corral", "profile", "-o", profile, "--",
+            *workload.command(workload.train_args)]
+    proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace")
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no message"])[-1]
+        raise CorralError(f"profiling {workload.name} failed: {last}")
+
+    parser = argparse.ArgumentParser()
+    plan_options.add_arguments(parser)
+    options = plan_options.from_args(parser.parse_args([]))
+    captured = io.StringIO()
+    # The planner prints its summary with rich to stderr; rich looks stderr up
+    # when it prints, so redirecting sys.stderr captures it as plain text.
+    with contextlib.redirect_stderr(captured):
+        result = plan_cmd.plan_profile(profile, plan_path, options, graph, quiet=False)
+    groups = [{"id": gid, "name": result.plan.groups[gid].name if gid < len(result.plan.groups) else f"g{gid}",
+               "contexts": [_context_label(result.contexts[n]) for n in members]}
+              for gid, members in enumerate(result.members)]
+    return PlanInfo(plan_path, ANSI.sub("", captured.getvalue()).strip(),
+                    graph if os.path.exists(graph) else None, groups)

@@ -1,0 +1,81 @@
+"""The benchmark workloads: what each models, and its two inputs.
+
+The programs are in bench/workloads/<name>/ and built into build/bench/.
+Each prints a `checksum <hex>` line; configurations are compared on it.
+The training input is what the profiler sees (it runs 5-20x slower under
+Valgrind, so it stays small); the measuring input runs 1-10 s natively.
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from corral import paths
+from corral.errors import CorralError
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    description: str
+    train_args: tuple[str, ...]
+    measure_args: tuple[str, ...]
+
+    @property
+    def binary(self) -> Path:
+        return paths.BENCH_DIR / self.name
+
+    def command(self, args) -> list[str]:
+        return [str(paths.require(self.binary, f"workload {self.name}")), *args]
+
+
+def _w(name, description, train, measure) -> Workload:
+    return Workload(name, description, tuple(map(str, train)), tuple(map(str, measure)))
+
+
+WORKLOADS: dict[str, Workload] = {w.name: w for w in [
+    _w("fig2", "HALO Fig. 2: A and B objects from one wrapper, linked and traversed; "
+       "more C objects of the same size made in between, never traversed",
+       [20000, 3], [3000000, 30]),
+    _w("health", "Olden health: villages in a 4-ary tree move patient records "
+       "between linked lists every step",
+       [5, 200], [7, 1000]),
+    _w("mst", "Ptrdist ft: Prim's minimum spanning tree, adjacency lists and a "
+       "pairing heap of single allocations",
+       [5000, 8, 1], [400000, 8, 2]),
+    _w("cxxabstract", "xalanc/omnetpp-style C++: polymorphic nodes from layered "
+       "factories, std::list children, std::map index, std::string names",
+       [2, 3000, 3000], [4, 200000, 100000]),
+    _w("treebuild", "recursive search-tree builder with short-lived scratch strings "
+       "between the nodes, then many searches",
+       [12, 20000], [21, 2000000]),
+    _w("prodcons", "Amplify-style producers build trees of depth 1/3/5, consumers "
+       "walk and free them (args: threads, trees per producer)",
+       [2, 3000], [2, 1000000]),
+    _w("nosense", "no-harm control: short-lived buffers, each hashed on its own; "
+       "allocation-heavy, layout-insensitive",
+       [5000], [2000000]),
+    _w("sharedlib", "hash map in the program's own shared library (libkvstore.so, "
+       "rpath $ORIGIN), interleaved with never-read notes",
+       [10000, 50000], [1500000, 2500000]),
+]}
+
+
+def select(names: str | None) -> list[Workload]:
+    """Workloads named in a comma-separated list (all when None), in that order."""
+    if not names:
+        return list(WORKLOADS.values())
+    chosen = []
+    for name in (n.strip() for n in names.split(",") if n.strip()):
+        if name not in WORKLOADS:
+            raise CorralError(f"unknown workload {name!r}; known: {', '.join(WORKLOADS)}")
+        chosen.append(WORKLOADS[name])
+    return chosen
+
+
+def parse_checksum(stdout: str) -> str | None:
+    """The value of the last `checksum <hex>` line a workload printed."""
+    found = None
+    for line in stdout.splitlines():
+        if line.startswith("checksum "):
+            found = line.split(None, 1)[1].strip()
+    return found

@@ -1,0 +1,79 @@
+"""Benchmark the workloads under each allocator configuration.
+
+Times every configuration in alternation (at least 5 measured pairs after a
+warm-up), counts D1 and last-level misses under cachegrind, checks each
+run's checksum against glibc's, and writes the results as JSON
+(docs/bench.md). Example:
+
+    corral bench --workloads fig2,health --pairs 5 -o results.json
+"""
+
+from rich.console import Console
+from rich.table import Table
+
+from corral.bench import configs as bench_configs
+from corral.bench import harness, results
+from corral.bench import workloads as bench_workloads
+from corral.errors import CorralError
+
+
+def add_arguments(p):
+    p.add_argument("-o", "--output", default="results.json", help="results file (default: results.json)")
+    p.add_argument("--workloads", help=f"comma-separated (default: all of {','.join(bench_workloads.WORKLOADS)})")
+    p.add_argument("--configs", help="comma-separated configurations (default: "
+                   f"{','.join(bench_configs.DEFAULT_CONFIGS)}); glibc is always run, as the reference")
+    p.add_argument("--pairs", type=int, help="measured runs per configuration (default 5; 1 with --quick)")
+    p.add_argument("--warmup", type=int, help="warm-up rounds before the pairs (default 1; 0 with --quick)")
+    p.add_argument("--quick", action="store_true",
+                   help="measure on the small training input (a smoke run, not a measurement)")
+    p.add_argument("--no-misses", action="store_true", help="skip the cachegrind runs")
+    p.add_argument("--miss-input", choices=["train", "measure"], default="train",
+                   help="input for the cachegrind runs (default: train, to stay affordable)")
+    p.add_argument("--work-dir", help="where plans, profiles and statistics go (default: OUTPUT's name + .d)")
+
+
+def _progress(console):
+    def show(event, workload, **details):
+        if event == "plan":
+            console.print(f"[bold]{workload}[/]: profiling the training input and planning")
+        elif event == "misses":
+            console.print(f"{workload}: cachegrind {details['config']}")
+        elif event == "done":
+            entry = details["entry"]
+            status = "[green]ok[/]" if entry["status"] == "ok" else f"[red]FAILED[/] {entry['message']}"
+            console.print(f"[bold]{workload}[/]: {status}")
+    return show
+
+
+def _table(doc) -> Table:
+    table = Table(title="time ratio against the base (median of pairs, >1 = faster) and miss reductions")
+    for column in ("workload", "config", "against", "ratio", "min..max", "D1 red.", "LL red."):
+        table.add_column(column)
+    pct = lambda v: "-" if v is None else f"{v:+.0%}"
+    for w in doc["workloads"]:
+        if w["status"] != "ok":
+            table.add_row(w["name"], "[red]FAILED[/]", "", "", "", "", "")
+        for c in w["comparisons"]:
+            table.add_row(w["name"], c["config"], c["against"], f"{c['ratio_median']:.3f}",
+                          f"{c['ratio_min']:.3f}..{c['ratio_max']:.3f}",
+                          pct(c["d1_reduction"]), pct(c["ll_reduction"]))
+    return table
+
+
+def run(args) -> int:
+    chosen = bench_workloads.select(args.workloads)
+    configs = bench_configs.select(args.configs)
+    pairs = args.pairs if args.pairs is not None else (1 if args.quick else 5)
+    warmup = args.warmup if args.warmup is not None else (0 if args.quick else harness.DEFAULT_WARMUP)
+    if warmup < 0:
+        raise CorralError("--warmup cannot be negative")
+    work_dir = args.work_dir or f"{args.output}.d"
+    console = Console(stderr=True)
+    doc = harness.run_suite(chosen, configs, pairs, args.quick, _progress(console), warmup=warmup,
+                            misses=not args.no_misses, miss_input=args.miss_input, work_dir=work_dir)
+    results.write(doc, args.output)
+    console.print(_table(doc))
+    console.print(f"corral: wrote {args.output}")
+    print(f"next: corral report {args.output}")
+    failed = [w["name"] for w in doc["workloads"] if w["status"] != "ok"]
+    return 1 if failed else 0
