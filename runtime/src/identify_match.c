@@ -102,6 +102,7 @@ static int decide(const ident_tables_t *t, void *ret0, void *fp0, ident_counters
   if (_corral_unwind_stack((uintptr_t)fp0, &stack) || _corral_unwind_start(ret0, fp0, &stack, &f))
     return -1;
   c->walks++;
+  const corral_module_t *module = NULL;
   walk_t w;
   w.nsites = w.nclauses = 0;
   w.best = NO_RANK;
@@ -111,7 +112,7 @@ static int decide(const ident_tables_t *t, void *ret0, void *fp0, ident_counters
     /* Decided once the first group in plan order matched: nothing deeper can
      * beat it. Otherwise a later frame may still complete an earlier group. */
     if (w.best == t->first_rank || ++k == t->depth) break;
-    int how = _corral_unwind_step(t->modules, &stack, &f);
+    int how = _corral_unwind_step_cached(t->modules, &stack, &f, &module);
     if (how == UNWIND_STOP) break;
     if (how == UNWIND_BY_FP) c->fp_steps++;
     else c->cfi_steps++;

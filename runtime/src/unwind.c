@@ -162,18 +162,22 @@ static int step_by_fp(const unwind_stack_t *stack, unwind_frame_t *f)
   return UNWIND_BY_FP;
 }
 
-int _corral_unwind_step(const module_table_t *t, const unwind_stack_t *stack, unwind_frame_t *f)
+int _corral_unwind_step_cached(const module_table_t *t, const unwind_stack_t *stack, unwind_frame_t *f,
+                               const corral_module_t **module)
 {
-  const corral_module_t *m = _corral_module_of(t, f->pc);
-  if (!m) return UNWIND_STOP;
+  const corral_module_t *m = *module;
+  if (!m || f->pc < m->code_lo || f->pc >= m->code_hi) {
+    m = *module = _corral_module_of(t, f->pc);
+    if (!m) return UNWIND_STOP;
+  }
   /* A frame pointer that fails validation (a function built without one)
    * falls back to the CFI rule of that frame. */
   if (m->keeps_frame_pointers && step_by_fp(stack, f) == UNWIND_BY_FP) return UNWIND_BY_FP;
   return step_by_cfi(m, stack, f);
 }
 
-int _corral_unwind_step_cfi(const module_table_t *t, const unwind_stack_t *stack, unwind_frame_t *f)
+int _corral_unwind_step(const module_table_t *t, const unwind_stack_t *stack, unwind_frame_t *f)
 {
-  const corral_module_t *m = _corral_module_of(t, f->pc);
-  return m ? step_by_cfi(m, stack, f) : UNWIND_STOP;
+  const corral_module_t *none = NULL;
+  return _corral_unwind_step_cached(t, stack, f, &none);
 }

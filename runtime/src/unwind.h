@@ -39,8 +39,11 @@ int _corral_unwind_start(void *ret0, void *fp0, const unwind_stack_t *stack, unw
  * stack, on an unknown module or on a frame that fails validation. */
 int _corral_unwind_step(const module_table_t *t, const unwind_stack_t *stack, unwind_frame_t *f);
 
-/* Same, always by CFI (the benchmark compares the two). */
-int _corral_unwind_step_cfi(const module_table_t *t, const unwind_stack_t *stack, unwind_frame_t *f);
+/* Same, with *module caching the module of the previous pc (NULL at the
+ * start of a walk): consecutive frames are mostly in one module, and this
+ * saves the module search on most steps. */
+int _corral_unwind_step_cached(const module_table_t *t, const unwind_stack_t *stack, unwind_frame_t *f,
+                               const corral_module_t **module);
 
 /* Maps the rule cache; called once at plan load, outside malloc. Without it
  * every CFI step interprets the FDE afresh. */
