@@ -2,6 +2,7 @@
  * the plan's selectors are decided. See docs/identification.md. */
 #include <string.h>
 
+#include "dynamic.h"
 #include "identify.h"
 #include "identify_state.h"
 #include "identify_tables.h"
@@ -145,6 +146,6 @@ int _corral_identify(void *ret0, void *fp0, size_t size)
 {
   (void)size;
   const ident_tables_t *t = __atomic_load_n(&_corral_ident.tables, __ATOMIC_ACQUIRE);
-  if (!t) return -1;                        /* no plan: the one branch */
+  if (!t) return CORRAL_UNLIKELY(_corral_dyn_on) ? _corral_dyn_identify(ret0, fp0, size) : -1;   /* no plan */
   return identify_with(t, ret0, fp0);
 }
