@@ -205,12 +205,19 @@ static uint64_t live_bytes_locked(unsigned g)
   return live;
 }
 
-/* Live bytes are sampled whenever a group's chunk count reaches a new peak
- * (and at exit), which is when its resident memory peaks. */
+/* Live bytes are sampled whenever a group's chunk count reaches a new peak,
+ * every CORRAL_SAMPLE_EVERY allocations of a thread in a group, and at exit. */
 static void update_peaks(unsigned g)
 {
   uint64_t live = live_bytes_locked(g);
   if ((int64_t)live > 0 && live > group_peak_live[g]) group_peak_live[g] = live;
+}
+
+void _corral_sample_live(unsigned g)
+{
+  _corral_lock(&_corral_heap_lock);
+  update_peaks(g);
+  _corral_unlock(&_corral_heap_lock);
 }
 
 void _corral_heap_totals(corral_group_totals_t *groups, unsigned ngroups,

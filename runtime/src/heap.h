@@ -119,6 +119,11 @@ void _corral_heap_fork_parent(void);
 void _corral_heap_fork_child(void);
 
 /* Statistics: per group chunk counts and peaks; heap registry walk. */
+/* Peak live bytes of a group are sampled (chunk.c): a lock and a walk over
+ * the thread heaps, so only every this many allocations of a thread. */
+#define CORRAL_SAMPLE_EVERY 4096
+void _corral_sample_live(unsigned g);
+
 typedef struct corral_group_totals_s {
   corral_group_counts_t counts;
   uint64_t chunks, peak_chunks, peak_live, peak_resident;

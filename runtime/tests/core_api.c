@@ -1,0 +1,169 @@
+/* Every C allocation entry point and path. EXPECT_GROUPED=1 in the
+ * environment says small objects must land in a group (CORRAL_RANDOM_POOLS=1);
+ * MAX_SIZE is corral's max grouped size (default 4096). */
+#define _GNU_SOURCE 1
+#include "core_check.h"
+
+#include <errno.h>
+#include <malloc.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+static int grouped_expected;
+/* Sizes the compiler cannot fold (it may assume a huge malloc fails). */
+static volatile size_t huge = SIZE_MAX, half = SIZE_MAX / 2, two33 = (size_t)1 << 33;
+static size_t max_size = 4096;
+
+static void fill(unsigned char *p, size_t n, unsigned seed) { for (size_t i = 0; i < n; i++) p[i] = (unsigned char)(seed + i * 7); }
+static int same(const unsigned char *p, size_t n, unsigned seed)
+{
+  for (size_t i = 0; i < n; i++) if (p[i] != (unsigned char)(seed + i * 7)) return 0;
+  return 1;
+}
+
+/* Where an object of this size and alignment should be. */
+static int want_grouped(size_t size, size_t align) { return grouped_expected && size <= max_size && align <= 4096; }
+
+static void check_place(void *p, size_t size, size_t align, const char *what)
+{
+  CHECK(p != NULL, "%s(%zu, align %zu) returned NULL", what, size, align);
+  if (!p) return;
+  CHECK(((uintptr_t)p & (align - 1)) == 0, "%s(%zu) = %p not aligned to %zu", what, size, p, align);
+  CHECK(malloc_usable_size(p) >= size, "%s(%zu): usable %zu", what, size, malloc_usable_size(p));
+  CHECK((group_of(p) >= 0) == want_grouped(size, align), "%s(%zu, align %zu): group %d", what, size, align, group_of(p));
+  memset(p, 0xab, size);
+}
+
+static void test_malloc_sizes(void)
+{
+  for (size_t size = 0; size <= 2 * max_size + 64; size += size < 64 ? 1 : 61) {
+    void *p = malloc(size);
+    check_place(p, size, size >= 16 ? 16 : 8, "malloc");
+    free(p);
+  }
+  CHECK(malloc_usable_size(NULL) == 0, "usable_size(NULL)");
+  free(NULL);
+  errno = 0;
+  CHECK(malloc(huge) == NULL && errno == ENOMEM, "malloc(SIZE_MAX) errno %d", errno);
+  errno = 0;
+  CHECK(malloc(huge - 4096) == NULL, "malloc(SIZE_MAX-4096)");
+}
+
+static void test_calloc(void)
+{
+  for (size_t size = 1; size <= 1000; size += 37) {
+    unsigned char *p = malloc(size);
+    memset(p, 0x5a, size);
+    free(p);
+    unsigned char *q = calloc(1, size);
+    CHECK(q != NULL, "calloc %zu", size);
+    size_t nonzero = 0;
+    for (size_t i = 0; i < size; i++) nonzero += q[i] != 0;
+    CHECK(nonzero == 0, "calloc(%zu) has %zu non-zero bytes", size, nonzero);
+    free(q);
+  }
+  errno = 0;
+  CHECK(calloc(half, 3) == NULL && errno == ENOMEM, "calloc overflow errno %d", errno);
+  errno = 0;
+  CHECK(calloc(two33, two33) == NULL && errno == ENOMEM, "calloc overflow 2");
+}
+
+static void test_aligned(void)
+{
+  size_t sizes[] = { 1, 24, 100, 1000, 4000, 10000 };
+  for (size_t a = 16; a <= 8192; a *= 2)
+    for (unsigned i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+      size_t s = sizes[i];
+      void *p = memalign(a, s);
+      check_place(p, s, a, "memalign");
+      free(p);
+      p = NULL;
+      CHECK(posix_memalign(&p, a, s) == 0, "posix_memalign(%zu, %zu)", a, s);
+      check_place(p, s, a, "posix_memalign");
+      free(p);
+      p = aligned_alloc(a, s);
+      check_place(p, s, a, "aligned_alloc");
+      free(p);
+    }
+  void *p = (void *)1;
+  CHECK(posix_memalign(&p, 24, 10) == EINVAL && p == (void *)1, "posix_memalign bad alignment");
+  CHECK(posix_memalign(&p, 4, 10) == EINVAL, "posix_memalign alignment below sizeof(void*)");
+  p = memalign(48, 100);                 /* glibc rounds up to 64 */
+  CHECK(p && ((uintptr_t)p & 63) == 0, "memalign(48) = %p", p);
+  free(p);
+  for (size_t s = 1; s < 9000; s += 1999) {
+    long page = sysconf(_SC_PAGESIZE);
+    p = valloc(s);
+    check_place(p, s, (size_t)page, "valloc");
+    free(p);
+    p = pvalloc(s);
+    size_t rounded = (s + (size_t)page - 1) / (size_t)page * (size_t)page;
+    check_place(p, rounded, (size_t)page, "pvalloc");
+    free(p);
+  }
+}
+
+static void test_realloc(void)
+{
+  /* grow a small object step by step past max_size and shrink it back */
+  unsigned char *p = realloc(NULL, 10);
+  CHECK(p != NULL && (group_of(p) >= 0) == want_grouped(10, 16), "realloc(NULL, 10)");
+  fill(p, 10, 1);
+  size_t have = 10;
+  for (size_t size = 20; size <= 3 * max_size; size = size * 3 / 2) {
+    p = realloc(p, size);
+    CHECK(p != NULL && same(p, have, 1), "grow to %zu keeps contents", size);
+    CHECK((group_of(p) >= 0) == (want_grouped(size, 16) || (grouped_expected && size <= malloc_usable_size(p) && size <= max_size)),
+          "grow to %zu: group %d", size, group_of(p));
+    fill(p, size, 1);
+    have = size;
+  }
+  for (size_t size = have / 2; size >= 8; size /= 3) {
+    p = realloc(p, size);
+    CHECK(p != NULL && same(p, size, 1), "shrink to %zu keeps contents", size);
+  }
+  free(p);
+  /* a large ungrouped object shrunk from a grouped site moves into a group */
+  p = malloc(3 * max_size);
+  fill(p, 3 * max_size, 9);
+  p = realloc(p, 100);
+  CHECK(p && same(p, 100, 9), "large -> small keeps contents");
+  CHECK((group_of(p) >= 0) == want_grouped(100, 16), "large -> small placed, group %d", group_of(p));
+  free(p);
+  p = malloc(50);
+  CHECK(realloc(p, 0) == NULL, "realloc(p, 0) frees");
+  errno = 0;
+  p = malloc(16);
+  CHECK(reallocarray(p, half, 3) == NULL && errno == ENOMEM, "reallocarray overflow");
+  unsigned char *q = reallocarray(p, 10, 10);
+  CHECK(q != NULL && malloc_usable_size(q) >= 100, "reallocarray 10x10");
+  free(q);
+  p = malloc(16);
+  errno = 0;
+  CHECK(realloc(p, huge - 8) == NULL && errno == ENOMEM, "realloc huge fails");
+  free(p);                               /* still valid after the failed realloc */
+}
+
+/* Freed space comes back: LIFO within a group. */
+static void test_lifo_reuse(void)
+{
+  if (!grouped_expected) return;
+  void *a = malloc(40);
+  free(a);
+  void *b = malloc(40);
+  CHECK(a == b, "LIFO reuse: %p then %p", a, b);
+  free(b);
+}
+
+int main(void)
+{
+  grouped_expected = getenv("EXPECT_GROUPED") && atoi(getenv("EXPECT_GROUPED"));
+  if (getenv("MAX_SIZE")) max_size = (size_t)atol(getenv("MAX_SIZE"));
+  test_malloc_sizes();
+  test_calloc();
+  test_aligned();
+  test_realloc();
+  test_lifo_reuse();
+  return core_summary();
+}

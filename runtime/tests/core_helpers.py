@@ -1,0 +1,50 @@
+"""Helpers of the allocator-core tests: build the core_* programs into a tmp
+dir once per session, run them with libcorral.so preloaded over a chosen base
+allocator, read the statistics."""
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from corral import paths
+from corral.allocators import BASE_LIBRARIES
+
+HERE = Path(__file__).resolve().parent
+LIB = paths.RUNTIME_LIB
+BASES = ["glibc", "jemalloc", "mimalloc"]
+
+
+def build(out_dir, name, cxx=False, flags=()):
+    """Compile runtime/tests/<name>.c (or .cc) into out_dir/name."""
+    src = HERE / (name + (".cc" if cxx else ".c"))
+    exe = Path(out_dir) / name
+    cmd = ["g++" if cxx else "gcc", "-O1", "-g", "-Wall", "-Wno-use-after-free", f"-I{HERE}",
+           *flags, str(src), "-o", str(exe), "-ldl", "-lpthread"]
+    subprocess.run(cmd, check=True)
+    return exe
+
+
+def corral_env(base="glibc", **options):
+    """Environment with libcorral.so (then the base allocator) preloaded and
+    CORRAL_<NAME> set from keyword options; other CORRAL_* are removed."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
+    base_lib = BASE_LIBRARIES[base]
+    env["LD_PRELOAD"] = " ".join(str(p) for p in (LIB, base_lib) if p)
+    for name, value in options.items():
+        env[name if name.isupper() else "CORRAL_" + name.upper()] = str(value)
+    return env
+
+
+def run(exe, *args, env=None, timeout=120):
+    """Run a test program; its summary line must say 0 failed."""
+    result = subprocess.run([str(exe), *map(str, args)], env=env, capture_output=True, text=True,
+                            timeout=timeout)
+    assert result.returncode == 0, f"{exe.name} {args}: rc {result.returncode}\n{result.stdout}\n{result.stderr}"
+    assert " 0 failed" in result.stdout, result.stdout
+    return result
+
+
+def stats(path):
+    with open(path) as f:
+        return json.load(f)

@@ -1,0 +1,51 @@
+/* Freed space is reused and empty chunks go back to the OS.
+ *   core_reuse loop:   allocate and free 20000 objects, 300 times (LIFO and FIFO
+ *                      orders); the stats must show few chunks.
+ *   core_reuse spare:  grow the group heap to 64 MiB, free it all; resident
+ *                      memory must fall back. */
+#include "core_check.h"
+
+#include <string.h>
+#include <unistd.h>
+
+#define N 20000
+
+static long resident_kib(void)
+{
+  long pages = 0, rss = 0;
+  FILE *f = fopen("/proc/self/statm", "r");
+  if (f) {
+    if (fscanf(f, "%ld %ld", &pages, &rss) != 2) rss = 0;
+    fclose(f);
+  }
+  return rss * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static void *objects[1 << 20];
+
+int main(int argc, char **argv)
+{
+  if (argc > 1 && strcmp(argv[1], "spare") == 0) {
+    long before = resident_kib();
+    size_t n = (64u << 20) / 64;
+    for (size_t i = 0; i < n; i++) {
+      objects[i] = malloc(64);
+      memset(objects[i], 1, 64);
+    }
+    long peak = resident_kib();
+    for (size_t i = 0; i < n; i++) free(objects[i]);
+    long after = resident_kib();
+    printf("resident KiB: before %ld, peak %ld, after free %ld\n", before, peak, after);
+    CHECK(peak - before > 60 * 1024, "grew by %ld KiB", peak - before);
+    CHECK(after - before < 16 * 1024, "kept %ld KiB after freeing everything", after - before);
+  } else {
+    for (int round = 0; round < 300; round++) {
+      for (int i = 0; i < N; i++) objects[i] = malloc(48);
+      if (round % 2)
+        for (int i = N - 1; i >= 0; i--) free(objects[i]);
+      else
+        for (int i = 0; i < N; i++) free(objects[i]);
+    }
+  }
+  return core_summary();
+}

@@ -1,0 +1,46 @@
+"""Every allocation entry point (C and C++) under libcorral.so, grouped
+(CORRAL_RANDOM_POOLS=1: every small object in group 0) and ungrouped, over
+glibc, jemalloc and mimalloc: alignment of each aligned variant, calloc and
+reallocarray overflow, realloc within and across grouped and ungrouped memory,
+malloc_usable_size, huge sizes, operator new failure semantics."""
+
+import pytest
+
+import core_helpers as h
+
+
+@pytest.fixture(scope="module")
+def programs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("core_api")
+    return {"api": h.build(d, "core_api"), "new": h.build(d, "core_new", cxx=True)}
+
+
+@pytest.mark.parametrize("base", h.BASES)
+@pytest.mark.parametrize("grouped", [0, 1])
+def test_c_api(programs, base, grouped):
+    env = h.corral_env(base, EXPECT_GROUPED=grouped)
+    if grouped:
+        env["CORRAL_RANDOM_POOLS"] = "1"
+    out = h.run(programs["api"], env=env)
+    assert "corral: warning" not in out.stderr
+
+
+def test_c_api_smaller_max_size(programs):
+    """Objects above CORRAL_MAX_SIZE go to the base allocator, also on realloc growth."""
+    env = h.corral_env(EXPECT_GROUPED=1, MAX_SIZE=256, random_pools=1, max_size=256)
+    h.run(programs["api"], env=env)
+
+
+@pytest.mark.parametrize("base", h.BASES)
+@pytest.mark.parametrize("grouped", [0, 1])
+def test_cxx_new_delete(programs, base, grouped):
+    env = h.corral_env(base, EXPECT_GROUPED=grouped)
+    if grouped:
+        env["CORRAL_RANDOM_POOLS"] = "1"
+    h.run(programs["new"], env=env)
+
+
+def test_programs_pass_without_corral(programs):
+    """The checks themselves hold for the plain base allocator (nothing grouped)."""
+    h.run(programs["api"], env={"EXPECT_GROUPED": "0"})
+    h.run(programs["new"], env={"EXPECT_GROUPED": "0"})
