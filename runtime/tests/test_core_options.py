@@ -1,0 +1,91 @@
+"""Options (CORRAL_* environment: lenient values, one warning for an unknown
+name or a bad value) and the statistics at exit (text table on stderr, JSON
+file with %p), with the schema docs/formats.md "Runtime statistics" names."""
+
+import json
+import subprocess
+
+import pytest
+
+import core_helpers as h
+
+
+@pytest.fixture(scope="module")
+def prog(tmp_path_factory):
+    return h.build(tmp_path_factory.mktemp("core_options"), "core_stats")
+
+
+def run(prog, **options):
+    r = subprocess.run([str(prog)], env=h.corral_env(**options), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return r
+
+
+def json_stats(prog, tmp_path, **options):
+    run(prog, stats=tmp_path / "s-%p.json", **options)
+    files = list(tmp_path.glob("s-*.json"))
+    assert len(files) == 1 and files[0].name != "s-%p.json"
+    s = json.loads(files[0].read_text())
+    assert files[0].name == f"s-{s['pid']}.json"
+    return s
+
+
+def test_stats_json_schema_and_counts(prog, tmp_path):
+    s = json_stats(prog, tmp_path, random_pools=1)
+    assert s["corralStats"] == 1 and s["mode"] == "random"
+    assert set(s) >= {"pid", "options", "groups", "ungrouped", "identify", "plan"}
+    assert s["plan"]["loaded"] is False
+    [g] = s["groups"]
+    assert set(g) >= {"id", "name", "objects", "bytes", "frees", "chunks", "peak_live",
+                      "peak_resident", "frag_bytes", "frag_pct"}
+    assert g["id"] == 0 and g["name"] == "random-0"
+    assert g["objects"] == 1000 and g["bytes"] == 32000 and g["frees"] == 400
+    assert g["chunks"] == 1 and g["peak_resident"] == 1 << 20
+    assert 0 < g["peak_live"] <= 32000
+    assert g["frag_bytes"] == g["peak_resident"] - g["peak_live"]
+    assert s["ungrouped"] == {"objects": 10, "bytes": 100000}
+
+
+def test_stats_without_groups(prog, tmp_path):
+    s = json_stats(prog, tmp_path)
+    assert s["mode"] == "off" and s["groups"] == []
+    assert s["ungrouped"]["objects"] == 1010
+
+
+def test_stats_text_table(prog):
+    r = run(prog, stats="stderr", random_pools=2)
+    lines = [l for l in r.stderr.splitlines() if l.startswith("corral: ")]
+    assert any("random-0" in l for l in lines) and any("random-1" in l for l in lines)
+    assert any("(ungrouped)" in l and " 10 " in l for l in lines)
+    assert "corral: warning" not in r.stderr
+
+
+def test_lenient_values(prog, tmp_path):
+    s = json_stats(prog, tmp_path, random_pools="true", chunk_size="256KiB", max_spare="8",
+                   max_size="1k", verbose="on")
+    o = s["options"]
+    assert (o["random_pools"], o["chunk_size"], o["max_spare"], o["max_size"], o["verbose"]) == \
+        (1, 256 << 10, 8, 1024, 1)
+    assert s["groups"][0]["peak_resident"] == 256 << 10
+
+
+def test_unknown_name_and_bad_values_warn_once(prog, tmp_path):
+    r = run(prog, random_pools=1, CORRAL_CHUNKSIZE="1M", chunk_size="3M", max_spare="lots",
+            stats=tmp_path / "s.json")
+    warnings = [l for l in r.stderr.splitlines() if l.startswith("corral: warning:")]
+    assert len(warnings) == 3, r.stderr
+    assert sum("CORRAL_CHUNKSIZE" in w for w in warnings) == 1
+    assert sum("chunk_size" in w and "3M" in w for w in warnings) == 1
+    assert sum("max_spare" in w for w in warnings) == 1
+    o = h.stats(tmp_path / "s.json")["options"]
+    assert o["chunk_size"] == 1 << 20 and o["max_spare"] == 4    # defaults kept
+
+
+def test_max_size_limits_grouping(prog, tmp_path):
+    s = json_stats(prog, tmp_path, random_pools=1, max_size=16)
+    assert s["groups"][0]["objects"] == 0 and s["ungrouped"]["objects"] == 1010
+
+
+def test_other_corral_variables_do_not_warn(prog):
+    r = run(prog, CORRAL_BUILD="/tmp", CORRAL_DYNAMIC="0")
+    assert "warning" not in r.stderr
