@@ -118,8 +118,8 @@ void *_corral_group_alloc(unsigned g, size_t size, size_t align)
   return NULL;
 done:
   if (CORRAL_UNLIKELY(_corral_dyn_sample_pending)) _corral_dyn_sample(p);
-  h->counts[g].objects++;
   h->counts[g].bytes += k * CORRAL_GRANULE;
+  if (CORRAL_UNLIKELY(++h->counts[g].objects % CORRAL_SAMPLE_EVERY == 0)) _corral_sample_live(g);
   return p;
 }
 

@@ -4,6 +4,7 @@
 #ifndef CORRAL_ENTRY_H
 #define CORRAL_ENTRY_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -65,8 +66,12 @@ CORRAL_INLINE void *_corral_alloc_at(size_t size, size_t align, void *ret0, void
     }
   }
   _corral_count_ungrouped(size);
-  if (align > 16) return _corral_next_aligned(align, size);
-  return zero ? _corral_next.calloc(1, size) : _corral_next.malloc(size);
+  /* Explicit alignments go to the next allocator's aligned entry point even
+   * when 16: mimalloc's malloc aligns tiny blocks to 8 only. */
+  void *p = align ? _corral_next_aligned(align, size)
+                  : zero ? _corral_next.calloc(1, size) : _corral_next.malloc(size);
+  if (CORRAL_UNLIKELY(!p)) errno = ENOMEM;
+  return p;
 }
 
 #endif
