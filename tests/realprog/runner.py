@@ -14,7 +14,6 @@ environment, so its output depends on nothing but the program.
 """
 
 import json
-import os
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path

@@ -11,3 +11,13 @@ def grouped_objects(docs: list[dict]) -> dict[str, int]:
         for group in doc.get("groups", []):
             total[group["name"]] += group["objects"]
     return dict(total)
+
+
+def plan_problems(docs: list[dict]) -> list[str]:
+    """One line per process whose plan was not loaded or drew a message."""
+    problems = []
+    for doc in docs:
+        plan = doc.get("plan") or {}
+        if not plan.get("loaded") or plan.get("message"):
+            problems.append(f"pid {doc.get('pid')}: plan loaded={plan.get('loaded')} message={plan.get('message')!r}")
+    return problems
