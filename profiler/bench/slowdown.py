@@ -4,11 +4,14 @@
 
 Builds chase_list.c and chase_tree.c (-O2) into $BUILD/profiler/bench, then
 for each program alternates native and `corral profile` runs (N pairs) and
-prints the median wall time of each and their ratio. Programs given with
---also (for example build/bench/*) are run with no arguments.
+prints the median of each and the median of the pairwise ratios, for wall
+time and for CPU time (user + system of the child processes; on a shared
+machine other jobs inflate wall time, much less CPU time). Programs given
+with --also (for example build/bench/*) are run with no arguments.
 """
 
 import argparse
+import resource
 import statistics
 import subprocess
 import sys
@@ -32,20 +35,31 @@ def build(out_dir: Path) -> list[list[str]]:
     return commands
 
 
-def timed(cmd, cwd) -> float:
-    start = time.perf_counter()
+def cpu_of_children() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(cmd, cwd) -> tuple[float, float]:
+    """(wall, cpu) seconds of one run."""
+    cpu, start = cpu_of_children(), time.perf_counter()
     subprocess.run(cmd, cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, cpu_of_children() - cpu
 
 
-def measure(cmd, runs) -> tuple[float, float]:
+def measure(cmd, runs) -> dict:
     native, profiled = [], []
     with tempfile.TemporaryDirectory() as tmp:
         profile_cmd = [sys.executable, "-m", "corral", "profile", "-o", "p.json.gz", "--", *cmd]
         for _ in range(runs):          # alternate, so drifts hit both sides
             native.append(timed(cmd, tmp))
             profiled.append(timed(profile_cmd, tmp))
-    return statistics.median(native), statistics.median(profiled)
+    out = {}
+    for k, kind in enumerate(("wall", "cpu")):
+        out[kind] = (statistics.median(n[k] for n in native),
+                     statistics.median(p[k] for p in profiled),
+                     statistics.median(p[k] / n[k] for n, p in zip(native, profiled)))
+    return out
 
 
 def main() -> int:
@@ -54,11 +68,13 @@ def main() -> int:
     parser.add_argument("--also", nargs="*", default=[], help="more programs, run without arguments")
     args = parser.parse_args()
     commands = build(paths.PROFILER_DIR / "bench") + [[p] for p in args.also]
-    print("| program | native (s) | corral profile (s) | slowdown |")
-    print("|---|---|---|---|")
+    print("| program | native wall (s) | profiled wall (s) | slowdown wall | "
+          "native cpu (s) | profiled cpu (s) | slowdown cpu |")
+    print("|---|---|---|---|---|---|---|")
     for cmd in commands:
-        native, profiled = measure(cmd, args.runs)
-        print(f"| {Path(cmd[0]).name} | {native:.3f} | {profiled:.2f} | {profiled / native:.1f}x |")
+        m = measure(cmd, args.runs)
+        cells = [f"{m[kind][0]:.3f} | {m[kind][1]:.2f} | {m[kind][2]:.1f}x" for kind in ("wall", "cpu")]
+        print(f"| {Path(cmd[0]).name} | " + " | ".join(cells) + " |")
     return 0
 
 

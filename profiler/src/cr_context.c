@@ -18,7 +18,8 @@
 
 static XArray* modules;          /* of CrModule */
 static XArray* frames;           /* of CrFrame */
-static XArray* contexts;         /* of CrContext*: records never move */
+CrContext** cr_context_table;    /* records never move; the table grows */
+static UInt n_contexts, contexts_cap;
 static VgHashTable* frame_by_ra; /* FrameNode, key = return address */
 static VgHashTable* context_by_key;   /* ContextNode, key = hash of frames */
 static WordFM* function_ids;     /* function name -> id (1, 2, ...) */
@@ -43,14 +44,12 @@ void cr_context_init(void)
 {
    modules = VG_(newXA)(VG_(malloc), "corral.modules", VG_(free), sizeof(CrModule));
    frames = VG_(newXA)(VG_(malloc), "corral.frames", VG_(free), sizeof(CrFrame));
-   contexts = VG_(newXA)(VG_(malloc), "corral.contexts", VG_(free), sizeof(CrContext*));
    frame_by_ra = VG_(HT_construct)("corral.frame_by_ra");
    context_by_key = VG_(HT_construct)("corral.context_by_key");
    function_ids = VG_(newFM)(VG_(malloc), "corral.fn_ids", VG_(free), cmp_strings);
 }
 
-CrContext* cr_context(UInt id) { return *(CrContext**)VG_(indexXA)(contexts, id); }
-UInt cr_n_contexts(void) { return (UInt)VG_(sizeXA)(contexts); }
+UInt cr_n_contexts(void) { return n_contexts; }
 const CrFrame* cr_frame(UInt idx) { return VG_(indexXA)(frames, idx); }
 UInt cr_n_frames(void) { return (UInt)VG_(sizeXA)(frames); }
 const CrModule* cr_module(UInt idx) { return VG_(indexXA)(modules, idx); }
@@ -159,9 +158,15 @@ static UInt intern_context(CrAllocKind kind, const UInt* idx, UInt n)
    c->n_frames = n;
    c->frames = VG_(malloc)("corral.context.frames", (n ? n : 1) * sizeof(UInt));
    VG_(memcpy)(c->frames, idx, n * sizeof(UInt));
+   if (n_contexts == contexts_cap) {
+      contexts_cap = contexts_cap ? 2 * contexts_cap : 256;
+      cr_context_table = VG_(realloc)("corral.contexts", cr_context_table,
+                                      contexts_cap * sizeof(CrContext*));
+   }
+   cr_context_table[n_contexts] = c;
    ContextNode* node = VG_(malloc)("corral.context_node", sizeof *node);
    node->key = key;
-   node->id = (UInt)VG_(addToXA)(contexts, &c);
+   node->id = n_contexts++;
    VG_(HT_add_node)(context_by_key, node);
    return node->id;
 }

@@ -27,6 +27,8 @@ static UInt n_chunks = 0;
 static UInt next_unused_id = 1;
 static UInt free_ids_head = 0;      /* freed blocks chained through .payload */
 
+_Static_assert(sizeof(CrBlock) == 64, "a block record is one cache line");
+
 static inline CrBlock* block_at(UInt id)
 {
    return &chunks[id >> CHUNK_BITS][id & (CHUNK_SIZE - 1)];
@@ -43,7 +45,9 @@ static UInt block_new_id(void)
    tl_assert(id != 0);   /* 2^32 live blocks would wrap */
    if ((id >> CHUNK_BITS) >= n_chunks) {
       chunks = VG_(realloc)("corral.chunks", chunks, (n_chunks + 1) * sizeof(CrBlock*));
-      chunks[n_chunks++] = VG_(calloc)("corral.blocks", CHUNK_SIZE, sizeof(CrBlock));
+      /* Over-allocate by a line and round up: blocks start on a line. */
+      Addr raw = (Addr)VG_(calloc)("corral.blocks", 1, CHUNK_SIZE * sizeof(CrBlock) + 64);
+      chunks[n_chunks++] = (CrBlock*)((raw + 63) & ~(Addr)63);
    }
    return id;
 }
@@ -124,7 +128,6 @@ static void track_block(ThreadId tid, Addr p, SizeT size, CrAllocKind kind)
    UInt id = block_new_id();
    CrBlock* b = block_at(id);
    af_on_alloc(&cr_affinity, &ctx->tail, &b->af, ctx_id);
-   b->ctx = ctx;
    b->payload = p;
    b->size = size;
    b->allocd_at = cr_instrs;
@@ -189,13 +192,14 @@ static void note_peak_before_free(void)
 static void retire_block(UInt id)
 {
    CrBlock* b = block_at(id);
+   CrContext* ctx = cr_context(b->af.ctx);
    note_peak_before_free();
-   b->ctx->live_blocks--;
-   b->ctx->live_bytes -= b->size;
+   ctx->live_blocks--;
+   ctx->live_bytes -= b->size;
    cr_totals.live_blocks--;
    cr_totals.live_bytes -= b->size;
-   b->ctx->frees++;
-   b->ctx->lifetime += cr_instrs - b->allocd_at;
+   ctx->frees++;
+   ctx->lifetime += cr_instrs - b->allocd_at;
    cr_totals.frees++;
    shadow_fill(b->payload, b->size, 0);
    af_on_free(&b->af);     /* queue entries that point here are now stale */
@@ -296,12 +300,13 @@ static inline void on_access(Addr addr, UWord size, Bool is_write)
    UInt id = shadow_get(addr);
    if (id == 0) return;
    CrBlock* b = block_at(id);
+   CrContext* ctx = cr_context(b->af.ctx);
    if (is_write) {
-      b->ctx->writes++;
-      b->ctx->write_bytes += size;
+      ctx->writes++;
+      ctx->write_bytes += size;
    } else {
-      b->ctx->reads++;
-      b->ctx->read_bytes += size;
+      ctx->reads++;
+      ctx->read_bytes += size;
    }
    cr_totals.accesses++;
    if (b->size <= clo_max_size)
@@ -321,7 +326,7 @@ static void count_kernel_access(Addr addr, SizeT size, Bool is_write)
    if (size == 0 || addr - cr_heap_lo >= cr_heap_span) return;
    UInt id = shadow_get(addr);
    if (id == 0) return;
-   CrContext* ctx = block_at(id)->ctx;
+   CrContext* ctx = cr_context(block_at(id)->af.ctx);
    if (is_write) { ctx->writes++; ctx->write_bytes += size; }
    else { ctx->reads++; ctx->read_bytes += size; }
 }

@@ -65,7 +65,10 @@ typedef struct {
 void cr_context_init(void);
 /* Unwinds thread `tid` and returns the id of its reduced context. */
 UInt cr_context_of_allocation(ThreadId tid, CrAllocKind kind);
-CrContext* cr_context(UInt id);
+/* Context records by id: a plain array, because every heap access looks one
+ * up (the records themselves never move). */
+extern CrContext** cr_context_table;
+static inline CrContext* cr_context(UInt id) { return cr_context_table[id]; }
 UInt cr_n_contexts(void);
 const CrFrame* cr_frame(UInt idx);
 UInt cr_n_frames(void);
@@ -74,9 +77,10 @@ UInt cr_n_modules(void);
 const HChar* cr_kind_name(CrAllocKind kind);
 
 /* ---- heap (cr_heap.c) ---- */
+/* 64 bytes, stored 64-aligned: one cache line per block, since the access
+ * path touches a random block per access. */
 typedef struct {
-   af_obj af;             /* affinity identity: seq, neighbours, context */
-   CrContext* ctx;        /* the same context, for the counters */
+   af_obj af;             /* affinity identity: seq, neighbours, context id */
    Addr payload;
    SizeT size;
    ULong allocd_at;       /* cr_instrs at allocation */
