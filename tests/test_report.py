@@ -217,3 +217,16 @@ def test_terminal_table_has_each_base_and_failures():
     assert "failed" in lines["mst"]
     assert terminal.failures(doc) == [
         "mst: profile: corral profile exited with status 1: valgrind: failed to start tool 'corral'"]
+
+
+def test_charts_leave_base_against_base_to_the_tables():
+    from corral.report import charts
+    doc = results.load(FIXTURE)
+    keys = charts.series(results.ok_workloads(doc))
+    assert ("jemalloc", "glibc") not in keys
+    assert keys[0] == ("corral+glibc", "glibc") and ("random4+glibc", "glibc") in keys
+    section = BeautifulSoup(html.render(doc, FIXTURE.parent), "html.parser").find(
+        "section", attrs={"data-workload": "health"})
+    configs = [tr.td.get_text(strip=True) for tr in section.find("table", class_="comparisons").tbody.find_all("tr")]
+    assert configs[:2] == ["jemalloc", "mimalloc"]
+    assert "random4+glibc: libcorral.so not built" in section.find("ul", class_="skipped").get_text(" ", strip=True).replace(" :", ":")

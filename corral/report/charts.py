@@ -15,13 +15,20 @@ from corral.report.results import ok_workloads  # noqa: E402
 DPI = 100
 
 
-def _series(workloads) -> list[tuple[str, str]]:
-    """Every (config, against) pair any workload compared, first-seen order."""
+def _is_base(workload, config) -> bool:
+    return ((workload.get("configs") or {}).get(config) or {}).get("mode", "base") == "base"
+
+
+def series(workloads) -> list[tuple[str, str]]:
+    """Every (config, against) pair any workload compared with corral or a
+    control as the config, first-seen order. Base allocators compared with
+    each other (jemalloc against glibc) are in the tables, not the charts:
+    the charts show what corral changes."""
     seen = []
     for w in workloads:
         for c in w.get("comparisons") or []:
             key = (c.get("config"), c.get("against"))
-            if None not in key and key not in seen:
+            if None not in key and key not in seen and not _is_base(w, key[0]):
                 seen.append(key)
     return seen
 
@@ -33,12 +40,12 @@ def _lookup(workload, key):
     return None
 
 
-def _bars(ax, workloads, series, value, spread=None):
+def _bars(ax, workloads, series_keys, value, spread=None):
     """Draws one cluster per workload; `value(comp)` is the bar height in
     percent (None: no bar), `spread(comp)` its (low, high) in percent."""
-    width = 0.8 / max(len(series), 1)
+    width = 0.8 / max(len(series_keys), 1)
     palette = plt.get_cmap("tab10")
-    for i, key in enumerate(series):
+    for i, key in enumerate(series_keys):
         xs, heights, errs = [], [], [[], []]
         for x, w in enumerate(workloads):
             comp = _lookup(w, key)
@@ -81,11 +88,11 @@ def time_chart(doc) -> bytes | None:
     """HALO Fig. 14: % execution-time improvement (time ratio - 1), with the
     min-max spread of the pairwise ratios as error bars."""
     workloads = ok_workloads(doc)
-    series = _series(workloads)
-    if not series:
+    series_keys = series(workloads)
+    if not series_keys:
         return None
     fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(workloads) + 3), 4))
-    _bars(ax, workloads, series,
+    _bars(ax, workloads, series_keys,
           value=lambda c: _pct(c.get("ratio_median")),
           spread=lambda c: (_pct(c.get("ratio_min", c.get("ratio_median"))),
                             _pct(c.get("ratio_max", c.get("ratio_median")))))
@@ -99,15 +106,15 @@ def miss_chart(doc) -> bytes | None:
     """HALO Fig. 13: % reduction of simulated L1D misses, and of last-level
     misses beside it (cachegrind is deterministic: no spread)."""
     workloads = ok_workloads(doc)
-    series = _series(workloads)
+    series_keys = series(workloads)
     have = [(level, field) for level, field in (("L1D", "d1_reduction"), ("LL", "ll_reduction"))
-            if any((_lookup(w, k) or {}).get(field) is not None for w in workloads for k in series)]
+            if any((_lookup(w, k) or {}).get(field) is not None for w in workloads for k in series_keys)]
     if not have:
         return None
     fig, axes = plt.subplots(1, len(have), squeeze=False,
                              figsize=(max(6, 1.6 * len(workloads) + 3) * len(have) * 0.75, 4))
     for ax, (level, field) in zip(axes[0], have):
-        _bars(ax, workloads, series,
+        _bars(ax, workloads, series_keys,
               value=lambda c, f=field: None if c.get(f) is None else c[f] * 100)
         ax.set_ylabel(f"{level} miss reduction (%)")
         ax.set_title(f"{level} misses (cachegrind)")

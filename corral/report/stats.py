@@ -1,5 +1,5 @@
-"""What the report reads from the runtime's statistics (CORRAL_STATS JSON,
-docs/formats.md "Runtime statistics"): the grouped memory at its peak."""
+"""What the report reads from the runtime's statistics (the CORRAL_STATS
+JSON of runtime/src/stats.c): grouped memory at its peak."""
 
 
 def _int(value):
@@ -7,21 +7,21 @@ def _int(value):
 
 
 def grouped_peak(stats) -> tuple[int, int] | None:
-    """(live bytes, resident bytes) of grouped memory at its peak, or None
-    when the statistics do not say. The whole-heap figure `peak` is taken
-    when present: per-group peaks happen at different moments, so their
-    sum is only an upper bound, used when nothing better is there."""
-    if not isinstance(stats, dict):
+    """(live bytes, resident bytes) of grouped memory at its peak, summed
+    over the groups' `peak_live` and `peak_resident`; None when the
+    statistics hold no group with both. The runtime records each group's
+    peak on its own, and groups peak at different moments, so the sum is an
+    upper bound of the whole grouped heap's peak; the unused share, which is
+    what HALO's Table 1 reports, is exact per group and so in the sum."""
+    if not isinstance(stats, dict) or not isinstance(stats.get("groups"), list):
         return None
-    peak = stats.get("peak")
-    if isinstance(peak, dict):
-        live, resident = _int(peak.get("live_bytes")), _int(peak.get("resident_bytes"))
-        if live is not None and resident is not None:
-            return live, resident
-    groups = stats.get("groups")
-    if isinstance(groups, list) and groups:
-        pairs = [(_int(g.get("peak_live_bytes")), _int(g.get("peak_resident_bytes")))
-                 for g in groups if isinstance(g, dict)]
-        if pairs and all(a is not None and b is not None for a, b in pairs):
-            return sum(a for a, _ in pairs), sum(b for _, b in pairs)
-    return None
+    live = resident = 0
+    seen = False
+    for group in stats["groups"]:
+        if not isinstance(group, dict):
+            continue
+        g_live, g_resident = _int(group.get("peak_live")), _int(group.get("peak_resident"))
+        if g_live is None or g_resident is None:
+            continue
+        live, resident, seen = live + g_live, resident + g_resident, True
+    return (live, resident) if seen else None
