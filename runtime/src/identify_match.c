@@ -133,8 +133,11 @@ static __attribute__((noinline)) int identify_with(const ident_tables_t *t, void
   if ((n & IDENT_SAMPLE_MASK) == 0) {
     uint64_t start = _corral_rdtsc();
     group = decide(t, ret0, fp0, c);
-    c->sampled_cycles += _corral_rdtsc() - start;
-    c->sampled++;
+    uint64_t spent = _corral_rdtsc() - start;
+    if (spent < IDENT_SAMPLE_OUTLIER) {     /* else preempted mid-sample: not our cost */
+      c->sampled_cycles += spent;
+      c->sampled++;
+    }
   } else {
     group = decide(t, ret0, fp0, c);
   }

@@ -19,6 +19,7 @@ typedef struct ident_counters_s {
 
 #define IDENT_COUNTER_SLOTS 256
 #define IDENT_SAMPLE_MASK   63       /* time 1 identification in 64 */
+#define IDENT_SAMPLE_OUTLIER 100000  /* cycles; a longer sample was interrupted */
 
 typedef struct ident_state_s {
   const ident_tables_t *tables;     /* NULL: no usable plan, everything ungrouped */

@@ -6,7 +6,8 @@ and 8, and libunwind's unw_backtrace for comparison.
 
 Builds ident_bench.c with and without frame pointers into a temporary
 directory, writes one plan per configuration, runs each under libcorral.so
-and reads identify.cycles_per_call from the statistics (median of 5 runs).
+and reads identify.cycles_per_call from the statistics (median of 5 runs;
+samples over 100k cycles, i.e. preempted, are dropped).
 The figure includes one rdtsc pair (about 20-40 cycles on this machine)."""
 
 import json
