@@ -251,15 +251,12 @@ void _corral_heap_totals(corral_group_totals_t *groups, unsigned ngroups,
 
 int _corral_group_of_address(const void *p)
 {
-  if (!_corral_in_ranges(p)) return -1;
-  corral_chunk_t *c = (corral_chunk_t *)((uintptr_t)p & _corral_layout.chunk_mask);
-  unsigned n = atomic_load_explicit(&_corral_range_count, memory_order_acquire);
-  for (unsigned i = 0; i < n; i++)
-    if ((uintptr_t)c >= _corral_range_lo[i] &&
-        (uintptr_t)c < __atomic_load_n(&_corral_range_hi[i], __ATOMIC_ACQUIRE)) {
-      if (__atomic_load_n(&c->magic, __ATOMIC_ACQUIRE) != CORRAL_CHUNK_MAGIC) return -1;
-      if ((uintptr_t)p < (uintptr_t)c + _corral_layout.header) return -1;
-      return (int)c->group;
-    }
-  return -1;
+  const char *why;
+  corral_chunk_t *c = _corral_chunk_of(p, &why);
+  if (!c && why && strcmp(why, "not an object start") == 0) {
+    /* an interior pointer: still in the group's chunk */
+    c = (corral_chunk_t *)((uintptr_t)p & _corral_layout.chunk_mask);
+    if ((uintptr_t)p < (uintptr_t)c + _corral_layout.header) return -1;
+  }
+  return c ? (int)c->group : -1;
 }

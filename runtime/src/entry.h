@@ -44,7 +44,7 @@ CORRAL_INLINE int _corral_pick_group(size_t size, void *ret0, void *fp0)
     if (CORRAL_UNLIKELY(!x)) x = _corral_rdtsc() | 1;
     x ^= x << 13; x ^= x >> 7; x ^= x << 17;
     _corral_rng = x;
-    return (int)((x >> 32) % _corral_ngroups);
+    return (int)(((x >> 32) * _corral_ngroups) >> 32);   /* no division */
   }
   int g = _corral_identify(ret0, fp0, size);
   return g < (int)_corral_ngroups ? g : -1;

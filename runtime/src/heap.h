@@ -58,33 +58,22 @@ typedef struct corral_heap_s {
 typedef struct corral_layout_s {
   size_t chunk_size, chunk_mask;
   size_t classes;                          /* max_size / 16 */
-  size_t bitmap_words;                     /* per bitmap */
+  size_t bitmap_words;                     /* per bitmap (two, interleaved) */
   size_t header;                           /* bytes before the first object */
 } corral_layout_t;
 
 extern corral_layout_t _corral_layout;
 
-/* Reserved ranges; "is p ours" is one or two comparisons in practice. */
+/* Reserved ranges, carved from the start; [lo, hi) is the carved part. */
 extern atomic_uint _corral_range_count;
 extern uintptr_t _corral_range_lo[CORRAL_MAX_RANGES], _corral_range_hi[CORRAL_MAX_RANGES];
 
-static inline int _corral_in_ranges(const void *p)
-{
-  unsigned n = atomic_load_explicit(&_corral_range_count, memory_order_acquire);
-  uintptr_t a = (uintptr_t)p;
-  for (unsigned i = 0; i < n; i++)
-    if (a - _corral_range_lo[i] < _corral_range_hi[i] - _corral_range_lo[i]) return 1;
-  return 0;
-}
-
-static inline uint64_t *_corral_start_bits(corral_chunk_t *c)
+/* The two bitmaps are interleaved word by word, so an object's start and end
+ * bits usually share a cache line: word 2w holds the start bits of granules
+ * 64w..64w+63, word 2w+1 their end bits. */
+static inline uint64_t *_corral_bits(corral_chunk_t *c)
 {
   return (uint64_t *)(c->free_lists + _corral_layout.classes);
-}
-
-static inline uint64_t *_corral_end_bits(corral_chunk_t *c)
-{
-  return _corral_start_bits(c) + _corral_layout.bitmap_words;
 }
 
 void _corral_heap_init(void);
@@ -96,9 +85,9 @@ corral_heap_t *_corral_heap_get(void);
  * in group g; NULL if the group memory is exhausted. */
 void *_corral_group_alloc(unsigned g, size_t size, size_t align);
 
-/* The chunk holding grouped object p, or NULL if p is not the start of a live
- * grouped object (`why` then says what is wrong, for the warning). Call only
- * when _corral_in_ranges(p). */
+/* The chunk holding grouped object p. NULL with *why == NULL: p is not in
+ * corral's group memory at all. NULL with *why set: p is in it but is not an
+ * object start (why says what is wrong, for the warning). */
 corral_chunk_t *_corral_chunk_of(const void *p, const char **why);
 /* Bytes of the object at p (granule multiple). */
 size_t _corral_object_size(corral_chunk_t *c, const void *p);

@@ -37,11 +37,14 @@ void *_corral_alloc_early(size_t size, size_t align, int zero)
 void _corral_free(void *p)
 {
   if (CORRAL_UNLIKELY(!p)) return;
-  if (_corral_in_ranges(p)) {
-    const char *why;
-    corral_chunk_t *c = _corral_chunk_of(p, &why);
-    if (c) _corral_group_free(c, p);
-    else _corral_warn("invalid free of %p (%s; ignored)", p, why);
+  const char *why;
+  corral_chunk_t *c = _corral_chunk_of(p, &why);
+  if (c) {
+    _corral_group_free(c, p);
+    return;
+  }
+  if (CORRAL_UNLIKELY(why != NULL)) {
+    _corral_warn("invalid free of %p (%s; ignored)", p, why);
     return;
   }
   if (CORRAL_UNLIKELY(_corral_is_boot(p))) return;
@@ -53,11 +56,10 @@ void _corral_free(void *p)
 static size_t usable_size(void *p)
 {
   if (!p) return 0;
-  if (_corral_in_ranges(p)) {
-    const char *why;
-    corral_chunk_t *c = _corral_chunk_of(p, &why);
-    return c ? _corral_object_size(c, p) : 0;
-  }
+  const char *why;
+  corral_chunk_t *c = _corral_chunk_of(p, &why);
+  if (c) return _corral_object_size(c, p);
+  if (why) return 0;
   if (_corral_is_boot(p)) return _corral_boot_size(p);
   return _corral_next.malloc_usable_size ? _corral_next.malloc_usable_size(p) : 0;
 }
@@ -85,14 +87,14 @@ void *_corral_realloc_at(void *p, size_t size, void *ret0, void *fp0)
     if (!_corral_is_boot(p)) return _corral_next.realloc(p, size);
     return move_to(_corral_alloc_early(size, 16, 0), p, _corral_boot_size(p), size);
   }
-  if (_corral_in_ranges(p)) {
-    const char *why;
-    corral_chunk_t *c = _corral_chunk_of(p, &why);
-    if (!c) {
-      _corral_warn("realloc of invalid pointer %p (%s)", p, why);
-      errno = ENOMEM;
-      return NULL;
-    }
+  const char *why;
+  corral_chunk_t *c = _corral_chunk_of(p, &why);
+  if (why) {
+    _corral_warn("realloc of invalid pointer %p (%s)", p, why);
+    errno = ENOMEM;
+    return NULL;
+  }
+  if (c) {
     size_t old = _corral_object_size(c, p);
     if (size <= old) return p;          /* shrinking keeps the slot */
     /* Growing stays in the object's group while it fits max_size. */
