@@ -37,6 +37,8 @@ def bad_plans(prog, tmp):
         "group_out_of_range": (header + "clause 300 0+0x10\nend\n", "group index out of range"),
         "module_out_of_range": (header + "clause 0 64+0x10\nend\n", "module index out of range"),
         "undeclared_module": (header + "clause 0 3+0x10\nend\n", "undeclared module 3"),
+        "overlapping_direct": (header + "direct 0+0x10..0x40 0\ndirect 0+0x30..0x50 -\nend\n",
+                               "overlapping direct ranges"),
     }
     plans = {}
     for name, (text, words) in texts.items():
@@ -55,7 +57,8 @@ def bad_plans(prog, tmp):
 
 
 KINDS = ["garbage", "truncated", "wrong_version", "wrong_buildid", "bad_site", "group_out_of_range",
-         "module_out_of_range", "undeclared_module", "too_large", "missing", "unreadable"]
+         "module_out_of_range", "undeclared_module", "overlapping_direct", "too_large", "missing",
+         "unreadable"]
 
 
 @pytest.mark.parametrize("kind", KINDS)
