@@ -188,3 +188,30 @@ def test_optimize_profiles_and_plans_the_figure2_program(figure2):
 def test_optimize_without_a_program_is_a_one_line_error(tmp_path):
     r = corral("optimize", "--", tmp_path / "missing")
     assert r.returncode != 0 and r.stderr.startswith("corral: error: program not found")
+
+
+def made_counts(output: str) -> dict:
+    """{'A': n, 'B': n, 'C': n} from the program's first line."""
+    words = output.split()
+    return {k: int(words[words.index(k) + 1]) for k in "ABC"}
+
+
+def test_figure2_run_serves_a_and_b_from_one_group_and_never_c(figure2):
+    folder, program, plan, optimized = figure2
+    assert optimized.returncode == 0, optimized.stderr
+    require_built(paths.RUNTIME_LIB, "libcorral.so")
+    baseline = subprocess.run([str(program), *REAL], capture_output=True, text=True, check=True).stdout
+    stats = folder / "stats.json"
+    r = corral("run", "--plan", plan, "--stats", stats, "--", program, *REAL, cwd=folder)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == baseline
+    made = made_counts(baseline)
+    report = json.loads(stats.read_text())
+    assert report["plan"]["loaded"], report["plan"]
+    served = {g["name"]: g["objects"] for g in report["groups"]}
+    a_and_b = made["A"] + made["B"]
+    assert served.get("create_a+create_b", 0) >= 0.95 * a_and_b, served
+    assert served["create_a+create_b"] <= a_and_b, served
+    # C objects (a third of all) in no group: besides A and B the program
+    # allocates only two buffers.
+    assert sum(served.values()) <= a_and_b + 2, (served, made)
