@@ -12,8 +12,14 @@ WRAPPED = ["xmalloc_a", "xmalloc_b", "layer2_a", "layer2_b", "layer3_a", "layer3
 
 
 @pytest.fixture(scope="module", params=sorted(BUILDS))
-def contexts_prog(request, tmp_path_factory):
+def any_build(request, tmp_path_factory):
+    """dyn_contexts with and without frame pointers: the wrapper walk must work for both."""
     return build(tmp_path_factory.mktemp("dyn"), "dyn_contexts", BUILDS[request.param])
+
+
+@pytest.fixture(scope="module")
+def contexts_prog(tmp_path_factory):
+    return build(tmp_path_factory.mktemp("dyn"), "dyn_contexts", BUILDS["O2"])
 
 
 @pytest.fixture(scope="module")
@@ -30,8 +36,8 @@ def _ok(done):
 # Contexts through wrappers
 
 
-def test_callers_above_wrappers_get_their_own_pools(contexts_prog, tmp_path):
-    done, stats = run_dynamic(contexts_prog, [300, 32], tmp_path)
+def test_callers_above_wrappers_get_their_own_pools(any_build, tmp_path):
+    done, stats = run_dynamic(any_build, [300, 32], tmp_path)
     _ok(done)
     s = series(done.stderr)
     seen = {}
@@ -49,8 +55,8 @@ def test_callers_above_wrappers_get_their_own_pools(contexts_prog, tmp_path):
     assert dyn["wrappers_loaded"] >= 3
     assert dyn["pools"] == 8 and dyn["walks"] > 0
     names = {g["id"]: g["name"] for g in stats["groups"]}
-    assert "via xmalloc" in names[seen["xmalloc_a"]]
-    assert names[seen["plain"]].startswith(f"dyn{seen['plain']} <- {contexts_prog.name}+0x")
+    assert names[seen["xmalloc_a"]].endswith(" via xmalloc")
+    assert names[seen["plain"]].startswith(f"dyn{seen['plain']} <- {any_build.name}+0x")
 
 
 def test_without_a_usable_wrapper_list_contexts_are_call_sites(contexts_prog, tmp_path):
