@@ -26,6 +26,8 @@ def test_quick_bench_of_fig2(built_workloads, tmp_path):
         assert len(c["times"]) == 1 and len(c["rss_kb"]) == 1 and c["rss_kb"][0] > 0
         assert c["misses"]["D1"] > 0 and c["misses"]["Dr"] >= c["misses"]["D1r"], name
         assert (c["stats"] is not None) == (c["mode"] != "base"), name
+    share = w["configs"]["corral+glibc"]["stats_summary"]["grouped_objects_share"]
+    assert share is not None and share > 0.5, "most of fig2's objects are in the plan's groups"
     # The planner must find the A+B group of HALO's figure.
     contexts = [" ".join(g["contexts"]) for g in w["plan"]["groups"]]
     assert any("make_a" in c and "make_b" in c for c in contexts), json.dumps(w["plan"]["groups"])

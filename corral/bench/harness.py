@@ -15,7 +15,7 @@ import statistics
 import tempfile
 
 from corral import paths
-from corral.bench import cachegrind, planning, results, timing
+from corral.bench import cachegrind, planning, results, stats as runtime_stats, timing
 from corral.bench.configs import BASELINE, Config
 from corral.bench.runner import run_once
 from corral.bench.workloads import Workload, parse_checksum
@@ -73,7 +73,8 @@ class WorkloadBench:
         self.problems: list[str] = []
         self.skipped: dict[str, str] = {}
         self.entries = {c.name: {"base": c.base, "mode": c.mode, "times": [], "rss_kb": [],
-                                 "checksum_ok": True, "misses": None, "stats": None, "error": None}
+                                 "checksum_ok": True, "misses": None, "stats": None, "stats_summary": None,
+                                 "error": None}
                         for c in configs}
         self.checksum = None
 
@@ -128,6 +129,7 @@ class WorkloadBench:
             run = self.runner(argv, self._env(config, stats_path))
             if stats_path:
                 entry["stats"] = _read_stats(stats_path)
+                entry["stats_summary"] = runtime_stats.summarize(entry["stats"])
             self._check(entry, name, run)
             if round_no >= 0 and not entry["error"]:
                 entry["times"].append(run.seconds)

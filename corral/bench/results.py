@@ -34,6 +34,10 @@ _CONFIG = {
         "checksum_ok": {"type": "boolean"},
         "misses": _MISSES,
         "stats": {"type": ["object", "null"]},
+        "stats_summary": {"type": ["object", "null"], "properties": {
+            k: _number_or_null for k in ("groups", "grouped_objects_share", "grouped_bytes_share",
+                                         "pool_peak_resident_bytes", "pool_peak_live_bytes",
+                                         "pool_fragmentation")}},
         "error": {"type": ["string", "null"]},
     },
 }

@@ -38,10 +38,10 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in [
        [20000, 3], [3000000, 30]),
     _w("health", "Olden health: villages in a 4-ary tree move patient records "
        "between linked lists every step",
-       [5, 200], [7, 1000]),
+       [5, 200], [7, 700]),
     _w("mst", "Ptrdist ft: Prim's minimum spanning tree, adjacency lists and a "
        "pairing heap of single allocations",
-       [5000, 8, 1], [400000, 8, 2]),
+       [5000, 8, 1], [300000, 8, 2]),
     _w("cxxabstract", "xalanc/omnetpp-style C++: polymorphic nodes from layered "
        "factories, std::list children, std::map index, std::string names",
        [2, 3000, 3000], [4, 200000, 100000]),
@@ -53,10 +53,10 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in [
        [2, 3000], [2, 1000000]),
     _w("nosense", "no-harm control: short-lived buffers, each hashed on its own; "
        "allocation-heavy, layout-insensitive",
-       [5000], [2000000]),
+       [5000], [1500000]),
     _w("sharedlib", "hash map in the program's own shared library (libkvstore.so, "
        "rpath $ORIGIN), interleaved with never-read notes",
-       [10000, 50000], [1500000, 2500000]),
+       [10000, 50000], [1000000, 2000000]),
 ]}
 
 

@@ -36,6 +36,9 @@ def _progress(console):
     def show(event, workload, **details):
         if event == "plan":
             console.print(f"[bold]{workload}[/]: profiling the training input and planning")
+        elif event == "run" and details["config"] == "glibc":
+            k = details["round"]
+            console.print(f"{workload}: " + ("warm-up" if k < 0 else f"round {k + 1}"))
         elif event == "misses":
             console.print(f"{workload}: cachegrind {details['config']}")
         elif event == "done":
