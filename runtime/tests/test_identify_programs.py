@@ -24,8 +24,12 @@ def ident_plan(prog, lib):
     tree_site = [f"0+{a:#x}" for a in call_returns(prog, "build_tree", "my_alloc")]
     return plan_text(
         modules=[(prog, True), (lib, False)],
-        groups={0: "list", 1: "names", 2: "tree", 3: "objs", 4: "lib"},
-        clauses=[(0, [site_range(0, prog, "xmalloc"), site_range(0, prog, "build_list")]),
+        # Group records out of GID order: plan order decides. Group 5 comes
+        # last and overlaps the tree's exact site with build_tree's range:
+        # it matches shallow tree nodes too, but "tree" is tried first.
+        groups={4: "lib", 0: "list", 1: "names", 2: "tree", 3: "objs", 5: "shadowed"},
+        clauses=[(5, [site_range(0, prog, "build_tree"), site_range(0, prog, "main")]),
+                 (0, [site_range(0, prog, "xmalloc"), site_range(0, prog, "build_list")]),
                  (1, [site_range(0, prog, "xmalloc"), site_range(0, prog, "make_names")]),
                  (2, tree_site[:1]),
                  (4, [site_range(1, lib, "lib_node")])],
