@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from corral import elf, paths
+from corral.cli import main
 from corral.plan import planfile
 from corral.plan.options import DEFAULTS
 from corral.plan.picture import draw_groups
@@ -54,14 +55,31 @@ def write_profile(tmp_path, doc, name="p.profile.json.gz"):
 
 
 def corral(*argv, cwd=None):
+    """`corral ARGV` as a user runs it, in a child process."""
     return subprocess.run([sys.executable, "-m", "corral", *map(str, argv)],
                           capture_output=True, text=True, cwd=cwd)
 
 
-def test_plan_writes_a_valid_plan_and_prints_the_run_command(tmp_path):
+@pytest.fixture
+def corral_here(capsys, monkeypatch):
+    """`corral ARGV` in this process (same code path, no interpreter start-up):
+    returns an object with returncode, stdout, stderr like subprocess.run."""
+    def call(*argv, cwd=None):
+        if cwd:
+            monkeypatch.chdir(cwd)
+        try:
+            code = main([str(a) for a in argv])
+        except SystemExit as e:
+            code = e.code
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(argv, code, out, err)
+    return call
+
+
+def test_plan_writes_a_valid_plan_and_prints_the_run_command(tmp_path, corral_here):
     profile = write_profile(tmp_path, synthetic_profile(FIG2_EDGES))
     out = tmp_path / "fig2.plan"
-    r = corral("plan", profile, "-o", out, "--graph", tmp_path / "groups.png")
+    r = corral_here("plan", profile, "-o", out, "--graph", tmp_path / "groups.png")
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == f"next: corral run --plan {out} -- {PROGRAM} --small"
     plan = planfile.read(out)
@@ -84,17 +102,17 @@ def test_plan_of_the_synthetic_profile_matches_the_golden_file():
     assert planfile.format_plan(result.plan) == (GOLDEN / "fig2_synthetic.plan").read_text()
 
 
-def test_default_plan_name_follows_the_profile(tmp_path):
+def test_default_plan_name_follows_the_profile(tmp_path, corral_here):
     profile = write_profile(tmp_path, synthetic_profile(FIG2_EDGES), "prog.profile.json.gz")
-    r = corral("plan", "-q", profile)
+    r = corral_here("plan", "-q", profile)
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "prog.plan").exists()
 
 
-def test_nothing_worth_grouping_writes_an_empty_plan(tmp_path):
+def test_nothing_worth_grouping_writes_an_empty_plan(tmp_path, corral_here):
     profile = write_profile(tmp_path, synthetic_profile([[0, 1, 1]]))
     out = tmp_path / "empty.plan"
-    r = corral("plan", profile, "-o", out)
+    r = corral_here("plan", profile, "-o", out)
     assert r.returncode == 0, r.stderr
     assert "nothing worth grouping" in r.stderr
     assert planfile.read(out).groups == []
@@ -104,36 +122,36 @@ def test_nothing_worth_grouping_writes_an_empty_plan(tmp_path):
     (synthetic_profile([], contexts=[]), "profile is empty"),
     (synthetic_profile(FIG2_EDGES, version=7), "format version 7"),
 ])
-def test_unusable_profiles_are_one_line_errors(tmp_path, doc, message):
-    r = corral("plan", write_profile(tmp_path, doc), "-o", tmp_path / "x.plan")
+def test_unusable_profiles_are_one_line_errors(tmp_path, doc, message, corral_here):
+    r = corral_here("plan", write_profile(tmp_path, doc), "-o", tmp_path / "x.plan")
     assert r.returncode != 0
     assert r.stderr.startswith("corral: error:") and message in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "x.plan").exists()
 
 
-def test_a_profile_of_another_build_is_refused(tmp_path):
+def test_a_profile_of_another_build_is_refused(tmp_path, corral_here):
     binary = "/bin/true"
     assert elf.build_id(binary)
     doc = synthetic_profile(FIG2_EDGES, module_path=binary, buildid="00" * 20)
-    r = corral("plan", write_profile(tmp_path, doc), "-o", tmp_path / "x.plan")
+    r = corral_here("plan", write_profile(tmp_path, doc), "-o", tmp_path / "x.plan")
     assert r.returncode != 0 and "another build of /bin/true" in r.stderr
 
 
-def test_bad_options_are_one_line_errors(tmp_path):
+def test_bad_options_are_one_line_errors(tmp_path, corral_here):
     profile = write_profile(tmp_path, synthetic_profile(FIG2_EDGES))
-    r = corral("plan", profile, "--tolerance", "1.5")
+    r = corral_here("plan", profile, "--tolerance", "1.5")
     assert r.returncode != 0 and r.stderr.startswith("corral: error: --tolerance")
 
 
-def test_inspect_shows_a_profile_and_a_plan(tmp_path):
+def test_inspect_shows_a_profile_and_a_plan(tmp_path, corral_here):
     profile = write_profile(tmp_path, synthetic_profile(FIG2_EDGES))
     out = tmp_path / "fig2.plan"
-    assert corral("plan", "-q", profile, "-o", out).returncode == 0
-    r = corral("inspect", profile)
+    assert corral_here("plan", "-q", profile, "-o", out).returncode == 0
+    r = corral_here("inspect", profile)
     assert r.returncode == 0, r.stderr
     assert "create_a" in r.stdout and "(loop)" in r.stdout
-    r = corral("inspect", out, "--profile", profile)
+    r = corral_here("inspect", out, "--profile", profile)
     assert r.returncode == 0, r.stderr
     assert "0+0x1200 create_a" in r.stdout and "create_a+create_b" in r.stdout
 
@@ -185,8 +203,8 @@ def test_optimize_profiles_and_plans_the_figure2_program(figure2):
     assert (folder / "fig2.profile.json.gz").exists() and (folder / "groups.svg").exists()
 
 
-def test_optimize_without_a_program_is_a_one_line_error(tmp_path):
-    r = corral("optimize", "--", tmp_path / "missing")
+def test_optimize_without_a_program_is_a_one_line_error(tmp_path, corral_here):
+    r = corral_here("optimize", "--", tmp_path / "missing")
     assert r.returncode != 0 and r.stderr.startswith("corral: error: program not found")
 
 
