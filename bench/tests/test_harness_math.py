@@ -89,3 +89,24 @@ def test_a_differing_checksum_fails_the_workload(tmp_path):
 def test_at_least_one_pair(tmp_path):
     with pytest.raises(CorralError):
         harness.run_suite([FakeWorkload()], [CONFIGS["glibc"]], pairs=0, work_dir=str(tmp_path))
+
+
+def test_first_run_of_a_runtime_configuration_writes_statistics(tmp_path):
+    written = []
+
+    def runner(argv, env):
+        if "CORRAL_STATS" in env:
+            assert env["CORRAL_RANDOM_POOLS"] == "4" and "libcorral.so" in env["LD_PRELOAD"]
+            written.append(env["CORRAL_STATS"])
+            with open(env["CORRAL_STATS"], "w") as f:
+                f.write('{"corralStats": 1, "groups": [{"objects": 3, "bytes": 96}], '
+                        '"ungrouped": {"objects": 1, "bytes": 32}}')
+        return ScriptedRunner({env.get("LD_PRELOAD", ""): [1.0]})(argv, env)
+
+    doc = harness.run_suite([FakeWorkload()], [CONFIGS["glibc"], CONFIGS["random4+glibc"]], pairs=2,
+                            warmup=1, misses=False, runner=runner, work_dir=str(tmp_path / "new"))
+    assert len(written) == 1 and written[0].startswith(str(tmp_path / "new"))
+    entry = doc["workloads"][0]["configs"]["random4+glibc"]
+    assert entry["stats"]["corralStats"] == 1
+    assert entry["stats_summary"]["grouped_objects_share"] == 0.75
+    assert doc["workloads"][0]["configs"]["glibc"]["stats"] is None

@@ -218,7 +218,8 @@ def run_suite(workloads, configs, pairs=5, quick=False, progress=None, *, warmup
         raise CorralError("at least one pair of runs is needed")
     if not configs or configs[0].name != BASELINE:
         raise CorralError("the glibc configuration must come first: checksums are compared with it")
-    work_dir = work_dir or tempfile.mkdtemp(prefix="corral-bench-")
+    work_dir = os.path.abspath(work_dir or tempfile.mkdtemp(prefix="corral-bench-"))
+    os.makedirs(work_dir, exist_ok=True)
     report = _Progress(progress)
     doc = {"corralBench": results.VERSION, "created": results.now(), "host": results.host(),
            "params": {"pairs": pairs, "warmup": warmup, "quick": quick,
