@@ -15,13 +15,18 @@ def programs(tmp_path_factory):
     return {"api": h.build(d, "core_api"), "new": h.build(d, "core_new", cxx=True)}
 
 
-@pytest.mark.parametrize("base", h.BASES)
-@pytest.mark.parametrize("grouped", [0, 1])
-def test_c_api(programs, base, grouped):
+def api_env(base, grouped):
+    """Grouped: CORRAL_RANDOM_POOLS=1 puts every small object in group 0."""
     env = h.corral_env(base, EXPECT_GROUPED=grouped)
     if grouped:
         env["CORRAL_RANDOM_POOLS"] = "1"
-    out = h.run(programs["api"], env=env)
+    return env
+
+
+@pytest.mark.parametrize("base", h.BASES)
+@pytest.mark.parametrize("grouped", [0, 1])
+def test_c_api(programs, base, grouped):
+    out = h.run(programs["api"], env=api_env(base, grouped))
     assert "corral: warning" not in out.stderr
 
 
@@ -34,10 +39,7 @@ def test_c_api_smaller_max_size(programs):
 @pytest.mark.parametrize("base", h.BASES)
 @pytest.mark.parametrize("grouped", [0, 1])
 def test_cxx_new_delete(programs, base, grouped):
-    env = h.corral_env(base, EXPECT_GROUPED=grouped)
-    if grouped:
-        env["CORRAL_RANDOM_POOLS"] = "1"
-    h.run(programs["new"], env=env)
+    h.run(programs["new"], env=api_env(base, grouped))
 
 
 def test_programs_pass_without_corral(programs):
