@@ -17,7 +17,7 @@ commit() {      # commit N MESSAGE: the N-th commit, one day after the previous
 git init -q -b main .
 mkdir -p src docs
 i=1
-while [ $i -le 40 ]; do
+while [ $i -le 16 ]; do
     seq $i $((i * 13)) > "src/file$i.txt"
     i=$((i + 1))
 done
@@ -26,7 +26,7 @@ git add .
 commit 1 "initial files"
 
 i=1
-while [ $i -le 40 ]; do
+while [ $i -le 16 ]; do
     if [ $((i % 3)) -eq 0 ]; then
         seq $((i * 2)) $((i * 11)) >> "src/file$i.txt"
     fi

@@ -3,11 +3,13 @@
 Run by tests/test_real_programs.py under Debian's /usr/bin/python3 with
 PYTHONMALLOC=malloc (every object goes through malloc, so through corral) and
 PYTHONHASHSEED=0. Dicts, lists, strings, tuples, classes, json, sorting and
-a few thousand objects that live and die at different times.
+a few thousand objects that live and die at different times, and two
+extension modules loaded with dlopen (_json, _sqlite3 with libsqlite3).
 """
 
 import json
 import random
+import sqlite3
 from collections import Counter, defaultdict
 
 
@@ -109,6 +111,14 @@ def main():
         if len(strings) > 700:
             strings = strings[350:]
     print("strings", len(strings), sum(map(len, strings)), hash("".join(strings[:50])) % 1000003)
+
+    # _sqlite3 and libsqlite3 are loaded with dlopen while the program runs.
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE word(w TEXT, n INTEGER)")
+    db.executemany("INSERT INTO word VALUES(?, ?)", sorted(counts.items()))
+    db.execute("CREATE INDEX word_n ON word(n)")
+    print("sqlite", db.execute("SELECT n, count(*), min(w), max(w) FROM word GROUP BY n ORDER BY n DESC LIMIT 4").fetchall())
+    db.close()
 
 
 if __name__ == "__main__":

@@ -7,7 +7,9 @@ mimalloc; BASES):
   group          libcorral.so with the hand-made grouping plan (build-ids)
   group-by-name  the same plan naming modules by basename, build-id `-`
   random         libcorral.so with CORRAL_RANDOM_POOLS: every small
-                 allocation in one of RANDOM_POOLS random groups
+                 allocation in one of RANDOM_POOLS random groups, with small
+                 chunks (RANDOM_CHUNK) so that chunks fill, empty and are
+                 recycled all the time: the most demanding configuration
 
 Every run gets a fresh working directory, an empty HOME and a minimal
 environment, so its output depends on nothing but the program.
@@ -26,7 +28,8 @@ from realprog.workloads import Workload
 BASES = tuple(BASE_LIBRARIES)               # glibc, jemalloc, mimalloc
 CONFIGS = ("plain", "empty", "group", "group-by-name", "random")
 PLANNED = ("empty", "group", "group-by-name")
-RANDOM_POOLS = 8
+RANDOM_POOLS = 64
+RANDOM_CHUNK = 64 << 10
 TIMEOUT = 120
 
 
@@ -53,6 +56,7 @@ def environment(workload: Workload, run_dir: Path, base: str | None, config: str
             env["CORRAL_PLAN"] = str(plans[config])
         elif config == "random":
             env["CORRAL_RANDOM_POOLS"] = str(RANDOM_POOLS)
+            env["CORRAL_CHUNK_SIZE"] = str(RANDOM_CHUNK)
         else:
             raise ValueError(f"unknown configuration {config!r}")
     preload = preload_value(libraries)

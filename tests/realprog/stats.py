@@ -4,12 +4,13 @@
 from collections import Counter
 
 
-def grouped_objects(docs: list[dict]) -> dict[str, int]:
-    """Objects allocated in each group, by group name, summed over processes."""
+def grouped_objects(docs: list[dict], counter: str = "objects") -> dict[str, int]:
+    """A per-group counter ("objects", "frees", "bytes", ...) by group name,
+    summed over the processes that wrote statistics."""
     total = Counter()
     for doc in docs:
         for group in doc.get("groups", []):
-            total[group["name"]] += group["objects"]
+            total[group["name"]] += group[counter]
     return dict(total)
 
 

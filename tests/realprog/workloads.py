@@ -17,6 +17,7 @@ from realprog.sql_workload import generate_sql
 PROGRAMS = Path(__file__).resolve().parent.parent / "programs"
 LIBDIR = Path("/usr/lib/x86_64-linux-gnu")
 PYTHON = Path("/usr/bin/python3.11")       # Debian's, not a pyenv shim: non-PIE, with .dynsym
+DYNLOAD = Path("/usr/lib/python3.11/lib-dynload")
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,9 @@ def all_workloads() -> dict[str, Workload]:
     return {w.name: w for w in [
         PythonScript("python3", groups=(
             Group("py_containers", PYTHON, ("PyList_New", "PyDict_New", "PyUnicode_New", "PyTuple_New")),
+            # Both loaded with dlopen during the run: the runtime must relocate late modules.
+            Group("py_json_ext", DYNLOAD / "_json.cpython-311-x86_64-linux-gnu.so"),
+            Group("py_libsqlite", libsqlite),
             Group("py_all", PYTHON),
         ), env={"PYTHONMALLOC": "malloc", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}),
         SqliteShell("sqlite3", groups=(
