@@ -2,6 +2,7 @@
 
 from corral.plan.check import check, misclassified, runtime_group
 from corral.plan.graph import Context
+from corral.plan.planner import short_function_name
 from corral.plan.selectors import direct_table, identify, walk_depth
 
 PROG = 0            # module index of the program
@@ -115,3 +116,12 @@ def test_the_self_check_catches_a_wrong_direct_entry():
     report = check(contexts, assignment, selectors, direct, depth)
     assert report[0].caught_elsewhere == [2]
     assert report[0].stray_objects == 100
+
+
+def test_group_labels_use_short_function_names():
+    assert short_function_name("(anonymous namespace)::Document::index((anonymous namespace)::Node const*)") \
+        == "Document::index"
+    assert short_function_name("std::__cxx11::basic_string<char>::_M_create(unsigned long&, unsigned long)") \
+        == "basic_string<char>::_M_create"
+    assert short_function_name("create_a") == "create_a"
+    assert short_function_name("(below main)") == "(below main)"

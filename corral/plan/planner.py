@@ -62,12 +62,23 @@ def site_names(contexts: list[Context]) -> dict[Site, str]:
     return names
 
 
+def short_function_name(name: str) -> str:
+    """`ns::Class::method` of a demangled C++ name: no anonymous namespaces,
+    no parameter list, at most the last two scopes."""
+    name = name.replace("(anonymous namespace)::", "")
+    cut = name.find("(", 1)
+    if cut > 0:
+        name = name[:cut]
+    return "::".join(name.split("::")[-2:])
+
+
 def _group_label(selector: Selector, names: dict[Site, str]) -> str:
     """Names a group after the functions whose call sites decide its clauses."""
     parts = []
     for clause in selector.clauses:
-        label = names.get(clause[0], f"{clause[0][1]:#x}").split("(")[0]
-        if label not in parts:
+        site = clause[0]
+        label = short_function_name(names[site]) if site in names else f"{site[1]:#x}"
+        if label and label not in parts:
             parts.append(label)
     return "+".join(parts) or f"group{selector.gid}"
 

@@ -5,29 +5,30 @@ from rich.console import Console
 from rich.table import Table
 
 from corral.plan.check import misclassified
-from corral.plan.graph import Context, Site
-from corral.plan.planner import PlanResult
+from corral.plan.graph import Site
+from corral.plan.planner import PlanResult, short_function_name
 
 SHOWN_FRAMES = 4      # frames of each context shown: the deciding ones are near the top
 
 
-def describe_site(site: Site, contexts: list[Context], modules: list[dict]) -> str:
-    """`function (file:line)` of a site, from the first context that holds it."""
-    for c in contexts:
-        if site in c.chain:
-            i = c.chain.index(site)
-            return c.names[i] or f"{modules[site[0]]['path'].rsplit('/', 1)[-1]}+{site[1]:#x}"
-    return f"{site[0]}+{site[1]:#x}"
+def frame_label(frame: dict, modules: list[dict]) -> str:
+    """`function file:line`, or `module+0xoffset` where symbols are missing."""
+    name = short_function_name(frame["fn"]) if frame.get("fn") else \
+        f"{modules[frame['m']]['path'].rsplit('/', 1)[-1]}+{frame['o']:#x}"
+    return name + (f" {frame['file'].rsplit('/', 1)[-1]}:{frame['line']}" if frame.get("file") else "")
+
+
+def site_labels(doc: dict) -> dict[Site, str]:
+    labels: dict[Site, str] = {}
+    for f in doc["frames"]:
+        labels.setdefault((f["m"], f["o"]), frame_label(f, doc["modules"]))
+    return labels
 
 
 def frames_text(doc: dict, index: int, limit: int = SHOWN_FRAMES) -> str:
     """`fn file:line < caller file:line < ...` for a profile context."""
-    parts = []
-    for fi in doc["contexts"][index]["frames"][:limit]:
-        f = doc["frames"][fi]
-        where = f" {f['file'].rsplit('/', 1)[-1]}:{f['line']}" if f.get("file") else ""
-        parts.append(f"{f.get('fn') or hex(f['o'])}{where}")
-    return " < ".join(parts)
+    return " < ".join(frame_label(doc["frames"][fi], doc["modules"])
+                      for fi in doc["contexts"][index]["frames"][:limit])
 
 
 def _share(part: float, whole: float) -> str:
@@ -37,7 +38,7 @@ def _share(part: float, whole: float) -> str:
 def print_summary(result: PlanResult, console: Console | None = None) -> None:
     console = console or Console()
     accesses = result.graph.graph.get("accesses", 0)
-    modules = result.doc["modules"]
+    labels = site_labels(result.doc)
     console.print(f"[bold]{len(result.groups)} group(s)[/] from {len(result.contexts)} contexts "
                   f"({result.graph.number_of_nodes()} hot, {result.graph.number_of_edges()} edges kept); "
                   f"walk depth {result.depth}, {len(result.direct)} direct frame-0 sites")
@@ -54,8 +55,7 @@ def print_summary(result: PlanResult, console: Console | None = None) -> None:
             table.add_row(str(m), str(c.allocs), str(c.accesses), frames_text(result.doc, c.index))
         console.print(table)
         for clause in selector.clauses:
-            console.print("  selector clause: " + " AND ".join(
-                describe_site(s, result.contexts, modules) for s in clause))
+            console.print("  selector clause: " + " AND ".join(labels[s] for s in clause))
         for m in selector.unidentifiable:
             console.print(f"  [yellow]context {m} has no call site the runtime can see[/]")
         console.print(f"  expected coverage {_share(checked.caught_objects, checked.member_objects)} "
