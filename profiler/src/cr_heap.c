@@ -94,6 +94,17 @@ static void shadow_fill(Addr start, SizeT size, UInt id)
    }
 }
 
+/* The last two blocks accessed: programs touch a few fields of one object,
+ * or alternate between two (a node and its record), and a hit here saves
+ * the shadow map's cache miss. Any free empties it. */
+static Addr recent_lo[2], recent_len[2];
+static UInt recent_id[2];
+
+static inline void forget_recent_blocks(void)
+{
+   recent_len[0] = recent_len[1] = 0;
+}
+
 /* ---- affinity queues: one per thread --------------------------------------
  * Threads are interleaved by the scheduler at arbitrary points; a shared
  * queue would make affinity depend on those switches. */
@@ -202,6 +213,7 @@ static void retire_block(UInt id)
    ctx->lifetime += cr_instrs - b->allocd_at;
    cr_totals.frees++;
    shadow_fill(b->payload, b->size, 0);
+   forget_recent_blocks();
    af_on_free(&b->af);     /* queue entries that point here are now stale */
    block_release_id(id);
 }
@@ -295,9 +307,25 @@ void cr_heap_register_malloc_replacement(void)
  * Generated code only calls these for addresses inside [heap_lo, heap_hi),
  * so most stack and global accesses never get here. */
 
+static inline UInt block_containing(Addr addr)
+{
+   if (addr - recent_lo[0] < recent_len[0]) return recent_id[0];
+   UInt id;
+   if (addr - recent_lo[1] < recent_len[1]) {
+      id = recent_id[1];
+   } else {
+      id = shadow_get(addr);
+      if (id == 0) return 0;
+   }
+   const CrBlock* b = block_at(id);
+   recent_lo[1] = recent_lo[0]; recent_len[1] = recent_len[0]; recent_id[1] = recent_id[0];
+   recent_lo[0] = b->payload; recent_len[0] = b->size; recent_id[0] = id;
+   return id;
+}
+
 static inline void on_access(Addr addr, UWord size, Bool is_write)
 {
-   UInt id = shadow_get(addr);
+   UInt id = block_containing(addr);
    if (id == 0) return;
    CrBlock* b = block_at(id);
    CrContext* ctx = cr_context(b->af.ctx);
