@@ -127,6 +127,10 @@ void _corral_ident_init(void)
   _corral_unwind_init();
   const module_table_t *modules = _corral_modules_scan();
   if (!modules) { refuse("no memory for the module table"); return; }
+  /* The main thread's stack bounds now, while core still forwards: glibc
+   * finds them by reading /proc/self/maps with stdio, which allocates. */
+  unwind_stack_t stack;
+  _corral_unwind_stack((uintptr_t)__builtin_frame_address(0), &stack);
   if (relocate(modules) == 0) {
     _corral_ident.loaded = 1;
     _corral_ident.group_count = plan->group_limit;
