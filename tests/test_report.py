@@ -208,13 +208,14 @@ def test_terminal_table_has_each_base_and_failures():
 
     from corral.report import terminal
     doc = results.load(FIXTURE)
-    console = Console(width=160, record=True, color_system=None)
+    console = Console(width=80, record=True, color_system=None)
     console.print(terminal.comparison_table(doc))
-    lines = {line.split()[1]: line for line in console.export_text().splitlines()
-             if line.startswith("\u2502")}
-    assert "1.176\u00d7" in lines["fig2"] and "+37.6%" in lines["fig2"]        # on glibc
-    assert "1.239\u00d7" in lines["health"] and "+32.7%" in lines["health"]    # on mimalloc
-    assert "failed" in lines["mst"]
+    rows = [[cell.strip() for cell in line.strip("\u2502").split("\u2502")]
+            for line in console.export_text().splitlines() if line.startswith("\u2502")]
+    assert rows[0] == ["fig2", "glibc", "1.176\u00d7", "1.16-1.19", "+37.6%"]
+    assert rows[1] == ["", "jemalloc *", "1.184\u00d7", "1.16-1.20", "+34.2%"]
+    assert rows[5] == ["", "mimalloc", "1.239\u00d7", "1.23-1.25", "+32.7%"]
+    assert rows[6][:2] == ["mst", "failed"] and len(rows) == 7
     assert terminal.failures(doc) == [
         "mst: profile: corral profile exited with status 1: valgrind: failed to start tool 'corral'"]
 
@@ -230,3 +231,17 @@ def test_charts_leave_base_against_base_to_the_tables():
     configs = [tr.td.get_text(strip=True) for tr in section.find("table", class_="comparisons").tbody.find_all("tr")]
     assert configs[:2] == ["jemalloc", "mimalloc"]
     assert "random4+glibc: libcorral.so not built" in section.find("ul", class_="skipped").get_text(" ", strip=True).replace(" :", ":")
+
+
+def test_picture_path_is_found_beside_results_or_from_where_bench_ran(tmp_path, monkeypatch):
+    (tmp_path / "run.d").mkdir()
+    _tiny_picture(tmp_path / "run.d" / "g.png")
+    beside = tmp_path / "out"
+    beside.mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert results.resolve("run.d/g.png", beside) == Path("run.d/g.png")     # from the cwd
+    (beside / "run.d").mkdir()
+    _tiny_picture(beside / "run.d" / "g.png")
+    assert results.resolve("run.d/g.png", beside) == beside / "run.d/g.png"  # beside wins
+    assert results.resolve("/abs/g.png", beside) == Path("/abs/g.png")
+    assert results.resolve(None, beside) is None

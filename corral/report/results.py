@@ -57,8 +57,13 @@ def comparison(workload, config, against):
 
 
 def resolve(path, base_dir: Path):
-    """A path from the results file: relative ones are relative to the file."""
+    """A path named in the results file. A relative one is looked for beside
+    the results file first, then from the current directory (the harness
+    writes its work-dir paths relative to where it ran); None if unnamed."""
     if not path:
         return None
     p = Path(path)
-    return p if p.is_absolute() else base_dir / p
+    if p.is_absolute():
+        return p
+    beside = base_dir / p
+    return beside if beside.exists() or not p.exists() else p

@@ -1,5 +1,5 @@
-"""The results as a rich table for the terminal: per workload, corral on
-each base allocator against that allocator alone."""
+"""The results as a rich table for the terminal: per workload and base
+allocator, corral on that allocator against the allocator alone."""
 
 from rich.table import Table
 from rich.text import Text
@@ -14,25 +14,29 @@ def _signed(text: str, value) -> Text:
 
 
 def comparison_table(doc, bases=BASES) -> Table:
+    """One row per (workload, base allocator); narrow enough for 80 columns."""
     table = Table(title="corral on each allocator against the allocator alone",
-                  caption="time ratio > 1: corral faster (median of alternating pairs); "
-                          "D1: fewer simulated L1D misses")
+                  caption="time ratio > 1: corral is faster (median of alternating pairs, "
+                          "min-max beside it); misses: simulated L1D, fewer is +; "
+                          "* fastest allocator alone")
     table.add_column("workload", style="bold")
-    for base in bases:
-        table.add_column(f"{base}\ntime ratio", justify="right")
-        table.add_column(f"{base}\nD1 misses", justify="right")
-    table.add_column("fastest base")
+    table.add_column("allocator")
+    table.add_column("time ratio", justify="right")
+    table.add_column("min-max", justify="right")
+    table.add_column("D1 misses", justify="right")
     for w in doc["workloads"]:
         if w["status"] != "ok":
-            table.add_row(w["name"], Text("failed", style="red"), *[""] * (2 * len(bases)))
+            table.add_row(w["name"], Text("failed", style="red"), "", "", "", end_section=True)
             continue
-        cells = []
-        for base in bases:
+        for i, base in enumerate(bases):
             c = comparison(w, f"corral+{base}", base) or {}
             r, d1 = c.get("ratio_median"), c.get("d1_reduction")
-            cells.append(_signed(fmt.ratio(r), None if r is None else r - 1))
-            cells.append(_signed(fmt.percent(d1), d1))
-        table.add_row(w["name"], *cells, w.get("fastest_base") or fmt.DASH)
+            spread = (f"{c['ratio_min']:.2f}-{c['ratio_max']:.2f}"
+                      if c.get("ratio_min") is not None and c.get("ratio_max") is not None else fmt.DASH)
+            star = " *" if base == w.get("fastest_base") else ""
+            table.add_row(w["name"] if i == 0 else "", base + star,
+                          _signed(fmt.ratio(r), None if r is None else r - 1), spread,
+                          _signed(fmt.percent(d1), d1), end_section=i == len(bases) - 1)
     return table
 
 
