@@ -25,8 +25,11 @@ void *_corral_realloc_at(void *p, size_t size, void *ret0, void *fp0);
 
 extern __thread uint64_t _corral_rng __attribute__((tls_model("initial-exec")));
 
+/* Only counted when statistics are asked for: it costs a TLS access on the
+ * path that should cost nothing. */
 CORRAL_INLINE void _corral_count_ungrouped(size_t size)
 {
+  if (!_corral_options.stats) return;
   corral_heap_t *h = _corral_heap_get();
   if (CORRAL_LIKELY(h != NULL)) {
     h->ungrouped_objects++;

@@ -9,7 +9,7 @@
 
 
 corral_heap_t *_corral_heaps;                  /* registry, under _corral_heap_lock */
-static __thread corral_heap_t *tls_heap __attribute__((tls_model("initial-exec")));
+__thread corral_heap_t *_corral_tls_heap __attribute__((tls_model("initial-exec")));
 static pthread_key_t exit_key;
 static int exit_key_ok;
 
@@ -30,7 +30,7 @@ static void thread_exit(void *arg)
   corral_heap_t *h = arg;
   if (!h) return;
   retire_all(h);
-  tls_heap = NULL;
+  _corral_tls_heap = NULL;
   _corral_lock(&_corral_heap_lock);
   h->dead = 1;
   _corral_unlock(&_corral_heap_lock);
@@ -64,13 +64,11 @@ static corral_heap_t *heap_create(void)
   return h;
 }
 
-corral_heap_t *_corral_heap_get(void)
+corral_heap_t *_corral_heap_create_for_thread(void)
 {
-  corral_heap_t *h = tls_heap;
-  if (CORRAL_LIKELY(h != NULL)) return h;
-  h = heap_create();
+  corral_heap_t *h = heap_create();
   if (!h) return NULL;
-  tls_heap = h;
+  _corral_tls_heap = h;
   if (exit_key_ok) pthread_setspecific(exit_key, h);
   return h;
 }
@@ -86,7 +84,7 @@ void _corral_heap_fork_child(void)
 {
   _corral_unlock(&_corral_heap_lock);
   for (corral_heap_t *h = _corral_heaps; h; h = h->next_heap)
-    if (h != tls_heap && !h->dead) {
+    if (h != _corral_tls_heap && !h->dead) {
       retire_all(h);
       h->dead = 1;
     }

@@ -68,6 +68,15 @@ extern corral_layout_t _corral_layout;
 extern atomic_uint _corral_range_count;
 extern uintptr_t _corral_range_lo[CORRAL_MAX_RANGES], _corral_range_hi[CORRAL_MAX_RANGES];
 
+/* Could p be group memory? A quick filter before _corral_chunk_of: false for
+ * every pointer while no group has memory, and for pointers below the first
+ * range (the usual place of the next allocator's heap). */
+static inline int _corral_maybe_group(const void *p)
+{
+  return atomic_load_explicit(&_corral_range_count, memory_order_relaxed) != 0 &&
+         (uintptr_t)p >= _corral_range_lo[0];
+}
+
 /* The two bitmaps are interleaved word by word, so an object's start and end
  * bits usually share a cache line: word 2w holds the start bits of granules
  * 64w..64w+63, word 2w+1 their end bits. */
@@ -79,7 +88,13 @@ static inline uint64_t *_corral_bits(corral_chunk_t *c)
 void _corral_heap_init(void);
 
 /* The calling thread's heap (created on first use; NULL if out of memory). */
-corral_heap_t *_corral_heap_get(void);
+extern __thread corral_heap_t *_corral_tls_heap __attribute__((tls_model("initial-exec")));
+corral_heap_t *_corral_heap_create_for_thread(void);
+static inline corral_heap_t *_corral_heap_get(void)
+{
+  corral_heap_t *h = _corral_tls_heap;
+  return CORRAL_LIKELY(h != NULL) ? h : _corral_heap_create_for_thread();
+}
 
 /* Grouped allocation of `size` bytes aligned to `align` (power of two, <= 4096)
  * in group g; NULL if the group memory is exhausted. */

@@ -37,15 +37,17 @@ void *_corral_alloc_early(size_t size, size_t align, int zero)
 void _corral_free(void *p)
 {
   if (CORRAL_UNLIKELY(!p)) return;
-  const char *why;
-  corral_chunk_t *c = _corral_chunk_of(p, &why);
-  if (c) {
-    _corral_group_free(c, p);
-    return;
-  }
-  if (CORRAL_UNLIKELY(why != NULL)) {
-    _corral_warn("invalid free of %p (%s; ignored)", p, why);
-    return;
+  if (_corral_maybe_group(p)) {
+    const char *why;
+    corral_chunk_t *c = _corral_chunk_of(p, &why);
+    if (c) {
+      _corral_group_free(c, p);
+      return;
+    }
+    if (CORRAL_UNLIKELY(why != NULL)) {
+      _corral_warn("invalid free of %p (%s; ignored)", p, why);
+      return;
+    }
   }
   if (CORRAL_UNLIKELY(_corral_is_boot(p))) return;
   if (CORRAL_UNLIKELY(!_corral_next.free)) return;     /* nothing of the next allocator exists yet */

@@ -12,8 +12,8 @@ corral_next_t _corral_next;
 
 /* 64 KiB is far more than glibc's dlsym needs; each block is preceded by a
  * 16-byte header holding its size, so realloc out of it can copy. */
-#define BOOT_BYTES (64u << 10)
-static _Alignas(64) unsigned char boot_buffer[BOOT_BYTES];
+#define BOOT_BYTES CORRAL_BOOT_BYTES
+_Alignas(64) unsigned char _corral_boot_buffer[BOOT_BYTES];
 static atomic_size_t boot_used;
 
 void *_corral_boot_alloc(size_t size, size_t align)
@@ -29,13 +29,8 @@ void *_corral_boot_alloc(size_t size, size_t align)
       return NULL;
     }
   } while (!atomic_compare_exchange_weak(&boot_used, &old, start + need));
-  *(size_t *)(boot_buffer + start - 16) = size;
-  return boot_buffer + start;
-}
-
-int _corral_is_boot(const void *p)
-{
-  return (const unsigned char *)p >= boot_buffer && (const unsigned char *)p < boot_buffer + BOOT_BYTES;
+  *(size_t *)(_corral_boot_buffer + start - 16) = size;
+  return _corral_boot_buffer + start;
 }
 
 size_t _corral_boot_size(const void *p)

@@ -25,7 +25,13 @@ int _corral_next_init(void);
 
 /* Bootstrap buffer: 16-byte aligned, zeroed, never freed. */
 void *_corral_boot_alloc(size_t size, size_t align);
-int _corral_is_boot(const void *p);
+extern unsigned char _corral_boot_buffer[];
+#define CORRAL_BOOT_BYTES (64u << 10)
+static inline int _corral_is_boot(const void *p)
+{
+  return (const unsigned char *)p - _corral_boot_buffer < (long)CORRAL_BOOT_BYTES &&
+         (const unsigned char *)p >= _corral_boot_buffer;
+}
 size_t _corral_boot_size(const void *p);
 
 #endif
