@@ -157,24 +157,12 @@ static void load_wrappers(const char *path, const module_table_t *t) {
 
 void _corral_dyn_after_dlopen(void) {
   if (!_corral_dyn_on || !dyn.wrappers_loaded) return;
+  /* Identification rescans only for a plan; dynamic mode needs the new
+   * modules too, for its wrappers and for the walk through them. */
+  const module_table_t *t = _corral_modules_scan();
   lock();
-  relocate_wrappers(_corral_modules_current());
+  relocate_wrappers(t ? t : _corral_modules_current());
   unlock();
-}
-
-/* Return addresses from frame 0 outwards (at most `max`), with the
- * identification code's walker: frame pointers where a module keeps them,
- * cached CFI rules where it does not, every read checked against the stack. */
-static int walk(void *ret0, void *fp0, uintptr_t *frames, int max) {
-  unwind_stack_t stack;
-  unwind_frame_t f;
-  frames[0] = (uintptr_t)ret0;
-  if (_corral_unwind_stack((uintptr_t)fp0, &stack) != 0 || _corral_unwind_start(ret0, fp0, &stack, &f) != 0)
-    return 1;
-  const module_table_t *t = _corral_modules_current();
-  int n = 1;
-  while (n < max && _corral_unwind_step(t, &stack, &f) != UNWIND_STOP) frames[n++] = f.pc;
-  return n;
 }
 
 /* ---------------------------------------------------------------------------
@@ -213,26 +201,35 @@ static uint32_t intern(const dync_chain_t *chain) {
   return id;
 }
 
-/* Frame 0 is inside a wrapper: walk outwards to the first frame that is not. */
+/* Frame 0 is inside a wrapper: step outwards, with the identification
+ * code's walker (frame pointers where a module keeps them, cached CFI rules
+ * where it does not, every read checked against the stack bounds), up to and
+ * including the first frame that is not inside a wrapper. */
 static uint32_t context_through_wrappers(uintptr_t ret0, void *fp0) {
   dync_chain_t chain;
   memset(&chain, 0, sizeof chain);
-  uintptr_t frames[DYNC_MAX_CHAIN];
-  int got = walk((void *)ret0, fp0, frames, DYNC_MAX_CHAIN);
-  RELAXED_ADD(dyn.walks, 1);
-  RELAXED_ADD(dyn.frames_walked, (uint64_t)got);
   chain.frames[0] = ret0;
   chain.depth = 1;
-  for (int i = 1; i < got; i++) {
-    chain.frames[chain.depth++] = frames[i];
-    if (kind_of(frames[i]) != DYNC_SITE_WRAPPER) break;
+  chain.wrapped = 1;
+  unwind_stack_t stack;
+  unwind_frame_t f;
+  if (_corral_unwind_stack((uintptr_t)fp0, &stack) == 0 && _corral_unwind_start((void *)ret0, fp0, &stack, &f) == 0) {
+    const module_table_t *t = _corral_modules_current();
+    while (chain.depth < DYNC_MAX_CHAIN && _corral_unwind_step(t, &stack, &f) != UNWIND_STOP) {
+      chain.frames[chain.depth++] = f.pc;
+      if (kind_of(f.pc) != DYNC_SITE_WRAPPER) {
+        chain.wrapped = 0;
+        break;
+      }
+    }
   }
-  chain.wrapped = chain.depth == DYNC_MAX_CHAIN && kind_of(chain.frames[chain.depth - 1]) == DYNC_SITE_WRAPPER;
+  RELAXED_ADD(dyn.walks, 1);
+  RELAXED_ADD(dyn.frames_walked, chain.depth - 1);
   return intern(&chain);
 }
 
-/* Frame 0 seen for the first time, or a wrapper site: the slow path. */
-static uint32_t context_slow(uintptr_t ret0, void *fp0) {
+/* Frame 0 seen for the first time. */
+static uint32_t context_of_new_site(uintptr_t ret0, void *fp0) {
   if (kind_of(ret0) == DYNC_SITE_WRAPPER) return context_through_wrappers(ret0, fp0);
   dync_chain_t chain;
   memset(&chain, 0, sizeof chain);
@@ -316,18 +313,23 @@ int _corral_dyn_identify(void *ret0, void *fp0, size_t size) {
   const dync_site_t *s = _corral_dync_site(&dyn.table, r0);
   uint32_t id = s ? __atomic_load_n(&s->ctx, __ATOMIC_ACQUIRE) : DYNC_NONE;
   if (__builtin_expect(id == DYNC_NONE, 0)) {
-    id = context_slow(r0, fp0);
+    id = s && s->kind == DYNC_SITE_WRAPPER ? context_through_wrappers(r0, fp0) : context_of_new_site(r0, fp0);
     if (id == DYNC_NONE) return -1;      /* tables full: base allocator */
   }
   dyn_ctx_t *c = &dyn.ctx[id];
-  if (__builtin_expect(c->size != size, 0)) size_changed(c, id, (uint32_t)size);
+  uint32_t known = __atomic_load_n(&c->size, __ATOMIC_RELAXED);
+  if (__builtin_expect(known != size && known != DYNM_SIZE_MIXED, 0)) size_changed(c, id, (uint32_t)size);
   int g = __atomic_load_n(&dyn.ctx[_corral_dynm_find(&dyn.merge, id)].group, __ATOMIC_ACQUIRE);
   if (__builtin_expect(g < 0, 0)) {
-    uint32_t n = __atomic_load_n(&c->allocs, __ATOMIC_RELAXED) + 1;
-    __atomic_store_n(&c->allocs, n, __ATOMIC_RELAXED);
+    uint32_t n = __atomic_load_n(&c->allocs, __ATOMIC_RELAXED);
+    if (n == UINT32_MAX) return -1;      /* qualified when no group id was left */
+    __atomic_store_n(&c->allocs, ++n, __ATOMIC_RELAXED);
     if (n < dyn.min_objects) return -1;
     g = create_pool(id);
-    if (g < 0) return -1;
+    if (g < 0) {
+      __atomic_store_n(&c->allocs, UINT32_MAX, __ATOMIC_RELAXED);
+      return -1;
+    }
   }
   maybe_sample(c, id, size);
   return g;
