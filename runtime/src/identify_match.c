@@ -107,17 +107,21 @@ static int decide(const ident_tables_t *t, void *ret0, void *fp0, ident_counters
   walk_t w;
   w.nsites = w.nclauses = 0;
   w.best = NO_RANK;
-  for (int k = 0;;) {
-    c->frames++;
+  unsigned frames = 0, fp_steps = 0, cfi_steps = 0;   /* counted locally: no store per frame */
+  for (;;) {
+    frames++;
     visit_frame(t, &w, f.pc);
     /* Decided once the first group in plan order matched: nothing deeper can
      * beat it. Otherwise a later frame may still complete an earlier group. */
-    if (w.best == t->first_rank || ++k == t->depth) break;
-    int how = _corral_unwind_step_cached(t->modules, &stack, &f, &module);
+    if (w.best == t->first_rank || (int)frames == t->depth) break;
+    int how = _corral_unwind_step_inline(t->modules, &stack, &f, &module);
     if (how == UNWIND_STOP) break;
-    if (how == UNWIND_BY_FP) c->fp_steps++;
-    else c->cfi_steps++;
+    fp_steps += how == UNWIND_BY_FP;
+    cfi_steps += how == UNWIND_BY_CFI;
   }
+  c->frames += frames;
+  c->fp_steps += fp_steps;
+  c->cfi_steps += cfi_steps;
   return w.best == NO_RANK ? -1 : t->group_by_rank[w.best];
 }
 

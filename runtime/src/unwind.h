@@ -45,6 +45,24 @@ int _corral_unwind_step(const module_table_t *t, const unwind_stack_t *stack, un
 int _corral_unwind_step_cached(const module_table_t *t, const unwind_stack_t *stack, unwind_frame_t *f,
                                const corral_module_t **module);
 
+/* The common case inline: pc in the same module as the previous frame, a
+ * module with frame pointers, and a frame pointer that passes validation.
+ * Anything else goes to _corral_unwind_step_cached. */
+static inline int _corral_unwind_step_inline(const module_table_t *t, const unwind_stack_t *stack,
+                                             unwind_frame_t *f, const corral_module_t **module)
+{
+  const corral_module_t *m = *module;
+  uintptr_t bp = f->bp;
+  if (m && m->keeps_frame_pointers && f->pc - m->code_lo < m->code_hi - m->code_lo
+      && bp >= f->sp && bp <= stack->hi - 16 && (bp & 7) == 0) {
+    f->pc = ((const uintptr_t *)bp)[1];
+    f->bp = ((const uintptr_t *)bp)[0];
+    f->sp = bp + 16;
+    return UNWIND_BY_FP;
+  }
+  return _corral_unwind_step_cached(t, stack, f, module);
+}
+
 /* Maps the rule cache; called once at plan load, outside malloc. Without it
  * every CFI step interprets the FDE afresh. */
 void _corral_unwind_init(void);
