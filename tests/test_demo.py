@@ -20,9 +20,10 @@ def test_demo_inputs_are_the_three_workloads_or_the_training_inputs():
 
 
 def test_quick_demo_runs_the_pipeline_and_writes_the_report(tmp_path, capsys):
-    work, report = tmp_path / "work", tmp_path / "report.html"
+    work = tmp_path / "work"
+    report = work / "report.html"           # the default: beside the results
     code = cli.main(["demo", "--quick", "--no-build", "--pairs", "1", "--workloads", "fig2",
-                     "--work-dir", str(work), "-o", str(report)])
+                     "--work-dir", str(work)])
     captured = capsys.readouterr()
     doc = json.loads((work / "results.json").read_text())
     fig2 = doc["workloads"][0]

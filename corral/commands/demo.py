@@ -36,9 +36,9 @@ DEMO_PAIRS = 3
 
 
 def add_arguments(p):
-    p.add_argument("-o", "--output", default="report.html", help="HTML report (default: report.html)")
     p.add_argument("--work-dir", default="corral-demo",
-                   help="profiles, plans, pictures and results.json (default: corral-demo)")
+                   help="profiles, plans, pictures, results.json and the report (default: corral-demo)")
+    p.add_argument("-o", "--output", help="HTML report (default: WORK_DIR/report.html)")
     p.add_argument("--pairs", type=int, default=DEMO_PAIRS,
                    help=f"measured pairs per configuration (default {DEMO_PAIRS}; `corral bench` uses 5)")
     p.add_argument("--workloads", default=",".join(DEMO_INPUTS),
@@ -133,7 +133,7 @@ def run(args) -> int:
     if args.quick:
         out.print("[yellow]--quick: training inputs, a handful of milliseconds each; "
                   "the ratios are noise[/]")
-    report = write_report(results_path, args.output)
+    report = write_report(results_path, args.output or work_dir / "report.html")
     out.print(f"corral: wrote {results_path} and {report}")
     print(f"next: open file://{report.resolve()}   (full suite: corral bench -o results.json)")
     return 0 if any(w["status"] == "ok" for w in doc["workloads"]) else 1
