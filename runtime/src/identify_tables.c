@@ -238,6 +238,12 @@ ident_tables_t *_corral_tables_build(const plan_t *plan, const plan_binding_t *b
     for (size_t k = 0; k < ncovering; k++) t->seg_sites[used++] = covering[k];
   }
   t->seg_first[segments] = (uint32_t)used;
+
+  /* Give back the unused tail: the bounds above are generous, and every
+   * dlopen builds a new set of tables. */
+  size_t kept = ((size_t)((char *)(t->seg_sites + used) - block) + 4095) & ~(size_t)4095;
+  if (kept < bytes) _corral_os_unmap(block + kept, bytes - kept);
+  t->bytes = kept;
   return t;
 
 fail:

@@ -116,12 +116,24 @@ static void sort_by_code(module_table_t *t)
   }
 }
 
+static int count_module(struct dl_phdr_info *info, size_t size, void *data)
+{
+  (void)info; (void)size;
+  ++*(size_t *)data;
+  return 0;
+}
+
 const module_table_t *_corral_modules_scan(void)
 {
-  size_t bytes = sizeof(module_table_t) + MAX_MODULES * sizeof(corral_module_t);
+  /* Sized to what is loaded (plus room for a dlopen racing with us), since
+   * every dlopen maps a new table and old ones are kept. */
+  size_t loaded = 0;
+  dl_iterate_phdr(count_module, &loaded);
+  size_t capacity = loaded + 16 < MAX_MODULES ? loaded + 16 : MAX_MODULES;
+  size_t bytes = sizeof(module_table_t) + capacity * sizeof(corral_module_t);
   module_table_t *t = _corral_os_map(bytes);
   if (!t) return NULL;
-  scan_t scan = {t, MAX_MODULES, 1};
+  scan_t scan = {t, capacity, 1};
   dl_iterate_phdr(add_module, &scan);
   sort_by_code(t);
   const module_table_t *old = current_table;
