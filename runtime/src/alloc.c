@@ -15,11 +15,6 @@ static inline size_t granules_of(size_t size)
   return size ? (size + CORRAL_GRANULE - 1) / CORRAL_GRANULE : 1;
 }
 
-static inline size_t granule_index(corral_chunk_t *c, const void *p)
-{
-  return ((uintptr_t)p - (uintptr_t)c) / CORRAL_GRANULE;
-}
-
 /* kind 0: start bit, 1: end bit, of granule i. */
 static inline void set_bit(uint64_t *bits, size_t i, int kind)
 {
@@ -27,15 +22,11 @@ static inline void set_bit(uint64_t *bits, size_t i, int kind)
   __atomic_store_n(w, __atomic_load_n(w, __ATOMIC_RELAXED) | (1ull << (i % 64)), __ATOMIC_RELAXED);
 }
 
-static inline int test_bit(const uint64_t *bits, size_t i, int kind)
-{
-  return (__atomic_load_n(&bits[2 * (i / 64) + kind], __ATOMIC_RELAXED) >> (i % 64)) & 1;
-}
 
 size_t _corral_object_size(corral_chunk_t *c, const void *p)
 {
   const uint64_t *end = _corral_bits(c) + 1;
-  size_t i = granule_index(c, p), w = i / 64;
+  size_t i = _corral_granule_index(c, p), w = i / 64;
   uint64_t bits = __atomic_load_n(&end[2 * w], __ATOMIC_RELAXED) & (~0ull << (i % 64));
   while (!bits && ++w < _corral_layout.bitmap_words) bits = __atomic_load_n(&end[2 * w], __ATOMIC_RELAXED);
   if (!bits) return CORRAL_GRANULE;      /* cannot happen for a valid object */
@@ -78,7 +69,7 @@ static inline void *chunk_alloc(corral_chunk_t *c, size_t k, size_t align)
     if (a + k * CORRAL_GRANULE > (uintptr_t)c->end) return NULL;
     p = (void *)a;
     c->bump = (char *)a + k * CORRAL_GRANULE;
-    size_t i = granule_index(c, p);
+    size_t i = _corral_granule_index(c, p);
     set_bit(_corral_bits(c), i, 0);
     set_bit(_corral_bits(c), i + k - 1, 1);
   }
@@ -122,25 +113,6 @@ done:
   h->counts[g].bytes += k * CORRAL_GRANULE;
   if (CORRAL_UNLIKELY(++h->counts[g].objects % CORRAL_SAMPLE_EVERY == 0)) _corral_sample_live(g);
   return p;
-}
-
-corral_chunk_t *_corral_chunk_of(const void *p, const char **why)
-{
-  *why = NULL;
-  corral_chunk_t *c = (corral_chunk_t *)((uintptr_t)p & _corral_layout.chunk_mask);
-  unsigned n = atomic_load_explicit(&_corral_range_count, memory_order_acquire);
-  unsigned i = 0;
-  while (i < n && (uintptr_t)c - _corral_range_lo[i] >=
-                      __atomic_load_n(&_corral_range_hi[i], __ATOMIC_ACQUIRE) - _corral_range_lo[i])
-    i++;
-  if (CORRAL_LIKELY(i == n)) return NULL;                 /* not group memory */
-  if (__atomic_load_n(&c->magic, __ATOMIC_ACQUIRE) != CORRAL_CHUNK_MAGIC) { *why = "in an empty chunk"; return NULL; }
-  if ((uintptr_t)p < (uintptr_t)c + _corral_layout.header || ((uintptr_t)p & (CORRAL_GRANULE - 1)) ||
-      !test_bit(_corral_bits(c), granule_index(c, p), 0)) {
-    *why = "not an object start";
-    return NULL;
-  }
-  return c;
 }
 
 void _corral_group_free(corral_chunk_t *c, void *p)

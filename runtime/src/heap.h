@@ -100,10 +100,34 @@ static inline corral_heap_t *_corral_heap_get(void)
  * in group g; NULL if the group memory is exhausted. */
 void *_corral_group_alloc(unsigned g, size_t size, size_t align);
 
+static inline size_t _corral_granule_index(corral_chunk_t *c, const void *p)
+{
+  return ((uintptr_t)p - (uintptr_t)c) / CORRAL_GRANULE;
+}
+
 /* The chunk holding grouped object p. NULL with *why == NULL: p is not in
  * corral's group memory at all. NULL with *why set: p is in it but is not an
  * object start (why says what is wrong, for the warning). */
-corral_chunk_t *_corral_chunk_of(const void *p, const char **why);
+static inline corral_chunk_t *_corral_chunk_of(const void *p, const char **why)
+{
+  *why = NULL;
+  corral_chunk_t *c = (corral_chunk_t *)((uintptr_t)p & _corral_layout.chunk_mask);
+  unsigned n = atomic_load_explicit(&_corral_range_count, memory_order_acquire);
+  unsigned i = 0;
+  while (i < n && (uintptr_t)c - _corral_range_lo[i] >=
+                      __atomic_load_n(&_corral_range_hi[i], __ATOMIC_ACQUIRE) - _corral_range_lo[i])
+    i++;
+  if (CORRAL_LIKELY(i == n)) return NULL;                 /* not group memory */
+  if (__atomic_load_n(&c->magic, __ATOMIC_ACQUIRE) != CORRAL_CHUNK_MAGIC) { *why = "in an empty chunk"; return NULL; }
+  if ((uintptr_t)p < (uintptr_t)c + _corral_layout.header || ((uintptr_t)p & (CORRAL_GRANULE - 1)) ||
+      !((__atomic_load_n(&_corral_bits(c)[2 * (_corral_granule_index(c, p) / 64)], __ATOMIC_RELAXED) >>
+         (_corral_granule_index(c, p) % 64)) & 1)) {
+    *why = "not an object start";
+    return NULL;
+  }
+  return c;
+}
+
 /* Bytes of the object at p (granule multiple). */
 size_t _corral_object_size(corral_chunk_t *c, const void *p);
 void _corral_group_free(corral_chunk_t *c, void *p);
