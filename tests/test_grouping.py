@@ -6,6 +6,7 @@ import random
 import networkx as nx
 import pytest
 
+from corral.plan.graph import Context, affinity_graph
 from corral.plan.grouping import group_contexts, merge_benefit, score
 
 
@@ -109,3 +110,30 @@ def test_incremental_benefit_agrees_with_the_formula():
         # Each member joined with a positive benefit over the members before it.
         for i in range(1, len(group.members)):
             assert merge_benefit(g, set(group.members[:i]), group.members[i], 0.05) > 0
+
+
+def context(index, sites, accesses):
+    return Context(index=index, chain=tuple((0, o) for o in sites), visible=(True,) * len(sites),
+                   names=(None,) * len(sites), allocs=10, accesses=accesses, bytes=0)
+
+
+def test_contexts_the_runtime_cannot_tell_apart_are_one_node():
+    # A recursive builder: 1 and 2 have the same frames in another order.
+    contexts = [context(0, [0x10, 0x20, 0x30, 0x40], 100), context(1, [0x10, 0x20, 0x40, 0x30], 100),
+                context(2, [0x10, 0x50], 100)]
+    doc = {"edges": [[0, 1, 50], [1, 1, 20], [0, 2, 30]], "totals": {"accesses": 300}}
+    g = affinity_graph(doc, contexts, coverage=1.0, min_weight=0)
+    assert sorted(g.nodes) == [0, 2]
+    assert g.nodes[0]["members"] == [0, 1] and g.nodes[0]["accesses"] == 200
+    assert g.edges[0, 0]["weight"] == 70       # their mutual edge became a loop
+    assert g.edges[0, 2]["weight"] == 30
+
+
+def test_the_graph_keeps_the_hottest_contexts_and_heavy_edges():
+    contexts = [context(i, [0x100 * (i + 1)], a) for i, a in enumerate([600, 300, 60, 40])]
+    doc = {"edges": [[0, 1, 50], [1, 2, 9], [0, 0, 10], [2, 3, 100]], "totals": {"accesses": 1000}}
+    g = affinity_graph(doc, contexts, coverage=0.9, min_weight=10)
+    assert sorted(g.nodes) == [0, 1]            # 600 + 300 = 90%
+    assert sorted(g.edges) == [(0, 0), (0, 1)]
+    g = affinity_graph(doc, contexts, coverage=0.95, min_weight=10)
+    assert sorted(g.nodes) == [0, 1, 2] and not g.has_edge(1, 2)   # 9 is under the minimum

@@ -63,10 +63,25 @@ def test_a_site_beyond_the_walk_depth_is_never_used():
     shared = [WRAPPER, (PROG, 0x3001), (PROG, 0x3101)]
     contexts = [ctx(0, shared + [(PROG, 0x4001)]), ctx(1, shared + [(PROG, 0x4002)])]
     selectors, _, _, report = plan_for(contexts, [[0]], max_depth=3)
-    assert all(s in shared for clause in selectors[0].clauses for s in clause)
-    # It cannot be separated within 3 frames, and the self-check says so.
+    # Within 3 frames the two are the same: no clause could separate them, so
+    # the member is left out rather than pulling the rival in too, and the
+    # self-check says so.
+    assert selectors[0].clauses == [] and selectors[0].unidentifiable == [0]
     assert misclassified(report) == 1
-    assert report[0].caught_elsewhere == [1]
+    assert report[0].missed == [0] and report[0].caught_elsewhere == []
+
+
+def test_an_inseparable_clause_is_kept_only_when_it_catches_more_of_its_own():
+    shared = [WRAPPER, (PROG, 0x3001)]
+    busy, rare = ctx(0, shared, allocs=900), ctx(1, shared + [(PROG, 0x4002)], allocs=10)
+    # busy's sites are a subset of rare's: no clause can exclude rare.
+    selectors, _, _, report = plan_for([busy, rare], [[0]])
+    assert selectors[0].clauses and report[0].caught_elsewhere == [1]
+    assert report[0].stray_objects == 10 and report[0].coverage == 1.0
+    # The other way round, grouping the rare one would pull in 900 others.
+    selectors, _, _, report = plan_for([ctx(0, shared, allocs=10), ctx(1, shared + [(PROG, 0x4002)], allocs=900)],
+                                       [[0]])
+    assert selectors[0].clauses == [] and report[0].missed == [0]
 
 
 def test_frames_the_runtime_cannot_see_are_never_used():

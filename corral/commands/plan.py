@@ -52,7 +52,7 @@ def plan_profile(profile_path, output, options, graph_path=None, quiet=False):
         from corral.plan.picture import draw_groups
         labels = {n: result.contexts[n].names[1] if len(result.contexts[n].names) > 1 and
                   result.contexts[n].names[1] else str(n) for n in result.graph.nodes}
-        draw_groups(result.graph, result.members, graph_path, labels)
+        draw_groups(result.graph, result.node_groups, graph_path, labels)
     err = Console(stderr=True)
     if not quiet:
         print_summary(result, err)

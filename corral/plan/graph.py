@@ -28,6 +28,15 @@ class Context:
     def sites_within(self, depth: int) -> set[Site]:
         return set(self.chain[:depth])
 
+    def visible_sites(self, depth: int) -> list[Site]:
+        """Sites the runtime can match within `depth` frames, nearest first, each once."""
+        seen, out = set(), []
+        for site, visible in zip(self.chain[:depth], self.visible[:depth]):
+            if visible and site not in seen:
+                seen.add(site)
+                out.append(site)
+        return out
+
 
 def load(path) -> dict:
     """The profile document (gzip or plain JSON); one clear error if unusable."""
@@ -61,31 +70,59 @@ def total_accesses(doc: dict) -> int:
                                                 for c in doc["contexts"])
 
 
-def hot_contexts(contexts: list[Context], coverage: float) -> list[int]:
-    """Indices of the hottest contexts that together make `coverage` of the accesses."""
-    ranked = sorted((c for c in contexts if c.accesses > 0), key=lambda c: (-c.accesses, c.index))
-    target = coverage * sum(c.accesses for c in ranked)
+def identity_classes(contexts: list[Context], max_depth: int) -> dict[int, int]:
+    """Context index -> its class representative (the smallest index).
+
+    Contexts with the same set of visible sites within max_depth look the same
+    to the runtime (a recursive builder's contexts differ only in the order of
+    their frames): no selector can put them in different groups, so they are
+    one node of the graph. A context with no visible site stays alone."""
+    first: dict[frozenset, int] = {}
+    rep = {}
+    for c in contexts:
+        key = frozenset(c.visible_sites(max_depth))
+        rep[c.index] = first.setdefault(key, c.index) if key else c.index
+    return rep
+
+
+def hot_classes(accesses: dict[int, int], coverage: float) -> list[int]:
+    """The hottest nodes that together make `coverage` of the accesses."""
+    ranked = sorted((n for n, a in accesses.items() if a > 0), key=lambda n: (-accesses[n], n))
+    target = coverage * sum(accesses[n] for n in ranked)
     kept, running = [], 0
-    for c in ranked:
+    for n in ranked:
         if running >= target:
             break
-        kept.append(c.index)
-        running += c.accesses
+        kept.append(n)
+        running += accesses[n]
     return kept
 
 
-def affinity_graph(doc: dict, contexts: list[Context], coverage: float, min_weight: float) -> nx.Graph:
-    """The filtered affinity graph: hot contexts as nodes, edges of at least
-    `min_weight` among them (a self-loop is a context's objects used together).
+def affinity_graph(doc: dict, contexts: list[Context], coverage: float, min_weight: float,
+                   max_depth: int = 16) -> nx.Graph:
+    """The filtered affinity graph: one node per class of contexts the runtime
+    cannot tell apart (see identity_classes; usually one context), the hottest
+    covering `coverage` of the accesses; edges of at least `min_weight` among
+    them. A loop is affinity between objects of one node.
 
-    Node attributes: accesses, allocs. Graph attribute: accesses (all of the
-    profile, not only the kept nodes').
+    Node attributes: accesses, allocs, members (context indices). Graph
+    attribute: accesses (all of the profile, not only the kept nodes').
     """
+    rep = identity_classes(contexts, max_depth)
+    members: dict[int, list[int]] = {}
+    for c in contexts:
+        members.setdefault(rep[c.index], []).append(c.index)
+    accesses = {n: sum(contexts[i].accesses for i in ms) for n, ms in members.items()}
     graph = nx.Graph(accesses=total_accesses(doc))
-    for i in hot_contexts(contexts, coverage):
-        graph.add_node(i, accesses=contexts[i].accesses, allocs=contexts[i].allocs)
+    for n in hot_classes(accesses, coverage):
+        graph.add_node(n, accesses=accesses[n], members=members[n],
+                       allocs=sum(contexts[i].allocs for i in members[n]))
+    weights: dict[tuple[int, int], float] = {}
     for a, b, weight in doc["edges"]:
-        if weight >= min_weight and weight > 0 and a in graph and b in graph:
-            before = graph.edges[a, b]["weight"] if graph.has_edge(a, b) else 0
-            graph.add_edge(a, b, weight=before + weight)
+        u, v = sorted((rep[a], rep[b]))
+        if u in graph and v in graph:
+            weights[u, v] = weights.get((u, v), 0) + weight
+    for (u, v), weight in weights.items():
+        if weight >= min_weight and weight > 0:
+            graph.add_edge(u, v, weight=weight)
     return graph

@@ -20,8 +20,10 @@ class PlanResult:
     doc: dict
     contexts: list[Context]
     graph: nx.Graph
-    groups: list[Group]          # kept, most affinity first: gid = position
+    groups: list[Group]          # kept, most affinity first: gid = position; members are graph nodes
+    group_contexts: list[list[int]]   # per group, its contexts (a node may stand for several)
     rejected: list[Group]        # formed but under the group threshold
+    unidentifiable: list[Group]  # formed, but no selector could tell them apart at run time
     selectors: list[Selector]
     direct: dict[Site, int | None]
     depth: int
@@ -29,7 +31,8 @@ class PlanResult:
     plan: planfile.Plan
 
     @property
-    def members(self) -> list[list[int]]:
+    def node_groups(self) -> list[list[int]]:
+        """Groups as graph nodes, for pictures of the graph."""
         return [list(g.members) for g in self.groups]
 
 
@@ -38,18 +41,29 @@ def make_plan(doc: dict, options: PlanOptions) -> PlanResult:
     if not contexts or not any(c.allocs for c in contexts):
         raise CorralError("the profile is empty: the program made no heap allocations while profiled")
     accesses = total_accesses(doc)
-    graph = affinity_graph(doc, contexts, options.coverage, options.min_edge_weight(accesses))
+    graph = affinity_graph(doc, contexts, options.coverage, options.min_edge_weight(accesses),
+                           options.max_depth)
     kept, rejected = group_contexts(graph, options.tolerance, options.max_group_size,
                                     options.group_threshold)
     kept.sort(key=lambda g: -g.weight)      # the heaviest group is tried first at run time
-    members = [list(g.members) for g in kept]
+    unidentifiable = []
+    while True:
+        members = [[c for n in g.members for c in graph.nodes[n]["members"]] for g in kept]
+        selectors = identify(members, contexts, options.max_depth)
+        # A group without a single clause would never be chosen: drop it and
+        # identify again, its contexts now being rivals of the others.
+        hopeless = [i for i, s in enumerate(selectors) if not s.clauses]
+        if not hopeless:
+            break
+        unidentifiable += [kept[i] for i in hopeless]
+        kept = [g for i, g in enumerate(kept) if i not in hopeless]
     assignment = {m: gid for gid, ms in enumerate(members) for m in ms}
-    selectors = identify(members, contexts, options.max_depth)
     direct = direct_table(contexts, assignment)
     depth = walk_depth(selectors, contexts, members, options.max_depth, options.depth_margin)
     report = check(contexts, assignment, selectors, direct, depth)
     plan = to_plan(doc, contexts, selectors, direct, depth)
-    return PlanResult(doc, contexts, graph, kept, rejected, selectors, direct, depth, report, plan)
+    return PlanResult(doc, contexts, graph, kept, members, rejected, unidentifiable,
+                      selectors, direct, depth, report, plan)
 
 
 def site_names(contexts: list[Context]) -> dict[Site, str]:

@@ -25,22 +25,15 @@ UNGROUPED_DIRECT_SHARE = 0.99 # direct entries for this share of ungrouped alloc
 class Selector:
     gid: int
     clauses: list[tuple[Site, ...]] = field(default_factory=list)
-    unidentifiable: list[int] = field(default_factory=list)   # members with no usable site
+    # Members no clause could separate from rivals with fewer allocations
+    # than theirs; the self-check reports them as missed.
+    unidentifiable: list[int] = field(default_factory=list)
 
 
-def candidate_sites(context: Context, max_depth: int) -> list[Site]:
-    """Visible sites of a context within max_depth, nearest first, each once."""
-    seen, out = set(), []
-    for site, visible in zip(context.chain[:max_depth], context.visible[:max_depth]):
-        if visible and site not in seen:
-            seen.add(site)
-            out.append(site)
-    return out
-
-
-def clause_for(member: Context, rivals: list[Context], max_depth: int) -> tuple[Site, ...]:
-    """The AND of sites that separates `member` from as many rivals as it can."""
-    options = candidate_sites(member, max_depth)
+def clause_for(member: Context, rivals: list[Context], max_depth: int) -> tuple[tuple[Site, ...], list[Context]]:
+    """The AND of sites that separates `member` from as many rivals as it
+    can, and the rivals it still matches."""
+    options = member.visible_sites(max_depth)
     windows = {id(r): r.sites_within(max_depth) for r in rivals}
     clause: list[Site] = []
     remaining = rivals
@@ -56,7 +49,7 @@ def clause_for(member: Context, rivals: list[Context], max_depth: int) -> tuple[
         remaining, conflicts = left, len(left)
         if conflicts == 0:
             break
-    return tuple(clause)
+    return tuple(clause), remaining
 
 
 def _without_redundant(clauses: list[tuple[Site, ...]]) -> list[tuple[Site, ...]]:
@@ -81,8 +74,11 @@ def identify(groups: list[list[int]], contexts: list[Context], max_depth: int) -
         selector = Selector(gid)
         found = []
         for m in sorted(members, key=lambda i: (-contexts[i].allocs, i)):
-            clause = clause_for(contexts[m], rivals, max_depth)
-            if clause:
+            clause, still = clause_for(contexts[m], rivals, max_depth)
+            # HALO keeps a clause however many rivals it still catches. A
+            # clause that would pull in more allocations of others than of
+            # its own member does more harm than good: leave the member out.
+            if clause and contexts[m].allocs > sum(r.allocs for r in still):
                 found.append(clause)
             else:
                 selector.unidentifiable.append(m)

@@ -42,7 +42,8 @@ def print_summary(result: PlanResult, console: Console | None = None) -> None:
     console.print(f"[bold]{len(result.groups)} group(s)[/] from {len(result.contexts)} contexts "
                   f"({result.graph.number_of_nodes()} hot, {result.graph.number_of_edges()} edges kept); "
                   f"walk depth {result.depth}, {len(result.direct)} direct frame-0 sites")
-    for group, selector, checked in zip(result.groups, result.selectors, result.report):
+    for group, contexts, selector, checked in zip(result.groups, result.group_contexts,
+                                                  result.selectors, result.report):
         table = Table(title=f"group {selector.gid}: {result.plan.groups[selector.gid].name}  "
                             f"weight {group.weight:g} ({_share(group.weight, accesses)} of accesses), "
                             f"score {group.score:.1f}", title_justify="left")
@@ -50,20 +51,27 @@ def print_summary(result: PlanResult, console: Console | None = None) -> None:
         table.add_column("allocs", justify="right")
         table.add_column("accesses", justify="right")
         table.add_column("frames (innermost first)")
-        for m in group.members:
+        for m in contexts:
             c = result.contexts[m]
             table.add_row(str(m), str(c.allocs), str(c.accesses), frames_text(result.doc, c.index))
         console.print(table)
         for clause in selector.clauses:
             console.print("  selector clause: " + " AND ".join(labels[s] for s in clause))
         for m in selector.unidentifiable:
-            console.print(f"  [yellow]context {m} has no call site the runtime can see[/]")
+            console.print(f"  [yellow]context {m}: no call sites tell it apart from busier "
+                          "contexts of other groups or none; left ungrouped[/]")
         console.print(f"  expected coverage {_share(checked.caught_objects, checked.member_objects)} "
                       f"of its {checked.member_objects} profiled allocations; "
                       f"catches {checked.stray_objects} allocation(s) of {len(checked.caught_elsewhere)} "
                       f"other context(s), misses {len(checked.missed)} context(s)")
+    def contexts_text(group) -> str:
+        return ", ".join(str(c) for n in group.members for c in result.graph.nodes[n]["members"])
+
     for group in result.rejected:
         console.print(f"not grouped (weight {group.weight:g} under the group threshold): "
-                      f"contexts {', '.join(map(str, group.members))}")
+                      f"contexts {contexts_text(group)}")
+    for group in result.unidentifiable:
+        console.print(f"not grouped (no call sites tell them apart at run time): "
+                      f"contexts {contexts_text(group)}")
     bad = misclassified(result.report)
     console.print(f"self-check: {bad} of {len(result.contexts)} profiled contexts would be misclassified")
