@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from corral.report import formatting as fmt
 from corral.report.results import comparison
-from corral.report.stats import grouped_peak
+from corral.bench.stats import summarize
 
 
 @dataclass
@@ -113,11 +113,13 @@ def config_rows(workload) -> list[ConfigRow]:
 
 @dataclass
 class FragmentationRow:
-    """HALO Table 1: grouped memory at its peak, live against resident."""
+    """HALO Table 1: grouped memory at its peak, live against resident; and
+    which share of the allocations the groups took."""
     workload: str
     config: str
     live: int
     resident: int
+    grouped_share: float | None
 
     @property
     def unused(self) -> int:
@@ -126,6 +128,12 @@ class FragmentationRow:
     @property
     def fraction(self) -> float | None:
         return self.unused / self.resident if self.resident else None
+
+
+def _pool_summary(config) -> dict | None:
+    """The harness's summary of the runtime statistics, or the same summary
+    made here from the raw statistics of results written before it had one."""
+    return config.get("stats_summary") or summarize(config.get("stats"))
 
 
 def fragmentation_rows(doc) -> list[FragmentationRow]:
@@ -137,7 +145,9 @@ def fragmentation_rows(doc) -> list[FragmentationRow]:
         for name, c in (w.get("configs") or {}).items():
             if c.get("mode") not in ("corral", "dynamic"):
                 continue
-            peak = grouped_peak(c.get("stats"))
-            if peak is not None:
-                rows.append(FragmentationRow(w["name"], name, *peak))
+            summary = _pool_summary(c) or {}
+            live, resident = summary.get("pool_peak_live_bytes"), summary.get("pool_peak_resident_bytes")
+            if live is not None and resident:
+                rows.append(FragmentationRow(w["name"], name, live, resident,
+                                             summary.get("grouped_objects_share")))
     return rows
