@@ -55,3 +55,14 @@ def test_misuse_is_reported_and_survived(programs):
     r = h.run(programs["core_misuse"], env=h.corral_env(random_pools=1))
     assert "double free" in r.stderr
     assert "invalid free" in r.stderr
+
+
+def test_thread_exit_hands_back_chunks(tmp_path):
+    """Each exiting thread retires its current chunk; once main has freed the
+    objects every such chunk is released (only main's own may remain)."""
+    exe = h.build(tmp_path, "core_thread_exit")
+    out = tmp_path / "stats.json"
+    h.run(exe, env=h.corral_env(random_pools=1, max_spare=0, stats=out))
+    g = h.stats(out)["groups"][0]
+    assert g["objects"] >= 16 * 2000
+    assert g["chunks"] <= 1
