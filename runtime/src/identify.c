@@ -30,12 +30,30 @@ static void refuse(const char *reason)
   _corral_warn("plan %s: %s; running ungrouped", _corral_ident.path, reason);
 }
 
+/* errno in words, without strerror (which may allocate for a translated
+ * or unknown message). */
+static const char *errno_words(int e)
+{
+  switch (e) {
+  case EACCES: case EPERM: return "permission denied";
+  case EISDIR: return "a directory";
+  case ENOTDIR: return "a path component is not a directory";
+  case ELOOP: return "too many symbolic links";
+  case ENAMETOOLONG: return "name too long";
+  case EMFILE: case ENFILE: return "too many open files";
+  case EIO: return "I/O error";
+  default: return "cannot open";
+  }
+}
+
 /* The file's text in private writable memory (the parser cuts it in place). */
 static char *read_plan_file(const char *path, size_t *len, char *err, size_t errlen)
 {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    snprintf(err, errlen, errno == ENOENT ? "missing (no such file)" : "unreadable (%s)", strerror(errno));
+    int e = errno;
+    if (e == ENOENT) snprintf(err, errlen, "missing (no such file)");
+    else snprintf(err, errlen, "unreadable (%s, errno %d)", errno_words(e), e);
     return NULL;
   }
   struct stat st;
