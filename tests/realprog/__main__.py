@@ -1,12 +1,14 @@
 """Run one real-program case by hand and say how it compares to the plain run.
 
-    cd tests && python3 -m realprog PROGRAM BASE CONFIG [--keep]
+    cd tests && python3 -m realprog PROGRAM BASE CONFIG [--keep] [--env NAME=VALUE ...]
 
 PROGRAM is one of realprog.workloads (python3, sqlite3, git, cxx_exceptions),
 BASE one of glibc, jemalloc, mimalloc, CONFIG one of plain, empty, group,
 group-by-name, random. Prints whether stdout, stderr and the exit status
 match the plain run, and the grouped objects per group from CORRAL_STATS.
---keep leaves the session directory (plans, outputs, stats) for a look.
+--keep leaves the session directory (plans, outputs, stats) for a look;
+--env adds or overrides a variable of the corral run, for example
+--env CORRAL_RANDOM_POOLS=255 --env CORRAL_CHUNK_SIZE=65536.
 """
 
 import argparse
@@ -28,15 +30,18 @@ def main(argv=None) -> int:
     p.add_argument("base", choices=BASES)
     p.add_argument("config", choices=CONFIGS)
     p.add_argument("--keep", action="store_true", help="keep the session directory")
+    p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                   help="extra environment of the corral run (repeatable)")
     args = p.parse_args(argv)
 
+    extra = dict(item.split("=", 1) for item in args.env)
     workload = workloads[args.program]
     session = Path(tempfile.mkdtemp(prefix=f"realprog-{args.program}-"))
     try:
         workload.prepare(session)
         plans = write_plans(workload, session)
         baseline = run_case(workload, session, session / "baseline")
-        out = run_case(workload, session, session / "run", args.base, args.config, plans)
+        out = run_case(workload, session, session / "run", args.base, args.config, plans, extra)
         same = {"exit status": out.returncode == baseline.returncode,
                 "stdout": out.stdout == baseline.stdout, "stderr": out.stderr == baseline.stderr}
         for what, ok in same.items():

@@ -42,8 +42,9 @@ class Outcome:
 
 
 def environment(workload: Workload, run_dir: Path, base: str | None, config: str | None,
-                plans: dict[str, Path]) -> dict:
-    """base None: the program alone (the baseline). Otherwise base and config."""
+                plans: dict[str, Path], extra: dict | None = None) -> dict:
+    """base None: the program alone (the baseline). Otherwise base and config;
+    `extra` (CORRAL_* overrides for experiments) comes last."""
     env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C", "TZ": "UTC", "HOME": str(run_dir / "home")}
     env.update(workload.env)
     if base is None:
@@ -62,15 +63,17 @@ def environment(workload: Workload, run_dir: Path, base: str | None, config: str
     preload = preload_value(libraries)
     if preload:
         env["LD_PRELOAD"] = preload
+    env.update(extra or {})
     return env
 
 
 def run_case(workload: Workload, session: Path, run_dir: Path, base: str | None = None,
-             config: str | None = None, plans: dict[str, Path] | None = None) -> Outcome:
+             config: str | None = None, plans: dict[str, Path] | None = None,
+             extra: dict | None = None) -> Outcome:
     """Run `workload` once in run_dir/work (created empty here)."""
     for sub in ("work", "home", "stats"):
         (run_dir / sub).mkdir(parents=True, exist_ok=False)
-    env = environment(workload, run_dir, base, config, plans or {})
+    env = environment(workload, run_dir, base, config, plans or {}, extra)
     done = subprocess.run(workload.argv(session), cwd=run_dir / "work", env=env,
                           stdin=subprocess.DEVNULL, capture_output=True, timeout=TIMEOUT)
     return Outcome(done.returncode, done.stdout, done.stderr, read_stats(run_dir / "stats"))
