@@ -140,3 +140,15 @@ def test_group_labels_use_short_function_names():
         == "basic_string<char>::_M_create"
     assert short_function_name("create_a") == "create_a"
     assert short_function_name("(below main)") == "(below main)"
+
+
+def test_the_walk_goes_deeper_where_recursion_was_reduced_before_a_site():
+    plain = ctx(0, [WRAPPER, (PROG, 0x2001), (PROG, 0x3001), MAIN_END])
+    other = ctx(1, [WRAPPER, (PROG, 0x2001), (PROG, 0x3002), MAIN_END])
+    _, _, depth, _ = plan_for([plain, other], [[0]], max_depth=16, margin=2)
+    assert depth == 2 + 1 + 2
+    # The same, but frames 1 and 2 are one function: a recursive builder whose
+    # repeated frames the profile dropped, so the site may be far deeper.
+    recursive = Context(0, plain.chain, plain.visible, ("xmalloc", "build", "build", "main"), 100, 100, 0)
+    _, _, depth, _ = plan_for([recursive, other], [[0]], max_depth=16, margin=2)
+    assert depth == 16 + 2

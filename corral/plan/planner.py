@@ -115,9 +115,14 @@ def to_plan(doc: dict, contexts: list[Context], selectors: list[Selector],
         options={"depth": depth},
         modules=[planfile.PlanModule(modules[m].get("buildid"), modules[m]["path"]) for m in used],
         comments=[f"made by corral plan from a profile of: {' '.join(doc.get('cmd', []))}"])
+    used_labels = set()
     for sel in selectors:
+        label = _group_label(sel, names)
+        if label in used_labels:
+            label = f"{label}.{sel.gid}"      # statistics name groups: keep names unique
+        used_labels.add(label)
         plan.groups.append(planfile.PlanGroup(
-            sel.gid, _group_label(sel, names),
+            sel.gid, label,
             [tuple(plan_site(s) for s in clause) for clause in sel.clauses]))
     plan.direct = [(plan_site(site), gid) for site, gid in
                    sorted(direct.items(), key=lambda kv: (kv[0][0], kv[0][1]))]

@@ -119,13 +119,26 @@ def direct_table(contexts: list[Context], assignment: dict[int, int]) -> dict[Si
 def walk_depth(selectors: list[Selector], contexts: list[Context], groups: list[list[int]],
                max_depth: int, margin: int) -> int:
     """Frames the runtime must walk: the deepest position any clause site has
-    in a member's chain, plus one, plus a margin (profiled chains are
-    recursion-reduced, so a site may sit deeper on the real stack)."""
+    in a member's chain, plus one, plus a margin.
+
+    Profiled chains are recursion-reduced, so a site may sit deeper on the
+    real stack. Where a member's chain shows recursion before the site (one
+    function at two positions), how much deeper is unknown: walk max_depth
+    frames then."""
     deepest = -1
     for selector, members in zip(selectors, groups):
         for clause in selector.clauses:
             for m in members:
                 chain = contexts[m].chain[:max_depth]
                 if all(s in chain for s in clause):
-                    deepest = max(deepest, max(chain.index(s) for s in clause))
+                    position = max(chain.index(s) for s in clause)
+                    if recursion_before(contexts[m], position):
+                        position = max(position, max_depth - 1)
+                    deepest = max(deepest, position)
     return deepest + 1 + margin if deepest >= 0 else 1
+
+
+def recursion_before(context: Context, position: int) -> bool:
+    """True if a named function appears twice among frames 0..position."""
+    names = [n for n in context.names[:position + 1] if n]
+    return len(names) != len(set(names))
