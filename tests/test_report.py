@@ -188,7 +188,7 @@ def test_page_without_comparisons_says_so(tmp_path):
     ("{", "cannot read results"),
     ('{"corralBench": 2, "workloads": []}', "version 2"),
     ('{"profile": 1}', "not a corral bench results file"),
-    ('{"corralBench": 1, "workloads": [{"name": "x", "status": "maybe"}]}', "status 'maybe'"),
+    ('{"corralBench": 1, "workloads": []}', "schema at \\(top\\): 'created' is a required"),
 ])
 def test_bad_results_are_refused_in_one_line(tmp_path, content, message):
     bad = tmp_path / "bad.json"

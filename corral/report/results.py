@@ -7,10 +7,10 @@ contract and ignores the rest, so an older report still reads newer results.
 import json
 from pathlib import Path
 
+from corral.bench import results as bench_results
 from corral.errors import CorralError
 
-VERSION = 1
-BASES = ("glibc", "jemalloc", "mimalloc")
+VERSION = bench_results.VERSION
 
 
 def load(path) -> dict:
@@ -27,21 +27,18 @@ def load(path) -> dict:
 
 
 def check(doc, where="results") -> None:
-    """Refuses a document that is not version-1 results, with one clear line."""
+    """Refuses a document that is not version-1 results, with one clear line;
+    the rest is the harness's own schema (corral.bench.results), so the
+    report accepts exactly what `corral bench` may write."""
     if not isinstance(doc, dict) or "corralBench" not in doc:
         raise CorralError(f"{where} is not a corral bench results file (no corralBench field)")
     if doc["corralBench"] != VERSION:
         raise CorralError(f"{where} has results version {doc['corralBench']!r}; "
                           f"this corral reads version {VERSION}")
-    workloads = doc.get("workloads")
-    if not isinstance(workloads, list):
-        raise CorralError(f"{where}: 'workloads' must be a list")
-    for i, w in enumerate(workloads):
-        if not isinstance(w, dict) or not isinstance(w.get("name"), str):
-            raise CorralError(f"{where}: workload {i} has no name")
-        if w.get("status") not in ("ok", "failed"):
-            raise CorralError(f"{where}: workload {w['name']} has status {w.get('status')!r} "
-                              "(expected 'ok' or 'failed')")
+    try:
+        bench_results.validate(doc)
+    except CorralError as e:
+        raise CorralError(f"{where}: {e}") from None
 
 
 def ok_workloads(doc) -> list:

@@ -5,7 +5,8 @@ from rich.table import Table
 from rich.text import Text
 
 from corral.report import formatting as fmt
-from corral.report.results import BASES, comparison
+from corral.bench.configs import BASES
+from corral.report.results import comparison
 
 
 def _signed(text: str, value) -> Text:
