@@ -47,7 +47,7 @@ static const option_desc_t option_table[] = {
   OPT("stats", OPT_STRING, stats, 0, 0, 0),
   OPT("verbose", OPT_INT, verbose, 0, 9, 0),
   OPT("random_pools", OPT_INT, random_pools, 0, 255, 0),
-  OPT("reserve", OPT_SIZE, reserve, 64u << 20, (size_t)1 << 40, 0),
+  OPT("reserve", OPT_SIZE, reserve, 1u << 20, (size_t)1 << 40, 0),
   OPT("dynamic", OPT_BOOL, dynamic, 0, 1, 0),
   OPT("wrappers", OPT_STRING, wrappers, 0, 0, 0),
   OPT("dyn_min_objects", OPT_SIZE, dyn_min_objects, 1, (size_t)1 << 32, 0),
@@ -152,6 +152,12 @@ void _corral_options_init(void)
       continue;
     }
     if (set_option(&option_table[i], eq + 1, "environment")) set_by_env[i] = 1;
+  }
+  /* A range must hold a few chunks, or every chunk would cost a new range. */
+  if (_corral_options.reserve < 4 * _corral_options.chunk_size) {
+    _corral_warn("reserve %zu is below 4 chunks of %zu; using %zu", _corral_options.reserve,
+                 _corral_options.chunk_size, 4 * _corral_options.chunk_size);
+    _corral_options.reserve = 4 * _corral_options.chunk_size;
   }
   /* A grouped object must leave room for a chunk's header and neighbours. */
   if (_corral_options.max_size > _corral_options.chunk_size / 8) {

@@ -66,3 +66,12 @@ def test_thread_exit_hands_back_chunks(tmp_path):
     g = h.stats(out)["groups"][0]
     assert g["objects"] >= 16 * 2000
     assert g["chunks"] <= 1
+
+
+def test_group_memory_grows_by_more_ranges(programs, tmp_path):
+    """With 16 MiB ranges, 64 MiB of objects need five of them."""
+    out = tmp_path / "stats.json"
+    h.run(programs["core_reuse"], "spare", env=h.corral_env(random_pools=1, reserve="16M", stats=out))
+    s = h.stats(out)
+    assert s["options"]["reserve"] == 16 << 20
+    assert s["groups"][0]["peak_chunks"] >= 64
