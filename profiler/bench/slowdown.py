@@ -6,12 +6,14 @@ Builds chase_list.c and chase_tree.c (-O2) into $BUILD/profiler/bench, then
 for each program alternates native and `corral profile` runs (N pairs) and
 prints the median of each and the median of the pairwise ratios, for wall
 time and for CPU time (user + system of the child processes; on a shared
-machine other jobs inflate wall time, much less CPU time). Programs given
-with --also (for example build/bench/*) are run with no arguments.
+machine other jobs inflate wall time, much less CPU time). More programs can
+be given with --also, each as one quoted command line, for example
+--also "build/bench/mst 20000 8".
 """
 
 import argparse
 import resource
+import shlex
 import statistics
 import subprocess
 import sys
@@ -65,9 +67,10 @@ def measure(cmd, runs) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--also", nargs="*", default=[], help="more programs, run without arguments")
+    parser.add_argument("--also", nargs="*", default=[], metavar="COMMAND",
+                        help="more programs, each a quoted command line")
     args = parser.parse_args()
-    commands = build(paths.PROFILER_DIR / "bench") + [[p] for p in args.also]
+    commands = build(paths.PROFILER_DIR / "bench") + [shlex.split(c) for c in args.also]
     print("| program | native wall (s) | profiled wall (s) | slowdown wall | "
           "native cpu (s) | profiled cpu (s) | slowdown cpu |")
     print("|---|---|---|---|---|---|---|")
