@@ -36,8 +36,9 @@ DEMO_PAIRS = 3
 
 
 def add_arguments(p):
-    p.add_argument("--work-dir", default="corral-demo",
-                   help="profiles, plans, pictures, results.json and the report (default: corral-demo)")
+    p.add_argument("--work-dir", default="corral-out/demo",
+                   help="profiles, plans, pictures, results.json and the report "
+                        "(default: corral-out/demo, which git ignores)")
     p.add_argument("-o", "--output", help="HTML report (default: WORK_DIR/report.html)")
     p.add_argument("--pairs", type=int, default=DEMO_PAIRS,
                    help=f"measured pairs per configuration (default {DEMO_PAIRS}; `corral bench` uses 5)")
