@@ -8,14 +8,14 @@ and exit status must equal the program's plain run (no preload at all), no
 corral warning may appear, and the configurations that group must really
 have grouped objects (from CORRAL_STATS), so a pass is never vacuous.
 
-One case by hand, without make or pytest:
+One case by hand, without make or pytest, and the whole matrix as a table:
     cd tests && python3 -m realprog sqlite3 jemalloc group
+    cd tests && python3 -m realprog.matrix
 """
 
 import pytest
 
-from realprog.plans import write_plans
-from realprog.runner import BASES, CONFIGS, run_case, tail
+from realprog.runner import BASES, CONFIGS, prepare_session, run_case, tail
 from realprog.stats import grouped_objects, plan_problems
 from realprog.workloads import all_workloads
 
@@ -31,9 +31,7 @@ def prepared(tmp_path_factory):
         if name not in cache:
             workload = WORKLOADS[name]
             session = tmp_path_factory.mktemp(name)
-            workload.prepare(session)
-            plans = write_plans(workload, session)
-            baseline = run_case(workload, session, session / "baseline")
+            plans, baseline = prepare_session(workload, session)
             assert baseline.returncode == 0, f"{name} fails even without corral:\n{tail(baseline.stderr)}"
             cache[name] = (workload, session, plans, baseline)
         return cache[name]

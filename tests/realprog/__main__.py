@@ -17,8 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from realprog.plans import write_plans
-from realprog.runner import BASES, CONFIGS, run_case, tail
+from realprog.runner import BASES, CONFIGS, prepare_session, run_case, tail
 from realprog.stats import grouped_objects
 from realprog.workloads import all_workloads
 
@@ -38,9 +37,7 @@ def main(argv=None) -> int:
     workload = workloads[args.program]
     session = Path(tempfile.mkdtemp(prefix=f"realprog-{args.program}-"))
     try:
-        workload.prepare(session)
-        plans = write_plans(workload, session)
-        baseline = run_case(workload, session, session / "baseline")
+        plans, baseline = prepare_session(workload, session)
         out = run_case(workload, session, session / "run", args.base, args.config, plans, extra)
         same = {"exit status": out.returncode == baseline.returncode,
                 "stdout": out.stdout == baseline.stdout, "stderr": out.stderr == baseline.stderr}

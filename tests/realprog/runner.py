@@ -23,6 +23,7 @@ from pathlib import Path
 from corral import paths
 from corral.allocators import BASE_LIBRARIES, preload_value
 
+from realprog.plans import write_plans
 from realprog.workloads import Workload
 
 BASES = tuple(BASE_LIBRARIES)               # glibc, jemalloc, mimalloc
@@ -77,6 +78,18 @@ def run_case(workload: Workload, session: Path, run_dir: Path, base: str | None 
     done = subprocess.run(workload.argv(session), cwd=run_dir / "work", env=env,
                           stdin=subprocess.DEVNULL, capture_output=True, timeout=TIMEOUT)
     return Outcome(done.returncode, done.stdout, done.stderr, read_stats(run_dir / "stats"))
+
+
+def prepare_session(workload: Workload, session: Path) -> tuple[dict[str, Path], Outcome]:
+    """Once per program: its inputs, its plan files and its plain run (the
+    baseline every configuration is compared with)."""
+    workload.prepare(session)
+    plans = write_plans(workload, session)
+    return plans, run_case(workload, session, session / "baseline")
+
+
+def same_as(out: Outcome, baseline: Outcome) -> bool:
+    return (out.returncode, out.stdout, out.stderr) == (baseline.returncode, baseline.stdout, baseline.stderr)
 
 
 def read_stats(folder: Path) -> list[dict]:
