@@ -15,6 +15,7 @@ corral_lock_t _corral_heap_lock = CORRAL_LOCK_INIT;
 corral_layout_t _corral_layout;
 atomic_uint _corral_range_count;
 uintptr_t _corral_range_lo[CORRAL_MAX_RANGES], _corral_range_hi[CORRAL_MAX_RANGES];
+uintptr_t _corral_range_min = UINTPTR_MAX;
 
 /* Under _corral_heap_lock. */
 static size_t range_carved;                      /* chunks carved from the last range */
@@ -52,6 +53,9 @@ static int add_range(void)
   _corral_range_lo[n] = lo;
   _corral_range_hi[n] = lo;          /* grows as chunks are carved */
   range_carved = 0;
+  /* Lower the filter before the range is published: a pointer of the new
+   * range must never be mistaken for the next allocator's. */
+  if (lo < _corral_range_min) __atomic_store_n(&_corral_range_min, lo, __ATOMIC_RELEASE);
   atomic_store_explicit(&_corral_range_count, n + 1, memory_order_release);
   _corral_note(1, "reserved %zu MiB of address space for groups", size >> 20);
   return 0;

@@ -67,14 +67,15 @@ extern corral_layout_t _corral_layout;
 /* Reserved ranges, carved from the start; [lo, hi) is the carved part. */
 extern atomic_uint _corral_range_count;
 extern uintptr_t _corral_range_lo[CORRAL_MAX_RANGES], _corral_range_hi[CORRAL_MAX_RANGES];
+extern uintptr_t _corral_range_min;      /* lowest lo of all ranges (mmap grows down) */
 
 /* Could p be group memory? A quick filter before _corral_chunk_of: false for
- * every pointer while no group has memory, and for pointers below the first
+ * every pointer while no group has memory, and for pointers below every
  * range (the usual place of the next allocator's heap). */
 static inline int _corral_maybe_group(const void *p)
 {
-  return atomic_load_explicit(&_corral_range_count, memory_order_relaxed) != 0 &&
-         (uintptr_t)p >= _corral_range_lo[0];
+  return atomic_load_explicit(&_corral_range_count, memory_order_acquire) != 0 &&
+         (uintptr_t)p >= __atomic_load_n(&_corral_range_min, __ATOMIC_RELAXED);
 }
 
 /* The two bitmaps are interleaved word by word, so an object's start and end
