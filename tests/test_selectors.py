@@ -143,12 +143,18 @@ def test_group_labels_use_short_function_names():
 
 
 def test_the_walk_goes_deeper_where_recursion_was_reduced_before_a_site():
-    plain = ctx(0, [WRAPPER, (PROG, 0x2001), (PROG, 0x3001), MAIN_END])
-    other = ctx(1, [WRAPPER, (PROG, 0x2001), (PROG, 0x3002), MAIN_END])
-    _, _, depth, _ = plan_for([plain, other], [[0]], max_depth=16, margin=2)
-    assert depth == 2 + 1 + 2
-    # The same, but frames 1 and 2 are one function: a recursive builder whose
-    # repeated frames the profile dropped, so the site may be far deeper.
-    recursive = Context(0, plain.chain, plain.visible, ("xmalloc", "build", "build", "main"), 100, 100, 0)
-    _, _, depth, _ = plan_for([recursive, other], [[0]], max_depth=16, margin=2)
+    head = [WRAPPER, (PROG, 0x2001), (PROG, 0x2002)]
+    def pair(names):
+        member = Context(0, tuple(head + [(PROG, 0x3001), MAIN_END]), (True,) * 5, names, 100, 100, 0)
+        rival = Context(1, tuple(head + [(PROG, 0x3002), MAIN_END]), (True,) * 5, names, 100, 100, 0)
+        return [member, rival]
+    # The deciding site is frame 3.
+    _, _, depth, _ = plan_for(pair(("xmalloc", "make", "build", "leaf", "main")), [[0]], 16, 2)
+    assert depth == 3 + 1 + 2
+    # Frames 1 and 2 in one function: a recursive builder whose repeated
+    # frames the profile dropped, so the site may be far deeper.
+    _, _, depth, _ = plan_for(pair(("xmalloc", "build", "build", "leaf", "main")), [[0]], 16, 2)
     assert depth == 16 + 2
+    # Recursion first shows at the site itself: nothing dropped before it.
+    _, _, depth, _ = plan_for(pair(("xmalloc", "make", "build", "build", "main")), [[0]], 16, 2)
+    assert depth == 3 + 1 + 2

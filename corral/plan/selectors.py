@@ -123,8 +123,9 @@ def walk_depth(selectors: list[Selector], contexts: list[Context], groups: list[
 
     Profiled chains are recursion-reduced, so a site may sit deeper on the
     real stack. Where a member's chain shows recursion before the site (one
-    function at two positions), how much deeper is unknown: walk max_depth
-    frames then."""
+    function at two positions before it), how much deeper is unknown: walk
+    max_depth frames then. (Recursion through the very same call sites leaves
+    no trace in a reduced chain; the margin is all that covers it.)"""
     deepest = -1
     for selector, members in zip(selectors, groups):
         for clause in selector.clauses:
@@ -139,6 +140,10 @@ def walk_depth(selectors: list[Selector], contexts: list[Context], groups: list[
 
 
 def recursion_before(context: Context, position: int) -> bool:
-    """True if a named function appears twice among frames 0..position."""
-    names = [n for n in context.names[:position + 1] if n]
+    """True if a named function appears twice among the frames before
+    `position`: then the profiler may have dropped repeated frames between
+    them, and the frame at `position` sits deeper on the real stack. (A
+    function's second frame right at `position` is its first recursive call:
+    nothing was dropped before it.)"""
+    names = [n for n in context.names[:position] if n]
     return len(names) != len(set(names))
