@@ -204,33 +204,68 @@ static uint32_t intern(const dync_chain_t *chain) {
 /* Frame 0 is inside a wrapper: step outwards, with the identification
  * code's walker (frame pointers where a module keeps them, cached CFI rules
  * where it does not, every read checked against the stack bounds), up to and
- * including the first frame that is not inside a wrapper. */
-static uint32_t context_through_wrappers(uintptr_t ret0, void *fp0) {
-  dync_chain_t chain;
-  memset(&chain, 0, sizeof chain);
-  chain.frames[0] = ret0;
-  chain.depth = 1;
-  chain.wrapped = 1;
+ * including the first frame that is not inside a wrapper. Each wrapper
+ * site's frame size is remembered for the fast walk below. */
+static uint32_t context_by_full_walk(uintptr_t ret0, void *fp0, dync_chain_t *chain) {
+  chain->wrapped = 1;
   unwind_stack_t stack;
   unwind_frame_t f;
   if (_corral_unwind_stack((uintptr_t)fp0, &stack) == 0 && _corral_unwind_start((void *)ret0, fp0, &stack, &f) == 0) {
     const module_table_t *t = _corral_modules_current();
-    while (chain.depth < DYNC_MAX_CHAIN && _corral_unwind_step(t, &stack, &f) != UNWIND_STOP) {
-      chain.frames[chain.depth++] = f.pc;
+    while (chain->depth < DYNC_MAX_CHAIN) {
+      uintptr_t callee_cfa = f.sp;
+      if (_corral_unwind_step(t, &stack, &f) == UNWIND_STOP) break;
+      dync_site_t *s = (dync_site_t *)_corral_dync_site(&dyn.table, chain->frames[chain->depth - 1]);
+      if (s && f.sp > callee_cfa && f.sp - callee_cfa < (1u << 20))
+        __atomic_store_n(&s->frame, (uint32_t)(f.sp - callee_cfa), __ATOMIC_RELAXED);
+      chain->frames[chain->depth++] = f.pc;
       if (kind_of(f.pc) != DYNC_SITE_WRAPPER) {
-        chain.wrapped = 0;
+        chain->wrapped = 0;
         break;
       }
     }
   }
   RELAXED_ADD(dyn.walks, 1);
-  RELAXED_ADD(dyn.frames_walked, chain.depth - 1);
-  return intern(&chain);
+  RELAXED_ADD(dyn.frames_walked, chain->depth - 1);
+  return intern(chain);
+}
+
+/* The common case of a wrapper site: every wrapper frame's size is known, so
+ * each return address is one load at a known distance above the entry
+ * point's frame (checked against the stack bounds). A wrapper whose frame
+ * size changes between calls (alloca) can mislead it into a wrong but
+ * harmless context; anything unknown falls back to the full walk. */
+static uint32_t context_through_wrappers(const dync_site_t *s, uintptr_t ret0, void *fp0) {
+  dync_chain_t chain;
+  memset(&chain, 0, sizeof chain);
+  chain.frames[0] = ret0;
+  chain.depth = 1;
+  unwind_stack_t stack;
+  if (_corral_unwind_stack((uintptr_t)fp0, &stack) != 0) return context_by_full_walk(ret0, fp0, &chain);
+  uintptr_t cfa = (uintptr_t)fp0 + 16;       /* the entry point's CFA: it keeps a frame pointer */
+  while (s) {
+    uint32_t frame = __atomic_load_n(&s->frame, __ATOMIC_RELAXED);
+    if (!frame) break;
+    cfa += frame;
+    if (cfa - 8 < stack.lo || cfa > stack.hi) break;
+    uintptr_t ret = *(const uintptr_t *)(cfa - 8);
+    chain.frames[chain.depth++] = ret;
+    s = _corral_dync_site(&dyn.table, ret);
+    if (s && s->kind == DYNC_SITE_PLAIN) {
+      uint32_t id = _corral_dync_find_chain(&dyn.table, &chain);
+      if (id != DYNC_NONE) return id;
+      break;
+    }
+    if (chain.depth == DYNC_MAX_CHAIN) break;
+  }
+  chain.depth = 1;
+  return context_by_full_walk(ret0, fp0, &chain);
 }
 
 /* Frame 0 seen for the first time. */
 static uint32_t context_of_new_site(uintptr_t ret0, void *fp0) {
-  if (kind_of(ret0) == DYNC_SITE_WRAPPER) return context_through_wrappers(ret0, fp0);
+  if (kind_of(ret0) == DYNC_SITE_WRAPPER)
+    return context_through_wrappers(_corral_dync_site(&dyn.table, ret0), ret0, fp0);
   dync_chain_t chain;
   memset(&chain, 0, sizeof chain);
   chain.frames[0] = ret0;
@@ -313,7 +348,7 @@ int _corral_dyn_identify(void *ret0, void *fp0, size_t size) {
   const dync_site_t *s = _corral_dync_site(&dyn.table, r0);
   uint32_t id = s ? __atomic_load_n(&s->ctx, __ATOMIC_ACQUIRE) : DYNC_NONE;
   if (__builtin_expect(id == DYNC_NONE, 0)) {
-    id = s && s->kind == DYNC_SITE_WRAPPER ? context_through_wrappers(r0, fp0) : context_of_new_site(r0, fp0);
+    id = s && s->kind == DYNC_SITE_WRAPPER ? context_through_wrappers(s, r0, fp0) : context_of_new_site(r0, fp0);
     if (id == DYNC_NONE) return -1;      /* tables full: base allocator */
   }
   dyn_ctx_t *c = &dyn.ctx[id];
@@ -442,6 +477,12 @@ const char *_corral_dyn_group_name(unsigned g) {
   return name;
 }
 
+/* Wrapper ranges relocated into loaded modules (none may be loaded yet). */
+static size_t wrappers_in_use(void) {
+  const dynw_view_t *view = __atomic_load_n(&dyn.wrappers.active, __ATOMIC_ACQUIRE);
+  return view ? view->count : 0;
+}
+
 static unsigned contexts_pooled(void) {
   unsigned n = 0, total = __atomic_load_n(&dyn.table.context_count, __ATOMIC_ACQUIRE);
   for (unsigned i = 0; i < total; i++)
@@ -460,7 +501,7 @@ void _corral_dyn_stats_json(int fd) {
                   "\"table_full\":%llu,\"walks\":%llu,\"frames_walked\":%llu,"
                   "\"sampling\":{\"samples\":%llu,\"skipped\":%llu,\"words_read\":%llu,\"links_seen\":%llu,"
                   "\"cycles\":%llu,\"evidence_dropped\":%llu},\"merges\":[",
-                  dyn.min_objects, dyn.max_size, dyn.wrappers_loaded ? dyn.wrappers.active->count : (size_t)0,
+                  dyn.min_objects, dyn.max_size, wrappers_in_use(),
                   dyn.table.context_count, contexts_pooled(), dyn.pools, (unsigned long long)dyn.pools_refused,
                   (unsigned long long)dyn.table.full, (unsigned long long)dyn.walks,
                   (unsigned long long)dyn.frames_walked, (unsigned long long)dyn.samples,
@@ -479,7 +520,7 @@ void _corral_dyn_stats_text(int fd) {
   if (!_corral_dyn_on) return;
   _corral_fdprintf(fd, "corral: dynamic: %u contexts, %u pooled in %u pools, %u merges, %zu wrappers\n",
                    dyn.table.context_count, contexts_pooled(), dyn.pools, dyn.merge_count,
-                   dyn.wrappers_loaded ? dyn.wrappers.active->count : (size_t)0);
+                   wrappers_in_use());
   _corral_fdprintf(fd, "corral: dynamic: %llu samples (%llu skipped), %llu words read, %llu cycles\n",
                    (unsigned long long)dyn.samples, (unsigned long long)dyn.samples_skipped,
                    (unsigned long long)dyn.words_read, (unsigned long long)dyn.sample_cycles);

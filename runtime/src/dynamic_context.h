@@ -28,6 +28,11 @@ typedef struct dync_site_s {
   uintptr_t addr;                 /* 0 = empty; published last */
   uint32_t kind;                  /* DYNC_SITE_PLAIN or DYNC_SITE_WRAPPER */
   uint32_t ctx;                   /* context of the one-frame chain [addr], or DYNC_NONE */
+  /* For a wrapper site: bytes from the callee's CFA to the CFA of the
+   * function holding addr (its frame size at this call), learned from one
+   * full walk; 0 = not known yet. The return address into the caller then
+   * sits at callee CFA + frame - 8, so later walks are one load per frame. */
+  uint32_t frame;
 } dync_site_t;
 
 typedef struct dync_chain_s {

@@ -4,9 +4,12 @@ runs under `corral run --dynamic`, so the lead's machine-code analysis writes
 the wrapper list the runtime loads; programs ask corral_group_of where each
 object landed, and the statistics say what was pooled and merged."""
 
+import subprocess
+import sys
+
 import pytest
 
-from dyn_helpers import BUILDS, build, groups, run_dynamic, run_plain, series
+from dyn_helpers import BUILDS, ROOT, build, groups, run_dynamic, run_plain, series
 
 WRAPPED = ["xmalloc_a", "xmalloc_b", "layer2_a", "layer2_b", "layer3_a", "layer3_b"]
 
@@ -70,6 +73,17 @@ def test_without_a_usable_wrapper_list_contexts_are_call_sites(contexts_prog, tm
     # every xmalloc caller now shares xmalloc's malloc call site
     assert s["xmalloc_a"]["groups"] == s["xmalloc_b"]["groups"]
     assert stats["dynamic"]["wrappers_loaded"] == 0
+
+
+def test_a_list_for_modules_not_loaded_is_harmless(contexts_prog, merge_prog, tmp_path):
+    other = tmp_path / "other.txt"
+    subprocess.run([sys.executable, "-c", "import sys; from corral.dynamic import wrapperlist; "
+                    "wrapperlist.write_for(sys.argv[1], sys.argv[2])", str(merge_prog), str(other)],
+                   check=True, cwd=ROOT)
+    done, stats = run_dynamic(contexts_prog, [300, 32], tmp_path, flag=False,
+                              env={"CORRAL_DYNAMIC": "1", "CORRAL_WRAPPERS": str(other)})
+    _ok(done)
+    assert stats["dynamic"]["wrappers_loaded"] == 0 and stats["dynamic"]["pools"] > 0
 
 
 # ---------------------------------------------------------------------------
