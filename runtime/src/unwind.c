@@ -68,7 +68,7 @@ int _corral_unwind_start(void *ret0, void *fp0, const unwind_stack_t *stack, unw
  * the pc, so a reader that sees one thread's key with another's rule (a torn
  * pair) takes it for a miss. A rule read wrongly despite that still cannot
  * fault: every address it yields is checked against the stack. */
-#define RULE_SLOTS 4096
+#define RULE_SLOTS 16384
 
 typedef struct rule_slot_s {
   uintptr_t pc;
@@ -77,7 +77,7 @@ typedef struct rule_slot_s {
 
 static rule_slot_t *rule_cache;
 
-static inline unsigned slot_of(uintptr_t pc) { return (unsigned)((pc * 0x9E3779B97F4A7C15ull) >> 52); }
+static inline unsigned slot_of(uintptr_t pc) { return (unsigned)((pc * 0x9E3779B97F4A7C15ull) >> 50); }
 static inline uint64_t check_of(uintptr_t pc) { return ((pc * 0xC2B2AE3D27D4EB4Full) >> 48) << 48; }
 
 /* cfa_off 24 bits, ra_off 8, bp_off 8 (in words), 2 flags, 1 valid, 16 check. */
