@@ -80,3 +80,9 @@ def test_refuses_more_groups_than_the_runtime_takes():
 def test_read_reports_a_missing_file(tmp_path):
     with pytest.raises(CorralError, match="not readable"):
         planfile.read(tmp_path / "nope.plan")
+
+
+def test_a_comment_with_a_newline_stays_one_comment():
+    text = planfile.format_plan(Plan(comments=["profile of: ./prog 'a\ngroup 0 x'"]))
+    assert planfile.parse(text).groups == []
+    assert len(text.splitlines()) == 3

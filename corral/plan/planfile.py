@@ -64,7 +64,8 @@ def group_name(text: str) -> str:
 
 def format_plan(plan: Plan) -> str:
     lines = [MAGIC]
-    lines += [f"# {c}" for c in plan.comments]
+    # A newline inside a comment (a profiled argument may hold one) would start a record.
+    lines += ["# " + " ".join(c.splitlines()) for c in plan.comments]
     lines += [f"option {k} {v}" for k, v in plan.options.items()]
     lines += [f"module {i} {m.buildid or '-'} {m.path}" for i, m in enumerate(plan.modules)]
     for g in plan.groups:
