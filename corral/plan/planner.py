@@ -31,6 +31,11 @@ class PlanResult:
     plan: planfile.Plan
 
     @property
+    def members(self) -> list[list[int]]:
+        """Per group, the profile's context indices (used by corral.bench)."""
+        return self.group_contexts
+
+    @property
     def node_groups(self) -> list[list[int]]:
         """Groups as graph nodes, for pictures of the graph."""
         return [list(g.members) for g in self.groups]
