@@ -100,6 +100,7 @@ def test_plan_of_the_synthetic_profile_matches_the_golden_file():
     # the wrapper decides nothing; main's buffer gets a direct `-` entry.
     result = make_plan(synthetic_profile(FIG2_EDGES), DEFAULTS)
     assert planfile.format_plan(result.plan) == (GOLDEN / "fig2_synthetic.plan").read_text()
+    assert sorted(result.members[0]) == [0, 1]          # context indices, for reports
 
 
 def test_default_plan_name_follows_the_profile(tmp_path, corral_here):
