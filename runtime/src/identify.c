@@ -164,6 +164,7 @@ void _corral_ident_after_dlopen(void)
   /* Two threads may dlopen at once: one rebuild at a time. */
   while (__atomic_exchange_n(&_corral_ident.rebuilding, 1, __ATOMIC_ACQUIRE)) sched_yield();
   const module_table_t *modules = _corral_modules_scan();
+  _corral_unwind_forget_rules();
   if (modules && relocate(modules) != 0) {
     /* Stale now: allocations from here on are ungrouped. */
     _corral_ident.loaded = 0;

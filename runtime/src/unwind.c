@@ -111,6 +111,14 @@ void _corral_unwind_init(void)
   if (!rule_cache) rule_cache = _corral_os_map(RULE_SLOTS * sizeof(rule_slot_t));
 }
 
+void _corral_unwind_forget_rules(void)
+{
+  /* Concurrent readers see either a rule or zeros (a miss): both are fine. */
+  rule_slot_t *cache = rule_cache;
+  if (!cache) return;
+  for (size_t i = 0; i < RULE_SLOTS; i++) __atomic_store_n(&cache[i].pc, 0, __ATOMIC_RELAXED);
+}
+
 static int rule_for(const corral_module_t *m, uintptr_t pc, cfi_rule_t *r)
 {
   rule_slot_t *cache = rule_cache;

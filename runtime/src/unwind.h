@@ -67,4 +67,8 @@ static inline int _corral_unwind_step_inline(const module_table_t *t, const unwi
  * every CFI step interprets the FDE afresh. */
 void _corral_unwind_init(void);
 
+/* Forgets every cached rule: after a dlopen, a library may sit where a
+ * dlclose'd one was, with other code at the same addresses. */
+void _corral_unwind_forget_rules(void);
+
 #endif
