@@ -1,14 +1,17 @@
 """Code ranges of real binaries, for hand-made plans (range sites).
 
 The profiler is not involved: a group is "every allocation made with one of
-these functions on the stack" (their [start, end) from the symbol tables) or
-"every allocation made from inside this module" (its whole .text). Offsets
+these functions on the stack" (their [start, end) from the symbol tables),
+"every allocation made from inside this module" (its whole .text), or "every
+allocation whose frame 0 is one of these calls to malloc" (direct records). Offsets
 are ELF virtual addresses, as plan sites are (docs/formats.md).
 """
 
 import re
 from functools import lru_cache
 
+from corral import elf
+from corral.dynamic.wrappers import ALLOCATORS
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
@@ -51,3 +54,19 @@ def function_ranges(path, patterns) -> list[tuple[int, int]]:
             raise ValueError(f"no function symbol of {path} matches {pattern!r}")
         ranges |= hits
     return sorted(ranges)
+
+
+def allocator_call_returns(path, lo: int, hi: int) -> list[int]:
+    """Return addresses of the direct calls (`call rel32`) to an allocator's
+    PLT stub (malloc, calloc, realloc, operator new, ...) in [lo, hi): the
+    frame-0 sites a plan's `direct` records name. Found in the raw bytes; a
+    false hit inside another instruction names an address no call returns
+    to, which can only go unused."""
+    stubs = {stub for stub, name in elf.plt_stubs(str(path)).items() if name.split("@")[0] in ALLOCATORS}
+    text_addr, text = elf.text_bytes(str(path))
+    returns = []
+    for m in re.finditer(rb"(?=\xe8(....))", text, re.S):
+        site = text_addr + m.start()
+        if lo <= site < hi and site + 5 + int.from_bytes(m.group(1), "little", signed=True) in stubs:
+            returns.append(site + 5)
+    return returns

@@ -6,6 +6,8 @@ mimalloc; BASES):
   empty          libcorral.so over it with an empty plan
   group          libcorral.so with the hand-made grouping plan (build-ids)
   group-by-name  the same plan naming modules by basename, build-id `-`
+  direct         a plan of `direct` records only: the calls to malloc & co.
+                 in each whole-module group's code (frame 0 decides)
   random         libcorral.so with CORRAL_RANDOM_POOLS: every small
                  allocation in one of RANDOM_POOLS random groups, with small
                  chunks (RANDOM_CHUNK) so that chunks fill, empty and are
@@ -27,8 +29,8 @@ from realprog.plans import write_plans
 from realprog.workloads import Workload
 
 BASES = tuple(BASE_LIBRARIES)               # glibc, jemalloc, mimalloc
-CONFIGS = ("plain", "empty", "group", "group-by-name", "random")
-PLANNED = ("empty", "group", "group-by-name")
+CONFIGS = ("plain", "empty", "group", "group-by-name", "direct", "random")
+PLANNED = ("empty", "group", "group-by-name", "direct")
 RANDOM_POOLS = 64
 RANDOM_CHUNK = 64 << 10
 TIMEOUT = 120
