@@ -75,3 +75,14 @@ def test_group_memory_grows_by_more_ranges(programs, tmp_path):
     s = h.stats(out)
     assert s["options"]["reserve"] == 16 << 20
     assert s["groups"][0]["peak_chunks"] >= 64
+
+
+def test_threads_with_small_chunks_and_no_spares(programs, tmp_path):
+    """64 KiB chunks and no spare: chunks are retired, adopted, released and
+    purged all the time while 8 threads free each other's objects."""
+    out = tmp_path / "stats.json"
+    env = h.corral_env(random_pools=3, chunk_size="64K", max_size="2K", max_spare=0, stats=out)
+    h.run(programs["core_threads"], 60000, env=env)
+    groups = h.stats(out)["groups"]
+    assert max(g["peak_chunks"] for g in groups) > 8
+    assert 0 <= sum(g["objects"] - g["frees"] for g in groups) <= 8
