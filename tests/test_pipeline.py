@@ -103,6 +103,18 @@ def test_plan_of_the_synthetic_profile_matches_the_golden_file():
     assert sorted(result.members[0]) == [0, 1]          # context indices, for reports
 
 
+def test_the_summary_names_contexts_a_group_would_catch(tmp_path, corral_here):
+    # Context 4 has every site of context 0 (create_a's) and one more, so no
+    # clause can keep it out; with 3 allocations against 500 it is caught.
+    contexts = [([0, 1, 4], 500, 9000), ([0, 2, 5], 500, 9000), ([0, 3, 6], 500, 600), ([7], 1, 10),
+                ([0, 1, 4, 7], 3, 5)]
+    profile = write_profile(tmp_path, synthetic_profile(FIG2_EDGES, contexts=contexts))
+    r = corral_here("plan", profile, "-o", tmp_path / "p.plan")
+    assert r.returncode == 0, r.stderr
+    assert "would catch context 4 (3 allocs): xmalloc fig2.c:10 < create_a fig2.c:20" in r.stderr
+    assert "self-check: 1 of 5 profiled contexts would be misclassified" in r.stderr
+
+
 def test_default_plan_name_follows_the_profile(tmp_path, corral_here):
     profile = write_profile(tmp_path, synthetic_profile(FIG2_EDGES), "prog.profile.json.gz")
     r = corral_here("plan", "-q", profile)

@@ -9,6 +9,7 @@ from corral.plan.graph import Site
 from corral.plan.planner import PlanResult, short_function_name
 
 SHOWN_FRAMES = 4      # frames of each context shown: the deciding ones are near the top
+SHOWN_MISMATCHES = 5  # contexts listed per group that the self-check finds misplaced
 
 
 def frame_label(frame: dict, modules: list[dict]) -> str:
@@ -64,6 +65,11 @@ def print_summary(result: PlanResult, console: Console | None = None) -> None:
                       f"of its {checked.member_objects} profiled allocations; "
                       f"catches {checked.stray_objects} allocation(s) of {len(checked.caught_elsewhere)} "
                       f"other context(s), misses {len(checked.missed)} context(s)")
+        for what, indices in (("would catch", checked.caught_elsewhere), ("would miss", checked.missed)):
+            for i in sorted(indices, key=lambda i: -result.contexts[i].allocs)[:SHOWN_MISMATCHES]:
+                console.print(f"    {what} context {i} ({result.contexts[i].allocs} allocs): "
+                              f"{frames_text(result.doc, i)}")
+
     def contexts_text(group) -> str:
         return ", ".join(str(c) for n in group.members for c in result.graph.nodes[n]["members"])
 
