@@ -152,7 +152,8 @@ typedef struct row_s {
   uint64_t cfa_reg;
   int64_t cfa_off;
   int64_t ra_off, bp_off;
-  uint8_t ra_saved, bp_saved, unsupported, bp_ever_cfa;
+  uint8_t ra_saved, bp_saved, unsupported;
+  uint8_t bp_ever_cfa, frame_ever;    /* the FDE's own program moved the CFA to rbp / at all */
 } row_t;
 
 #define STATE_STACK 8
@@ -199,21 +200,22 @@ static int run_program(const fde_t *f, const entry_t *e, row_t *row, const row_t
       case 0x0a: if (depth < STATE_STACK) saved[depth] = *row; depth++; break;
       case 0x0b: if (depth == 0) return 0; depth--;
         if (depth < STATE_STACK) {                          /* the CFA rule comes back too, as in libgcc */
-          uint8_t ever = row->bp_ever_cfa;
+          uint8_t bp_ever = row->bp_ever_cfa, frame_ever = row->frame_ever;
           *row = saved[depth];
-          row->bp_ever_cfa |= ever;
+          row->bp_ever_cfa |= bp_ever;
+          row->frame_ever |= frame_ever;
         }
         break;
       case 0x0c: row->cfa_reg = read_uleb(&p); row->cfa_off = (int64_t)read_uleb(&p); goto cfa_changed;
       case 0x0d: row->cfa_reg = read_uleb(&p); goto cfa_changed;
-      case 0x0e: row->cfa_off = (int64_t)read_uleb(&p); break;
+      case 0x0e: row->cfa_off = (int64_t)read_uleb(&p); goto cfa_changed;
       case 0x0f: { uint64_t n = read_uleb(&p); p += n; row->unsupported = 1; break; }
       case 0x10: case 0x16: { reg = read_uleb(&p); uint64_t n = read_uleb(&p); p += n;
         if (reg == REG_BP || reg == REG_RA) row->unsupported = 1;
         break; }
       case 0x11: reg = read_uleb(&p); off = read_sleb(&p) * f->data_align; goto set_offset;
       case 0x12: row->cfa_reg = read_uleb(&p); row->cfa_off = read_sleb(&p) * f->data_align; goto cfa_changed;
-      case 0x13: row->cfa_off = read_sleb(&p) * f->data_align; break;
+      case 0x13: row->cfa_off = read_sleb(&p) * f->data_align; goto cfa_changed;
       case 0x14: case 0x15: reg = read_uleb(&p); if (op == 0x14) read_uleb(&p); else read_sleb(&p);
         if (reg == REG_BP || reg == REG_RA) row->unsupported = 1;
         break;
@@ -228,6 +230,7 @@ static int run_program(const fde_t *f, const entry_t *e, row_t *row, const row_t
     }
     continue;
   cfa_changed:
+    if (initial) row->frame_ever = 1;          /* FDE program only, not the CIE's */
     if (row->cfa_reg == REG_BP) row->bp_ever_cfa = 1;
     continue;
   set_offset:
@@ -308,14 +311,16 @@ int _corral_cfi_keeps_frame_pointers(const uint8_t *eh_frame_hdr, unsigned sampl
   for (uintptr_t i = 0; i < t.count; i += step) {
     fde_t f;
     if (parse_fde((const uint8_t *)(t.base + (uintptr_t)(intptr_t)t.pairs[2 * i + 1]), &f)) continue;
-    if (f.pc_end - f.pc_begin < 16) continue;   /* stubs and thunks never frame */
     row_t row;
     row_at(&f, f.pc_end, &row);
-    if (row.unsupported) continue;              /* PLT: a CFA expression */
+    /* Not counted: CFA expressions (the PLT), and functions that never move
+     * the CFA: they make no call but a tail call, so they are never a frame
+     * of a walk (crt helpers, thunks, leaves). */
+    if (row.unsupported || !row.frame_ever) continue;
     seen++;
     on_bp += row.bp_ever_cfa;
   }
-  /* Half: a small program built with frame pointers still has a few crt
-   * functions without; libraries built without have a few with (alloca). */
-  return seen > 0 && on_bp * 2 >= seen;
+  /* Frame-pointer steps skip, silently, a frame without one whose rbp still
+   * holds its caller's frame: only nearly all-frame-pointer code gets them. */
+  return seen > 0 && on_bp * 10 >= seen * 9;
 }

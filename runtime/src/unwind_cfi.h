@@ -21,8 +21,9 @@ typedef struct cfi_rule_s {
  * (a CFA expression, a CFA in another register). */
 int _corral_cfi_rule(const uint8_t *eh_frame_hdr, uintptr_t pc, cfi_rule_t *rule);
 
-/* Whether the module's code keeps frame pointers: at least half of its FDEs
- * (a sample of at most `sample` of them) move the CFA to rbp. */
+/* Whether the module's code keeps frame pointers: at least 90% of its FDEs
+ * that set up a frame at all (a sample of at most `sample` FDEs) move the
+ * CFA to rbp. */
 int _corral_cfi_keeps_frame_pointers(const uint8_t *eh_frame_hdr, unsigned sample);
 
 #endif

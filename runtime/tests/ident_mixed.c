@@ -37,6 +37,14 @@ static volatile int calls_done;
 __attribute__((noipa)) void driver_lib(int n) { lib_call_with_garbage_rbp(allocate, n); calls_done++; }
 __attribute__((noipa)) void driver_own(int n) { own_garbage_rbp(allocate, n); calls_done++; }
 
+/* Five more functions with frame pointers, so that 90% of this program's
+ * framed functions keep them and corral walks it by frame pointer (see
+ * docs/identification.md): own_garbage_rbp is then the exception whose bad
+ * rbp must send the walk to its CFI rule. */
+#define FRAMED(k) \
+  __attribute__((noipa)) int framed##k(int x) { int r = x > 0 ? framed##k(x - 1) : 0; calls_done++; return r + k; }
+FRAMED(1) FRAMED(2) FRAMED(3) FRAMED(4) FRAMED(5)
+
 static pthread_mutex_t check_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Threads check under one lock: ident_expect counts in plain globals. */
@@ -55,6 +63,7 @@ static void *thread_main(void *arg)
 
 int main(void)
 {
+  if (framed1(1) + framed2(1) + framed3(1) + framed4(1) + framed5(1) != 30) return 2;
   expected_now = 0;
   driver_lib(1000);
   driver_own(1000);
