@@ -40,3 +40,14 @@ def test_dlopened_library_with_other_buildid_makes_plan_stale(tmp_path):
     lines = r.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"corral: warning: plan {plan}: module 1 ")
     assert "stale plan" in lines[0] and lines[0].endswith("; running ungrouped")
+
+
+def test_tables_republished_under_running_threads(tmp_path):
+    prog = compile_c(tmp_path / "plan_dlopen_threads", [HERE / "plan_dlopen_threads.c"], FP, libs=["-pthread"])
+    plugin = compile_c(tmp_path / "libplan_plugin.so", [HERE / "plan_plugin.c"], NOFP, shared=True)
+    other = compile_c(tmp_path / "libplan_other.so", [HERE / "ident_lib.c"], NOFP, shared=True)
+    plan = tmp_path / "plugin.plan"
+    plan.write_text(plugin_plan(prog, plugin, True))
+    r = run([prog, plugin, other], plan=plan)
+    assert (r.returncode, r.stderr) == (0, ""), r.stdout + r.stderr
+    assert r.stdout.startswith("checked ") and r.stdout.endswith(" wrong 0\n")
