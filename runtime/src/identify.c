@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -127,6 +128,13 @@ static int relocate(const module_table_t *modules)
   return 0;
 }
 
+/* A fork while another thread rebuilds would leave the child's flag set for
+ * good: the child has only the forking thread. */
+static void child_after_fork(void)
+{
+  _corral_ident.rebuilding = 0;
+}
+
 void _corral_ident_init(void)
 {
   const char *path = _corral_options.plan;
@@ -149,6 +157,7 @@ void _corral_ident_init(void)
    * finds them by reading /proc/self/maps with stdio, which allocates. */
   unwind_stack_t stack;
   _corral_unwind_stack((uintptr_t)__builtin_frame_address(0), &stack);
+  pthread_atfork(NULL, NULL, child_after_fork);
   if (relocate(modules) == 0) {
     _corral_ident.loaded = 1;
     _corral_ident.group_count = plan->group_limit;
