@@ -78,6 +78,29 @@ static inline void *chunk_alloc(corral_chunk_t *c, size_t k, size_t align)
   return p;
 }
 
+/* Owner, when the exact list and the bump space are empty: carve k granules
+ * off the smallest larger free object. The front becomes the new object (an
+ * end bit after k granules, a start bit for the rest), the rest goes on its
+ * own list. Bits are only ever set, never cleared, so readers in other
+ * threads still see every object's bits right. Pieces are not merged again. */
+static void *split_alloc(corral_chunk_t *c, size_t k, size_t align)
+{
+  if (align > CORRAL_GRANULE) return NULL;
+  for (size_t j = k + 1; j <= _corral_layout.classes; j++) {
+    void *p = c->free_lists[j - 1];
+    if (!p) continue;
+    c->free_lists[j - 1] = *(void **)p;
+    size_t i = _corral_granule_index(c, p);
+    set_bit(_corral_bits(c), i + k - 1, 1);
+    set_bit(_corral_bits(c), i + k, 0);
+    push_local(c, (char *)p + k * CORRAL_GRANULE, j - k);
+    ((uint64_t *)p)[1] = 0;
+    c->live++;
+    return p;
+  }
+  return NULL;
+}
+
 void *_corral_group_alloc(unsigned g, size_t size, size_t align)
 {
   corral_heap_t *h = _corral_heap_get();
@@ -92,6 +115,7 @@ void *_corral_group_alloc(unsigned g, size_t size, size_t align)
       drain_remote(c);
       if ((p = chunk_alloc(c, k, align))) goto done;
     }
+    if ((p = split_alloc(c, k, align))) goto done;
   }
   /* Slow path: retire the current chunk, adopt one with freed space or take
    * an empty one. An adopted chunk may still lack room for this request. */
@@ -105,7 +129,7 @@ void *_corral_group_alloc(unsigned g, size_t size, size_t align)
     if (!c) return NULL;
     h->cur[g] = c;
     if (adopted) drain_remote(c);
-    if ((p = chunk_alloc(c, k, align))) goto done;
+    if ((p = chunk_alloc(c, k, align)) || (p = split_alloc(c, k, align))) goto done;
   }
   return NULL;
 done:

@@ -2,7 +2,9 @@
  *   core_reuse loop:   allocate and free 20000 objects, 300 times (LIFO and FIFO
  *                      orders); the stats must show few chunks.
  *   core_reuse spare:  grow the group heap to 64 MiB, free it all; resident
- *                      memory must fall back. */
+ *                      memory must fall back.
+ *   core_reuse mixed:  20000 objects of 64 bytes, freed, then 40000 of 32
+ *                      bytes in the same space, 20 times. */
 #include "core_check.h"
 
 #include <string.h>
@@ -38,6 +40,13 @@ int main(int argc, char **argv)
     printf("resident KiB: before %ld, peak %ld, after free %ld\n", before, peak, after);
     CHECK(peak - before > 60 * 1024, "grew by %ld KiB", peak - before);
     CHECK(after - before < 16 * 1024, "kept %ld KiB after freeing everything", after - before);
+  } else if (argc > 1 && strcmp(argv[1], "mixed") == 0) {
+    for (int round = 0; round < 20; round++) {
+      for (int i = 0; i < N; i++) objects[i] = malloc(64);
+      for (int i = 0; i < N; i++) free(objects[i]);
+      for (int i = 0; i < 2 * N; i++) objects[i] = malloc(32);
+      for (int i = 0; i < 2 * N; i++) free(objects[i]);
+    }
   } else {
     for (int round = 0; round < 300; round++) {
       for (int i = 0; i < N; i++) objects[i] = malloc(48);

@@ -43,6 +43,16 @@ def test_freed_space_is_reused(programs, tmp_path):
     assert g["frag_pct"] < 20
 
 
+def test_freed_space_is_reused_by_other_sizes(programs, tmp_path):
+    """Space freed by 64-byte objects serves twice as many 32-byte ones (split):
+    1.3 MB live at a time fits in two 1 MiB chunks."""
+    out = tmp_path / "stats.json"
+    h.run(programs["core_reuse"], "mixed", env=h.corral_env(random_pools=1, stats=out))
+    g = h.stats(out)["groups"][0]
+    assert g["objects"] >= 20 * 60000
+    assert g["peak_chunks"] <= 2
+
+
 def test_empty_chunks_return_to_the_os(programs, tmp_path):
     out = tmp_path / "stats.json"
     h.run(programs["core_reuse"], "spare", env=h.corral_env(random_pools=1, max_spare=2, stats=out))
