@@ -3,57 +3,14 @@
 #include "dynamic_wrappers.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "plan.h"   /* record helpers: same conventions as a plan */
+
 /* ---------------------------------------------------------------------------
-   Lines and tokens
+   Counting (to size the array before parsing)
 --------------------------------------------------------------------------- */
-
-static int is_blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
-
-/* Next space-separated token of *s, NUL-terminated in place; NULL at the end. */
-static char *next_token(char **s) {
-  char *p = *s;
-  while (is_blank(*p)) p++;
-  if (*p == 0) return NULL;
-  char *start = p;
-  while (*p && !is_blank(*p)) p++;
-  if (*p) *p++ = 0;
-  *s = p;
-  return start;
-}
-
-static int parse_uint(const char *s, int base, uintptr_t *out) {
-  if (!*s) return -1;
-  uintptr_t v = 0;
-  for (; *s; s++) {
-    int d;
-    if (*s >= '0' && *s <= '9') d = *s - '0';
-    else if (base == 16 && *s >= 'a' && *s <= 'f') d = *s - 'a' + 10;
-    else if (base == 16 && *s >= 'A' && *s <= 'F') d = *s - 'A' + 10;
-    else return -1;
-    if (v > (UINTPTR_MAX - (uintptr_t)d) / (uintptr_t)base) return -1;
-    v = v * (uintptr_t)base + (uintptr_t)d;
-  }
-  *out = v;
-  return 0;
-}
-
-/* "IDX+0xLO..0xHI" */
-static int parse_site(char *s, uint32_t *module, uintptr_t *lo, uintptr_t *hi) {
-  char *plus = strchr(s, '+');
-  char *dots = strstr(s, "..");
-  if (!plus || !dots || dots < plus) return -1;
-  *plus = 0;
-  *dots = 0;
-  char *a = plus + 1, *b = dots + 2;
-  uintptr_t idx;
-  if (parse_uint(s, 10, &idx) || idx >= DYNW_MAX_MODULES) return -1;
-  if (strncmp(a, "0x", 2) || strncmp(b, "0x", 2)) return -1;
-  if (parse_uint(a + 2, 16, lo) || parse_uint(b + 2, 16, hi) || *lo >= *hi) return -1;
-  *module = (uint32_t)idx;
-  return 0;
-}
 
 size_t _corral_dynw_count(const char *text, size_t len) {
   size_t n = 0;
@@ -90,34 +47,35 @@ int _corral_dynw_parse(char *text, size_t len, dynw_list_t *list, char *err, siz
     lineno++;
     if (memchr(rest, 0, (size_t)(nl - rest)) != NULL) FAIL("line %u: NUL byte", lineno);
     if (*rest == '#') continue;
-    char *kind = next_token(&rest);
+    char *kind = _corral_plan_take_word(&rest);
     if (!kind) continue;
     if (!seen_magic) {
-      char *version = next_token(&rest);
+      char *version = _corral_plan_take_word(&rest);
       if (strcmp(kind, "corral-wrappers") != 0) FAIL("not a wrapper list");
       if (!version || strcmp(version, "1") != 0) FAIL("version %s not supported", version ? version : "?");
       seen_magic = 1;
     } else if (strcmp(kind, "module") == 0) {
-      char *idx_s = next_token(&rest), *bid = next_token(&rest);
-      while (is_blank(*rest)) rest++;
-      uintptr_t idx;
-      if (!idx_s || !bid || !*rest) FAIL("line %u: module needs INDEX BUILDID PATH", lineno);
-      if (parse_uint(idx_s, 10, &idx) || idx >= DYNW_MAX_MODULES) FAIL("line %u: module index out of range", lineno);
+      char *idx_s = _corral_plan_take_word(&rest), *bid = _corral_plan_take_word(&rest);
+      char *path = _corral_plan_take_rest(&rest);
+      if (!idx_s || !bid || !path) FAIL("line %u: module needs INDEX BUILDID PATH", lineno);
+      char *digits_end;
+      unsigned long idx = strtoul(idx_s, &digits_end, 10);
+      if (*idx_s < '0' || *idx_s > '9' || *digits_end || idx >= DYNW_MAX_MODULES)
+        FAIL("line %u: module index out of range", lineno);
       dynw_module_t *m = &list->modules[idx];
-      if (m->path) FAIL("line %u: module %u given twice", lineno, (unsigned)idx);
+      if (m->path) FAIL("line %u: module %lu given twice", lineno, idx);
       m->buildid = strcmp(bid, "-") == 0 ? NULL : bid;
-      char *tail = rest + strlen(rest);
-      while (tail > rest && is_blank(tail[-1])) *--tail = 0;
-      m->path = rest;
+      m->path = path;
       if (idx + 1 > list->module_count) list->module_count = (unsigned)idx + 1;
     } else if (strcmp(kind, "wrapper") == 0) {
-      char *site = next_token(&rest), *name = next_token(&rest);
-      dynw_range_t r;
+      char *site = _corral_plan_take_word(&rest), *name = _corral_plan_take_word(&rest);
+      plan_site_t s;
       if (!site || !name) FAIL("line %u: wrapper needs SITE NAME", lineno);
-      if (parse_site(site, &r.module, &r.lo, &r.hi)) FAIL("line %u: bad site", lineno);
-      if (!list->modules[r.module].path) FAIL("line %u: module %u not declared", lineno, r.module);
+      /* a wrapper is a whole function: the range form only */
+      if (!strstr(site, "..") || _corral_plan_read_site(site, &s) != 0) FAIL("line %u: bad site", lineno);
+      if (!list->modules[s.module].path) FAIL("line %u: module %u not declared", lineno, s.module);
       if (list->count >= list->capacity) FAIL("more than %zu wrappers", list->capacity);
-      r.name = strcmp(name, "-") == 0 ? NULL : name;
+      dynw_range_t r = {s.lo, s.hi, strcmp(name, "-") == 0 ? NULL : name, s.module};
       list->ranges[list->count++] = r;
     } else if (strcmp(kind, "end") == 0) {
       seen_end = 1;

@@ -104,9 +104,10 @@ void _corral_plan_count(const char *text, size_t len, size_t *clauses, size_t *d
 {
   *clauses = *directs = 0;
   for (const char *p = text, *end = text + len; p < end;) {
+    while (p < end && (*p == ' ' || *p == '\t')) p++;      /* as take_word skips them */
     size_t left = (size_t)(end - p);
-    if (left > 7 && memcmp(p, "clause ", 7) == 0) ++*clauses;
-    if (left > 7 && memcmp(p, "direct ", 7) == 0) ++*directs;
+    if (left > 7 && memcmp(p, "clause", 6) == 0 && (p[6] == ' ' || p[6] == '\t')) ++*clauses;
+    if (left > 7 && memcmp(p, "direct", 6) == 0 && (p[6] == ' ' || p[6] == '\t')) ++*directs;
     const char *nl = memchr(p, '\n', left);
     if (!nl) break;
     p = nl + 1;
@@ -233,3 +234,8 @@ int _corral_plan_parse(char *text, size_t len, plan_t *plan, char *err, size_t e
   if (!have_end) REFUSE("truncated (no 'end' record)");
   return check_references(plan, err, errlen);
 }
+
+/* The wrapper list of dynamic mode uses the same record conventions. */
+char *_corral_plan_take_word(char **cursor) { return take_word(cursor); }
+char *_corral_plan_take_rest(char **cursor) { return take_rest(cursor); }
+int _corral_plan_read_site(const char *s, plan_site_t *site) { return read_site(s, site); }

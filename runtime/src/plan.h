@@ -72,4 +72,11 @@ void _corral_plan_count(const char *text, size_t len, size_t *clauses, size_t *d
  * reason in `err` ("line 3: bad site '0+0xzz'", "truncated (no 'end')"). */
 int _corral_plan_parse(char *text, size_t len, plan_t *plan, char *err, size_t errlen);
 
+/* Record helpers, shared with the wrapper list (dynamic_wrappers.c): the next
+ * space-separated word / the rest of the line (trimmed), cut in place; a SITE
+ * ("IDX+0xOFF" or "IDX+0xLO..0xHI"): 0, -1 syntax, -2 module out of range. */
+char *_corral_plan_take_word(char **cursor);
+char *_corral_plan_take_rest(char **cursor);
+int _corral_plan_read_site(const char *s, plan_site_t *site);
+
 #endif
