@@ -80,6 +80,12 @@ static void good_plan(void)
   _corral_plan_count(text, strlen(text), &c, &d);
   CHECK(c == 3 && d == 2);
 
+  /* Records may be indented, with tabs too; the count sees them as well. */
+  const char *indented = "corral-plan 1\n module 0 - p\n\tgroup 0 g\n  clause\t0 0+0x10\n\tdirect 0+0x10 0\nend\n";
+  _corral_plan_count(indented, strlen(indented), &c, &d);
+  CHECK(c == 1 && d == 1);
+  CHECK(parse(indented) == 0 && plan.clause_count == 1 && plan.direct_count == 1);
+
   /* The last line may lack its newline. */
   CHECK(parse("corral-plan 1\nend") == 0);
 }
