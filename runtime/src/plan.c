@@ -234,3 +234,8 @@ int _corral_plan_parse(char *text, size_t len, plan_t *plan, char *err, size_t e
   if (!have_end) REFUSE("truncated (no 'end' record)");
   return check_references(plan, err, errlen);
 }
+
+/* The wrapper list of dynamic mode uses the same record conventions. */
+char *_corral_plan_take_word(char **cursor) { return take_word(cursor); }
+char *_corral_plan_take_rest(char **cursor) { return take_rest(cursor); }
+int _corral_plan_read_site(const char *s, plan_site_t *site) { return read_site(s, site); }
