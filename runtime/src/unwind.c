@@ -43,16 +43,11 @@ int _corral_unwind_stack(uintptr_t sp, unwind_stack_t *stack)
   return 0;
 }
 
-/* A slot of `bytes` at `at` lies inside the stack and is aligned. */
-static inline int on_stack(const unwind_stack_t *s, uintptr_t at, uintptr_t bytes)
-{
-  return at >= s->lo && at <= s->hi - bytes && (at & 7) == 0;
-}
 
 int _corral_unwind_start(void *ret0, void *fp0, const unwind_stack_t *stack, unwind_frame_t *f)
 {
   uintptr_t fp = (uintptr_t)fp0;
-  if (!on_stack(stack, fp, 16)) return -1;
+  if (!_corral_on_stack(stack, fp, 16)) return -1;
   f->pc = (uintptr_t)ret0;
   f->sp = fp + 16;                          /* the entry point's CFA */
   f->bp = *(const uintptr_t *)fp;           /* its saved rbp: the caller's */
@@ -63,22 +58,7 @@ int _corral_unwind_start(void *ret0, void *fp0, const unwind_stack_t *stack, unw
    CFI rules, cached by pc
 --------------------------------------------------------------------------- */
 
-/* Direct-mapped, shared by all threads without locks. A slot is two words
- * written one after the other; the rule word repeats 16 bits of a hash of
- * the pc, so a reader that sees one thread's key with another's rule (a torn
- * pair) takes it for a miss. A rule read wrongly despite that still cannot
- * fault: every address it yields is checked against the stack. */
-#define RULE_SLOTS 16384
-
-typedef struct rule_slot_s {
-  uintptr_t pc;
-  uint64_t packed;
-} rule_slot_t;
-
-static rule_slot_t *rule_cache;
-
-static inline unsigned slot_of(uintptr_t pc) { return (unsigned)((pc * 0x9E3779B97F4A7C15ull) >> 50); }
-static inline uint64_t check_of(uintptr_t pc) { return ((pc * 0xC2B2AE3D27D4EB4Full) >> 48) << 48; }
+rule_slot_t *_corral_rule_cache;
 
 /* cfa_off 24 bits, ra_off 8, bp_off 8 (in words), 2 flags, 1 valid, 16 check. */
 static uint64_t pack(const cfi_rule_t *r, uintptr_t pc)
@@ -86,17 +66,8 @@ static uint64_t pack(const cfi_rule_t *r, uintptr_t pc)
   return ((uint64_t)(uint32_t)(r->cfa_off & 0xffffff))
        | ((uint64_t)(uint8_t)(r->ra_off / 8) << 24)
        | ((uint64_t)(uint8_t)(r->bp_off / 8) << 32)
-       | ((uint64_t)r->cfa_on_bp << 40) | ((uint64_t)r->bp_saved << 41) | (1ull << 42)
-       | check_of(pc);
-}
-
-static void unpack(uint64_t v, cfi_rule_t *r)
-{
-  r->cfa_off = (int32_t)((uint32_t)v << 8) >> 8;     /* sign-extend 24 bits */
-  r->ra_off = (int16_t)((int8_t)(v >> 24) * 8);
-  r->bp_off = (int16_t)((int8_t)(v >> 32) * 8);
-  r->cfa_on_bp = (v >> 40) & 1;
-  r->bp_saved = (v >> 41) & 1;
+       | ((uint64_t)r->cfa_on_bp << 40) | ((uint64_t)r->bp_saved << 41) | RULE_VALID
+       | _corral_rule_check(pc);
 }
 
 /* A rule that packs without loss (offsets in words within range). */
@@ -108,32 +79,28 @@ static int packable(const cfi_rule_t *r)
 
 void _corral_unwind_init(void)
 {
-  if (!rule_cache) rule_cache = _corral_os_map(RULE_SLOTS * sizeof(rule_slot_t));
+  if (!_corral_rule_cache) _corral_rule_cache = _corral_os_map(RULE_SLOTS * sizeof(rule_slot_t));
 }
 
 void _corral_unwind_forget_rules(void)
 {
   /* Concurrent readers see either a rule or zeros (a miss): both are fine. */
-  rule_slot_t *cache = rule_cache;
+  rule_slot_t *cache = _corral_rule_cache;
   if (!cache) return;
   for (size_t i = 0; i < RULE_SLOTS; i++) __atomic_store_n(&cache[i].pc, 0, __ATOMIC_RELAXED);
 }
 
 static int rule_for(const corral_module_t *m, uintptr_t pc, cfi_rule_t *r)
 {
-  rule_slot_t *cache = rule_cache;
-  if (CORRAL_LIKELY(cache != NULL)) {
-    rule_slot_t *s = &cache[slot_of(pc)];
-    uintptr_t key = __atomic_load_n(&s->pc, __ATOMIC_ACQUIRE);
-    uint64_t packed = __atomic_load_n(&s->packed, __ATOMIC_ACQUIRE);
-    if (key == pc && (packed & ~0ull << 48) == check_of(pc) && (packed & (1ull << 42))) {
-      unpack(packed, r);
-      return 0;
-    }
+  rule_slot_t *cache = _corral_rule_cache;
+  uint64_t packed;
+  if (CORRAL_LIKELY(cache != NULL) && _corral_rule_lookup(cache, pc, &packed)) {
+    _corral_rule_unpack(packed, r);
+    return 0;
   }
   if (_corral_cfi_rule(m->eh_frame_hdr, pc - 1, r)) return -1;
   if (cache && packable(r)) {
-    rule_slot_t *s = &cache[slot_of(pc)];
+    rule_slot_t *s = &cache[_corral_rule_slot(pc)];
     __atomic_store_n(&s->pc, pc, __ATOMIC_RELAXED);
     __atomic_store_n(&s->packed, pack(r, pc), __ATOMIC_RELEASE);
   }
@@ -148,22 +115,14 @@ static int step_by_cfi(const corral_module_t *m, const unwind_stack_t *stack, un
 {
   cfi_rule_t r;
   if (!m->eh_frame_hdr || rule_for(m, f->pc, &r)) return UNWIND_STOP;
-  uintptr_t cfa = (r.cfa_on_bp ? f->bp : f->sp) + (uintptr_t)(intptr_t)r.cfa_off;
-  uintptr_t ra_at = cfa + (uintptr_t)(intptr_t)r.ra_off;
-  uintptr_t bp_at = cfa + (uintptr_t)(intptr_t)r.bp_off;
-  if (cfa <= f->sp || !on_stack(stack, ra_at, 8)) return UNWIND_STOP;
-  if (r.bp_saved && !on_stack(stack, bp_at, 8)) return UNWIND_STOP;
-  f->pc = *(const uintptr_t *)ra_at;
-  if (r.bp_saved) f->bp = *(const uintptr_t *)bp_at;
-  f->sp = cfa;
-  return UNWIND_BY_CFI;
+  return _corral_unwind_apply_rule(&r, stack, f);
 }
 
 /* With frame pointers rbp points at [saved rbp, return address]. */
 static int step_by_fp(const unwind_stack_t *stack, unwind_frame_t *f)
 {
   uintptr_t bp = f->bp;
-  if (bp < f->sp || !on_stack(stack, bp, 16)) return UNWIND_STOP;
+  if (bp < f->sp || !_corral_on_stack(stack, bp, 16)) return UNWIND_STOP;
   f->pc = ((const uintptr_t *)bp)[1];
   f->bp = ((const uintptr_t *)bp)[0];
   f->sp = bp + 16;

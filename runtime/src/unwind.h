@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "modules.h"
+#include "unwind_cfi.h"
 
 /* Registers a walk needs at one frame: pc is a return address, sp and bp
  * the caller's rsp and rbp as they were right after that return. */
@@ -45,6 +46,63 @@ int _corral_unwind_step(const module_table_t *t, const unwind_stack_t *stack, un
 int _corral_unwind_step_cached(const module_table_t *t, const unwind_stack_t *stack, unwind_frame_t *f,
                                const corral_module_t **module);
 
+/* ---- CFI rules, cached by pc (unwind.c fills the cache) -------------------
+ * Direct-mapped, shared by all threads without locks. A slot is two words
+ * written one after the other; the rule word repeats 16 bits of a hash of
+ * the pc, so a reader that sees one thread's key with another's rule (a torn
+ * pair) takes it for a miss. A rule read wrongly despite that still cannot
+ * fault: every address it yields is checked against the stack. */
+#define RULE_SLOTS 16384
+#define RULE_VALID (1ull << 42)
+
+typedef struct rule_slot_s {
+  uintptr_t pc;
+  uint64_t packed;          /* see pack() in unwind.c */
+} rule_slot_t;
+
+extern rule_slot_t *_corral_rule_cache;
+
+static inline unsigned _corral_rule_slot(uintptr_t pc) { return (unsigned)((pc * 0x9E3779B97F4A7C15ull) >> 50); }
+static inline uint64_t _corral_rule_check(uintptr_t pc) { return ((pc * 0xC2B2AE3D27D4EB4Full) >> 48) << 48; }
+
+static inline int _corral_rule_lookup(const rule_slot_t *cache, uintptr_t pc, uint64_t *packed)
+{
+  const rule_slot_t *s = &cache[_corral_rule_slot(pc)];
+  uintptr_t key = __atomic_load_n(&s->pc, __ATOMIC_ACQUIRE);
+  uint64_t v = __atomic_load_n(&s->packed, __ATOMIC_ACQUIRE);
+  *packed = v;
+  return key == pc && (v & ~0ull << 48) == _corral_rule_check(pc) && (v & RULE_VALID);
+}
+
+static inline void _corral_rule_unpack(uint64_t v, cfi_rule_t *r)
+{
+  r->cfa_off = (int32_t)((uint32_t)v << 8) >> 8;     /* sign-extend 24 bits */
+  r->ra_off = (int16_t)((int8_t)(v >> 24) * 8);
+  r->bp_off = (int16_t)((int8_t)(v >> 32) * 8);
+  r->cfa_on_bp = (v >> 40) & 1;
+  r->bp_saved = (v >> 41) & 1;
+}
+
+/* A slot of `bytes` at `at` lies inside the stack and is aligned. */
+static inline int _corral_on_stack(const unwind_stack_t *s, uintptr_t at, uintptr_t bytes)
+{
+  return at >= s->lo && at <= s->hi - bytes && (at & 7) == 0;
+}
+
+/* One step by rule `r`, every read checked against the stack. */
+static inline int _corral_unwind_apply_rule(const cfi_rule_t *r, const unwind_stack_t *stack, unwind_frame_t *f)
+{
+  uintptr_t cfa = (r->cfa_on_bp ? f->bp : f->sp) + (uintptr_t)(intptr_t)r->cfa_off;
+  uintptr_t ra_at = cfa + (uintptr_t)(intptr_t)r->ra_off;
+  uintptr_t bp_at = cfa + (uintptr_t)(intptr_t)r->bp_off;
+  if (cfa <= f->sp || !_corral_on_stack(stack, ra_at, 8)) return UNWIND_STOP;
+  if (r->bp_saved && !_corral_on_stack(stack, bp_at, 8)) return UNWIND_STOP;
+  f->pc = *(const uintptr_t *)ra_at;
+  if (r->bp_saved) f->bp = *(const uintptr_t *)bp_at;
+  f->sp = cfa;
+  return UNWIND_BY_CFI;
+}
+
 /* The common case inline: pc in the same module as the previous frame, a
  * module with frame pointers, and a frame pointer that passes validation.
  * Anything else goes to _corral_unwind_step_cached. */
@@ -52,13 +110,24 @@ static inline int _corral_unwind_step_inline(const module_table_t *t, const unwi
                                              unwind_frame_t *f, const corral_module_t **module)
 {
   const corral_module_t *m = *module;
-  uintptr_t bp = f->bp;
-  if (m && m->keeps_frame_pointers && f->pc - m->code_lo < m->code_hi - m->code_lo
-      && bp >= f->sp && bp <= stack->hi - 16 && (bp & 7) == 0) {
-    f->pc = ((const uintptr_t *)bp)[1];
-    f->bp = ((const uintptr_t *)bp)[0];
-    f->sp = bp + 16;
-    return UNWIND_BY_FP;
+  if (m && f->pc - m->code_lo < m->code_hi - m->code_lo) {
+    uintptr_t bp = f->bp;
+    if (m->keeps_frame_pointers) {
+      if (bp >= f->sp && bp <= stack->hi - 16 && (bp & 7) == 0) {
+        f->pc = ((const uintptr_t *)bp)[1];
+        f->bp = ((const uintptr_t *)bp)[0];
+        f->sp = bp + 16;
+        return UNWIND_BY_FP;
+      }
+    } else {
+      uint64_t packed;
+      const rule_slot_t *cache = _corral_rule_cache;
+      if (cache && _corral_rule_lookup(cache, f->pc, &packed)) {
+        cfi_rule_t r;
+        _corral_rule_unpack(packed, &r);
+        return _corral_unwind_apply_rule(&r, stack, f);
+      }
+    }
   }
   return _corral_unwind_step_cached(t, stack, f, module);
 }
