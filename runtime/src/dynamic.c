@@ -237,26 +237,31 @@ static uint32_t context_by_full_walk(uintptr_t ret0, void *fp0, dync_chain_t *ch
  * harmless context; anything unknown falls back to the full walk. */
 static uint32_t context_through_wrappers(const dync_site_t *s, uintptr_t ret0, void *fp0) {
   dync_chain_t chain;
-  memset(&chain, 0, sizeof chain);
   chain.frames[0] = ret0;
   chain.depth = 1;
+  chain.wrapped = 0;
   unwind_stack_t stack;
-  if (_corral_unwind_stack((uintptr_t)fp0, &stack) != 0) return context_by_full_walk(ret0, fp0, &chain);
-  uintptr_t cfa = (uintptr_t)fp0 + 16;       /* the entry point's CFA: it keeps a frame pointer */
-  while (s) {
-    uint32_t frame = __atomic_load_n(&s->frame, __ATOMIC_RELAXED);
-    if (!frame) break;
-    cfa += frame;
-    if (cfa - 8 < stack.lo || cfa > stack.hi) break;
-    uintptr_t ret = *(const uintptr_t *)(cfa - 8);
-    chain.frames[chain.depth++] = ret;
-    s = _corral_dync_site(&dyn.table, ret);
-    if (s && s->kind == DYNC_SITE_PLAIN) {
-      uint32_t id = _corral_dync_find_chain(&dyn.table, &chain);
-      if (id != DYNC_NONE) return id;
-      break;
+  if (_corral_unwind_stack((uintptr_t)fp0, &stack) == 0) {
+    uintptr_t cfa = (uintptr_t)fp0 + 16;     /* the entry point's CFA: it keeps a frame pointer */
+    uint64_t below = ret0 * 0x9e3779b97f4a7c15ull;
+    while (s && chain.depth < DYNC_MAX_CHAIN) {
+      uint32_t frame = __atomic_load_n(&s->frame, __ATOMIC_RELAXED);
+      if (!frame) break;
+      cfa += frame;
+      if (cfa - 8 < stack.lo || cfa > stack.hi) break;
+      uintptr_t ret = *(const uintptr_t *)(cfa - 8);
+      chain.frames[chain.depth++] = ret;
+      s = _corral_dync_site(&dyn.table, ret);
+      if (s && s->kind == DYNC_SITE_PLAIN) {
+        uint64_t tail = __atomic_load_n(&s->tail, __ATOMIC_RELAXED);
+        if (tail >> 32 == (uint32_t)(below >> 32) && (uint32_t)tail) return (uint32_t)tail - 1;
+        uint32_t id = _corral_dync_find_chain(&dyn.table, &chain);
+        if (id == DYNC_NONE) break;
+        __atomic_store_n(&((dync_site_t *)s)->tail, (below >> 32) << 32 | (id + 1), __ATOMIC_RELAXED);
+        return id;
+      }
+      below = (below ^ ret) * 0x9e3779b97f4a7c15ull;
     }
-    if (chain.depth == DYNC_MAX_CHAIN) break;
   }
   chain.depth = 1;
   return context_by_full_walk(ret0, fp0, &chain);

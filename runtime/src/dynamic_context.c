@@ -47,6 +47,7 @@ dync_site_t *_corral_dync_add_site(dync_t *t, uintptr_t addr, uint32_t kind) {
   s->kind = kind;
   s->ctx = DYNC_NONE;
   s->frame = 0;
+  s->tail = 0;
   __atomic_store_n(&s->addr, addr, __ATOMIC_RELEASE);
   t->site_count++;
   return s;

@@ -33,6 +33,11 @@ typedef struct dync_site_s {
    * full walk; 0 = not known yet. The return address into the caller then
    * sits at callee CFA + frame - 8, so later walks are one load per frame. */
   uint32_t frame;
+  /* For a non-wrapper site reached above wrappers: the last chain that ended
+   * here, as (32-bit hash of the frames below it) << 32 | (context id + 1);
+   * 0 = none. A return address follows one call instruction, so such a site
+   * is almost never frame 0 itself and this spares the chain lookup. */
+  uint64_t tail;
 } dync_site_t;
 
 typedef struct dync_chain_s {
