@@ -12,6 +12,7 @@ be given with --also, each as one quoted command line, for example
 """
 
 import argparse
+import os
 import resource
 import shlex
 import statistics
@@ -70,7 +71,10 @@ def main() -> int:
     parser.add_argument("--also", nargs="*", default=[], metavar="COMMAND",
                         help="more programs, each a quoted command line")
     args = parser.parse_args()
-    commands = build(paths.PROFILER_DIR / "bench") + [shlex.split(c) for c in args.also]
+    also = [shlex.split(c) for c in args.also]
+    # The runs happen in a scratch folder: a relative program path must not break.
+    also = [[os.path.abspath(c[0]) if os.path.exists(c[0]) else c[0], *c[1:]] for c in also]
+    commands = build(paths.PROFILER_DIR / "bench") + also
     print("| program | native wall (s) | profiled wall (s) | slowdown wall | "
           "native cpu (s) | profiled cpu (s) | slowdown cpu |")
     print("|---|---|---|---|---|---|---|")
