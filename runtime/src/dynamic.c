@@ -331,12 +331,18 @@ static inline uint32_t next_interval(uint32_t mean) {
 }
 
 static void maybe_sample(dyn_ctx_t *c, uint32_t id, size_t size) {
-  if (__builtin_expect(c->eager_left != 0, 0)) {
-    uint32_t tick = c->eager_tick;
-    __atomic_store_n(&c->eager_tick, tick - 1, __ATOMIC_RELAXED);
-    if (tick > 1) return;
+  /* Racy on purpose (no atomic read-modify-write on the allocation path):
+   * each field is read once, so two threads can at worst take one sample
+   * too many or too few, never wrap a count around. */
+  uint32_t left = __atomic_load_n(&c->eager_left, __ATOMIC_RELAXED);
+  if (__builtin_expect(left != 0, 0)) {
+    uint32_t tick = __atomic_load_n(&c->eager_tick, __ATOMIC_RELAXED);
+    if (tick > 1) {
+      __atomic_store_n(&c->eager_tick, tick - 1, __ATOMIC_RELAXED);
+      return;
+    }
     __atomic_store_n(&c->eager_tick, next_interval(DYN_EAGER_EVERY), __ATOMIC_RELAXED);
-    __atomic_store_n(&c->eager_left, c->eager_left - 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->eager_left, left - 1, __ATOMIC_RELAXED);
   } else if (--steady_countdown) {
     return;
   } else {
