@@ -1,7 +1,12 @@
 """One run of a program: wall time, peak RSS from the kernel, output.
 
-The child's rusage comes from os.wait4 on its own pid, so the peak RSS is the
-child's alone (not the harness's, not earlier children's).
+The peak RSS is the child's ru_maxrss from wait4, taken by a small launcher
+(build/bench/rss_exec, bench/tools/rss_exec.c): Linux keeps a process's
+peak across exec, so a child forked from this Python process (large once
+the planner is loaded) would report our size, not the program's. The
+launcher costs the same ~1 ms in every configuration, so ratios are fair.
+The program's environment is handed to the launcher as arguments, so the
+allocator under test is preloaded into the program only.
 """
 
 import os
@@ -9,6 +14,10 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
+
+from corral import paths
+
+RSS_EXEC = paths.BENCH_DIR / "rss_exec"
 
 
 @dataclass
@@ -21,15 +30,29 @@ class RunResult:
 
 
 def run_once(argv, env, clock=time.perf_counter) -> RunResult:
+    launcher = str(paths.require(RSS_EXEC, "bench launcher rss_exec"))
+    read_end, write_end = os.pipe()
     # Output goes to files rather than pipes: a chatty program cannot block
     # on a full pipe while we wait, and no reader thread shares the cores.
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        start = clock()
-        proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)
-        seconds = clock() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
+        try:
+            start = clock()
+            child_env = [f"{k}={v}" for k, v in env.items()]
+            proc = subprocess.Popen([launcher, str(write_end), *child_env, "--", *argv],
+                                    env={}, stdin=subprocess.DEVNULL,
+                                    stdout=out, stderr=err, pass_fds=(write_end,))
+            os.close(write_end)
+            write_end = None
+            returncode = proc.wait()
+            seconds = clock() - start
+            with os.fdopen(read_end) as report:
+                read_end = None
+                text = report.read().strip()
+        finally:
+            for fd in (read_end, write_end):
+                if fd is not None:
+                    os.close(fd)
         out.seek(0)
         err.seek(0)
-        return RunResult(seconds, int(usage.ru_maxrss), proc.returncode,
+        return RunResult(seconds, int(text) if text.isdigit() else 0, returncode,
                          out.read().decode(errors="replace"), err.read().decode(errors="replace"))
