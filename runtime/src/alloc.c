@@ -134,8 +134,13 @@ void *_corral_group_alloc(unsigned g, size_t size, size_t align)
   return NULL;
 done:
   if (CORRAL_UNLIKELY(_corral_dyn_sample_pending)) _corral_dyn_sample(p);
-  h->counts[g].bytes += k * CORRAL_GRANULE;
-  if (CORRAL_UNLIKELY(++h->counts[g].objects % CORRAL_SAMPLE_EVERY == 0)) _corral_sample_live(g);
+  corral_group_counts_t *n = &h->counts[g];
+  n->bytes += k * CORRAL_GRANULE;
+  uint64_t local = n->bytes - n->freed_bytes;
+  if (CORRAL_UNLIKELY(++n->objects % CORRAL_SAMPLE_EVERY == 0 || local > n->mark)) {
+    if (local > n->mark) n->mark = local + local / 8;
+    _corral_sample_live(g);
+  }
   return p;
 }
 

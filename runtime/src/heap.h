@@ -41,6 +41,7 @@ typedef struct corral_chunk_s {
 
 typedef struct corral_group_counts_s {
   uint64_t objects, bytes, frees, freed_bytes;
+  uint64_t mark;     /* this thread's live bytes (bytes - freed_bytes) that trigger the next sample */
 } corral_group_counts_t;
 
 /* One per thread that allocated grouped memory or counted anything; mapped
@@ -149,7 +150,9 @@ void _corral_heap_fork_child(void);
 
 /* Statistics: per group chunk counts and peaks; heap registry walk. */
 /* Peak live bytes of a group are sampled (chunk.c): a lock and a walk over
- * the thread heaps, so only every this many allocations of a thread. */
+ * the thread heaps, so only every this many allocations of a thread, and
+ * whenever the thread's own live bytes in the group grow 1/8 past the last
+ * sample (a structure built and then kept is caught within 12.5%). */
 #define CORRAL_SAMPLE_EVERY 4096
 void _corral_sample_live(unsigned g);
 
