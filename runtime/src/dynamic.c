@@ -31,6 +31,7 @@
 #define DYN_EAGER_SAMPLES 16               /* a new pool's first samples, ... */
 #define DYN_EAGER_EVERY   8                /* ... one every 8th of its allocations */
 #define DYN_STEADY_EVERY  512              /* afterwards: 1 in 512 pooled allocations per thread */
+#define DYN_REMOTE_CHECKS 32               /* samples before judging a pool producer/consumer */
 
 /* Per context: what decides its pool. Written on the slow path, or racily
  * (relaxed counters) where a lost update only delays a decision. */
@@ -41,6 +42,7 @@ typedef struct dyn_ctx_s {
   uint32_t eager_left;      /* eager samples still to take */
   uint32_t eager_tick;
   uint32_t ring_next;
+  uint32_t remote_checks, remote_heavy;   /* samples, and those whose chunk was mostly freed remotely */
   struct { void *p; uint32_t size; } ring[DYN_RING];
   const char *via;          /* name of the outermost wrapper in the chain, if any */
 } dyn_ctx_t;
@@ -71,6 +73,8 @@ static struct {
   /* statistics (relaxed) */
   uint64_t walks, frames_walked, samples, samples_skipped, words_read, links_seen, sample_cycles;
   uint64_t pools_refused;
+  int unpooled[DYN_MAX_MERGES];          /* pools given up as producer/consumer */
+  unsigned unpooled_count;
 } dyn;
 
 static void lock(void) { _corral_lock(&dyn.lock); }
@@ -413,6 +417,30 @@ static void scan_object(uint32_t src, const void *obj, uint32_t size) {
   }
 }
 
+/* A pool whose objects are mostly freed by other threads (producers
+ * allocate, consumers free) gains no locality and pays the group heap's
+ * cross-thread free path on every object: give it back to the allocator
+ * underneath. Judged at samples, on the allocating thread, which owns the
+ * chunk `p` came from: `balance` counts the frees other threads pushed onto
+ * it that its owner has not taken back yet, `live` the objects handed out
+ * from it and not freed locally. Objects already pooled stay. */
+static void judge_remote_frees(uint32_t id, void *p) {
+  corral_chunk_t *chunk = (corral_chunk_t *)((uintptr_t)p & _corral_layout.chunk_mask);
+  long undrained = atomic_load_explicit(&chunk->balance, memory_order_relaxed);
+  dyn_ctx_t *c = &dyn.ctx[id];
+  c->remote_checks++;
+  if (undrained > 0 && (size_t)undrained * 2 > chunk->live) c->remote_heavy++;
+  if (c->remote_checks < DYN_REMOTE_CHECKS || c->remote_heavy * 4 <= c->remote_checks * 3) return;
+  uint32_t root = _corral_dynm_find(&dyn.merge, id);
+  int g = dyn.ctx[root].group;
+  if (g < 0) return;
+  uint32_t total = __atomic_load_n(&dyn.table.context_count, __ATOMIC_ACQUIRE);
+  for (uint32_t i = 0; i < total; i++)          /* every context of the pool: never again */
+    if (_corral_dynm_find(&dyn.merge, i) == root) __atomic_store_n(&dyn.ctx[i].allocs, UINT32_MAX, __ATOMIC_RELAXED);
+  __atomic_store_n(&dyn.ctx[root].group, -1, __ATOMIC_RELEASE);
+  if (dyn.unpooled_count < DYN_MAX_MERGES) dyn.unpooled[dyn.unpooled_count++] = g;
+}
+
 void _corral_dyn_sample(void *p) {
   _corral_dyn_sample_pending = 0;
   if (!p) return;
@@ -426,6 +454,7 @@ void _corral_dyn_sample(void *p) {
     if (c->ring[k].p) scan_object(sample_ctx, c->ring[k].p, c->ring[k].size);
   c->ring[c->ring_next++ % DYN_RING].p = p;
   c->ring[(c->ring_next - 1) % DYN_RING].size = sample_size;
+  judge_remote_frees(sample_ctx, p);
   dyn.samples++;
   dyn.sample_cycles += _corral_rdtsc() - t0;
   unlock();
@@ -524,6 +553,8 @@ void _corral_dyn_stats_json(int fd) {
     _corral_fdprintf(fd, "%s{\"into\":%d,\"from\":%d,\"type\":\"%s\",\"evidence\":%u}", i ? "," : "", m->into,
                     m->from, m->type == 1 ? "I" : "II", m->evidence);
   }
+  _corral_fdprintf(fd, "],\"unpooled\":[");
+  for (unsigned i = 0; i < dyn.unpooled_count; i++) _corral_fdprintf(fd, "%s%d", i ? "," : "", dyn.unpooled[i]);
   _corral_fdprintf(fd, "]}");
 }
 
