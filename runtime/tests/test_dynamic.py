@@ -178,3 +178,13 @@ def test_threads_and_fork(tmp_path):
     # the shared context was pooled long before: every object of the last rounds is
     assert s["child"]["pooled"] == "20000" and s["parent"]["pooled"] == "20000"
     assert stats["dynamic"]["pools"] >= 1
+
+
+def test_a_pool_freed_by_another_thread_is_given_back(tmp_path):
+    prog = build(tmp_path, "dyn_prodcons", ("-O2", "-pthread"))
+    plain = run_plain(prog)
+    done, stats = run_dynamic(prog, [], tmp_path)
+    _ok(done)
+    assert done.stdout == plain.stdout
+    assert series(done.stderr)["tail"]["pooled"] == "0"
+    assert stats["dynamic"]["unpooled"] == [0] and stats["dynamic"]["pools"] == 1

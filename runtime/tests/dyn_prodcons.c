@@ -1,0 +1,73 @@
+/* A producer thread allocates nodes at one call site and hands them over in
+ * batches; a consumer thread frees them. Under dynamic mode the site's pool
+ * is given back to the allocator underneath once samples show its objects
+ * are freed by another thread. stderr: "tail pooled=K" for the last 100
+ * nodes; stdout: a checksum. */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define NOIPA __attribute__((noipa))
+#define BATCH 1000
+#define BATCHES 200
+
+struct node { struct node *next; long value; };
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t ready = PTHREAD_COND_INITIALIZER;
+static struct node *queue[BATCHES];
+static int queued, freed_batches, done_producing;
+static long consumed;
+
+NOIPA struct node *make_node(struct node *next, long v) {
+  struct node *n = malloc(sizeof *n);
+  n->next = next;
+  n->value = v;
+  return n;
+}
+
+static void *consume(void *arg) {
+  (void)arg;
+  for (int taken = 0;; taken++) {
+    pthread_mutex_lock(&lock);
+    while (taken == queued && !done_producing) pthread_cond_wait(&ready, &lock);
+    if (taken == queued) { pthread_mutex_unlock(&lock); return NULL; }
+    struct node *batch = queue[taken];
+    pthread_mutex_unlock(&lock);
+    while (batch) { struct node *next = batch->next; consumed += batch->value; free(batch); batch = next; }
+    pthread_mutex_lock(&lock);
+    freed_batches++;
+    pthread_cond_broadcast(&ready);
+    pthread_mutex_unlock(&lock);
+  }
+}
+
+int main(void) {
+  int (*group_of)(const void *) = (int (*)(const void *))dlsym(RTLD_DEFAULT, "corral_group_of");
+  pthread_t consumer;
+  pthread_create(&consumer, NULL, consume, NULL);
+  for (int b = 0; b < BATCHES; b++) {
+    struct node *batch = NULL;
+    for (long i = 0; i < BATCH; i++) batch = make_node(batch, i);
+    pthread_mutex_lock(&lock);
+    queue[queued++] = batch;
+    pthread_cond_broadcast(&ready);
+    while (freed_batches < queued) pthread_cond_wait(&ready, &lock);   /* hand over, wait until freed */
+    pthread_mutex_unlock(&lock);
+  }
+  pthread_mutex_lock(&lock);
+  done_producing = 1;
+  pthread_cond_broadcast(&ready);
+  pthread_mutex_unlock(&lock);
+  pthread_join(consumer, NULL);
+  struct node *tail = NULL;
+  int pooled = 0;
+  for (long i = 0; i < 100; i++) {
+    tail = make_node(tail, i);
+    pooled += group_of && group_of(tail) >= 0;
+  }
+  fprintf(stderr, "tail pooled=%d\n", pooled);
+  printf("consumed %ld\n", consumed);
+  return 0;
+}
