@@ -38,7 +38,7 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in [
        [20000, 3], [3000000, 30]),
     _w("health", "Olden health: villages in a 4-ary tree move patient records "
        "between linked lists every step",
-       [5, 200], [7, 700]),
+       [5, 200], [7, 1000]),
     _w("mst", "Ptrdist ft: Prim's minimum spanning tree, adjacency lists and a "
        "pairing heap of single allocations",
        [5000, 8, 1], [300000, 8, 2]),
