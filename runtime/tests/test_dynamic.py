@@ -160,20 +160,23 @@ def test_two_sites_of_one_list_share_a_pool_and_unrelated_sites_do_not(merge_pro
 # Same output; threads and fork
 
 
+def _same_output(prog, tmp_path, args=()):
+    """Run prog without corral and under dynamic mode; stdout and status must
+    match. Returns (dynamic run, its statistics)."""
+    plain = run_plain(prog, args)
+    done, stats = run_dynamic(prog, args, tmp_path)
+    _ok(done)
+    assert done.stdout == plain.stdout and done.returncode == plain.returncode
+    return done, stats
+
+
 def test_output_is_byte_identical(contexts_prog, merge_prog, tmp_path):
-    for prog, args in ((contexts_prog, [300, 32, 5]), (merge_prog, [2000])):
-        plain = run_plain(prog, args)
-        done, _ = run_dynamic(prog, args, tmp_path)
-        _ok(done)
-        assert done.stdout == plain.stdout and done.returncode == plain.returncode
+    _same_output(contexts_prog, tmp_path, [300, 32, 5])
+    _same_output(merge_prog, tmp_path, [2000])
 
 
 def test_threads_and_fork(tmp_path):
-    prog = build(tmp_path, "dyn_threads", ("-O2", "-pthread"))
-    plain = run_plain(prog)
-    done, stats = run_dynamic(prog, [], tmp_path)
-    _ok(done)
-    assert done.stdout == plain.stdout
+    done, stats = _same_output(build(tmp_path, "dyn_threads", ("-O2", "-pthread")), tmp_path)
     s = series(done.stderr)
     # the shared context was pooled long before: every object of the last rounds is
     assert s["child"]["pooled"] == "20000" and s["parent"]["pooled"] == "20000"
@@ -181,10 +184,6 @@ def test_threads_and_fork(tmp_path):
 
 
 def test_a_pool_freed_by_another_thread_is_given_back(tmp_path):
-    prog = build(tmp_path, "dyn_prodcons", ("-O2", "-pthread"))
-    plain = run_plain(prog)
-    done, stats = run_dynamic(prog, [], tmp_path)
-    _ok(done)
-    assert done.stdout == plain.stdout
+    done, stats = _same_output(build(tmp_path, "dyn_prodcons", ("-O2", "-pthread")), tmp_path)
     assert series(done.stderr)["tail"]["pooled"] == "0"
     assert stats["dynamic"]["unpooled"] == [0] and stats["dynamic"]["pools"] == 1
