@@ -24,6 +24,7 @@ static void sum_counters(ident_counters_t *sum)
     sum->grouped += c->grouped;
     sum->sampled += c->sampled;
     sum->sampled_cycles += c->sampled_cycles;
+    sum->replays += c->replays;
   }
 }
 
@@ -45,11 +46,11 @@ void _corral_ident_stats_json(int fd)
   ident_counters_t s;
   sum_counters(&s);
   double cycles = s.sampled ? (double)s.sampled_cycles / (double)s.sampled : 0.0;
-  _corral_fdprintf(fd, "\"identify\":{\"calls\":%llu,\"direct_hits\":%llu,\"walks\":%llu,"
+  _corral_fdprintf(fd, "\"identify\":{\"calls\":%llu,\"direct_hits\":%llu,\"replays\":%llu,\"walks\":%llu,"
                    "\"frames\":%llu,\"fp_steps\":%llu,\"cfi_steps\":%llu,\"grouped\":%llu,"
                    "\"sampled\":%llu,\"cycles_per_call\":%.1f},",
                    (unsigned long long)s.calls, (unsigned long long)s.direct_hits,
-                   (unsigned long long)s.walks, (unsigned long long)s.frames,
+                   (unsigned long long)s.replays, (unsigned long long)s.walks, (unsigned long long)s.frames,
                    (unsigned long long)s.fp_steps, (unsigned long long)s.cfi_steps,
                    (unsigned long long)s.grouped, (unsigned long long)s.sampled, cycles);
   char path[1100], message[600];
@@ -84,9 +85,9 @@ void _corral_ident_stats_text(int fd)
   _corral_fdprintf(fd, "plan: %s (%s%s%s)\n", _corral_ident.path,
                    _corral_ident.loaded ? "loaded" : "not used",
                    _corral_ident.message[0] ? ": " : "", _corral_ident.message);
-  _corral_fdprintf(fd, "identify: %llu calls, %llu direct, %llu walks, %.2f frames/walk "
+  _corral_fdprintf(fd, "identify: %llu calls, %llu direct, %llu replayed, %llu walks, %.2f frames/walk "
                    "(%llu fp, %llu cfi steps), %llu grouped, %.0f cycles/call (1/%d sampled)\n",
-                   (unsigned long long)s.calls, (unsigned long long)s.direct_hits,
+                   (unsigned long long)s.calls, (unsigned long long)s.direct_hits, (unsigned long long)s.replays,
                    (unsigned long long)s.walks, s.walks ? (double)s.frames / (double)s.walks : 0.0,
                    (unsigned long long)s.fp_steps, (unsigned long long)s.cfi_steps,
                    (unsigned long long)s.grouped,

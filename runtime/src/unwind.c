@@ -51,6 +51,8 @@ int _corral_unwind_start(void *ret0, void *fp0, const unwind_stack_t *stack, unw
   f->pc = (uintptr_t)ret0;
   f->sp = fp + 16;                          /* the entry point's CFA */
   f->bp = *(const uintptr_t *)fp;           /* its saved rbp: the caller's */
+  f->bp_from = fp;
+  f->trace = NULL;
   return 0;
 }
 
@@ -122,9 +124,10 @@ static int step_by_cfi(const corral_module_t *m, const unwind_stack_t *stack, un
 static int step_by_fp(const unwind_stack_t *stack, unwind_frame_t *f)
 {
   uintptr_t bp = f->bp;
+  _corral_unwind_use_bp(f);
   if (bp < f->sp || !_corral_on_stack(stack, bp, 16)) return UNWIND_STOP;
-  f->pc = ((const uintptr_t *)bp)[1];
-  f->bp = ((const uintptr_t *)bp)[0];
+  f->pc = _corral_unwind_read(f, bp + 8);
+  f->bp = _corral_unwind_read_bp(f, bp);
   f->sp = bp + 16;
   return UNWIND_BY_FP;
 }

@@ -13,9 +13,52 @@
 
 /* Registers a walk needs at one frame: pc is a return address, sp and bp
  * the caller's rsp and rbp as they were right after that return. */
+/* The stack slots a walk read, so a later walk from the same place can be
+ * replayed by comparing them instead of stepping (identify_match.c). */
+#define UNWIND_TRACE_MAX 16
+typedef struct unwind_trace_s {
+  uintptr_t at[UNWIND_TRACE_MAX];
+  unsigned n;               /* may exceed UNWIND_TRACE_MAX: the trace is then unusable */
+} unwind_trace_t;
+
 typedef struct unwind_frame_s {
   uintptr_t pc, sp, bp;
+  uintptr_t bp_from;        /* the slot bp was read from, until a step depends on it */
+  unwind_trace_t *trace;    /* NULL (set by _corral_unwind_start): reads are not recorded */
 } unwind_frame_t;
+
+static inline void _corral_unwind_record(unwind_frame_t *f, uintptr_t at)
+{
+  unwind_trace_t *t = f->trace;
+  if (t) {
+    if (t->n < UNWIND_TRACE_MAX) t->at[t->n] = at;
+    t->n++;
+  }
+}
+
+/* Every return-address read of a walk goes through here, after validation. */
+static inline uintptr_t _corral_unwind_read(unwind_frame_t *f, uintptr_t at)
+{
+  _corral_unwind_record(f, at);
+  return *(const uintptr_t *)at;
+}
+
+/* A saved rbp is recorded only once a step depends on it: in code without
+ * frame pointers rbp holds data that changes every iteration but never
+ * steers the walk, and recording it would defeat replays. */
+static inline uintptr_t _corral_unwind_read_bp(unwind_frame_t *f, uintptr_t at)
+{
+  f->bp_from = at;
+  return *(const uintptr_t *)at;
+}
+
+static inline void _corral_unwind_use_bp(unwind_frame_t *f)
+{
+  if (f->bp_from) {
+    _corral_unwind_record(f, f->bp_from);
+    f->bp_from = 0;
+  }
+}
 
 typedef struct unwind_stack_s {
   uintptr_t lo, hi;         /* readable stack: [lo, hi) */
@@ -92,13 +135,14 @@ static inline int _corral_on_stack(const unwind_stack_t *s, uintptr_t at, uintpt
 /* One step by rule `r`, every read checked against the stack. */
 static inline int _corral_unwind_apply_rule(const cfi_rule_t *r, const unwind_stack_t *stack, unwind_frame_t *f)
 {
+  if (r->cfa_on_bp) _corral_unwind_use_bp(f);
   uintptr_t cfa = (r->cfa_on_bp ? f->bp : f->sp) + (uintptr_t)(intptr_t)r->cfa_off;
   uintptr_t ra_at = cfa + (uintptr_t)(intptr_t)r->ra_off;
   uintptr_t bp_at = cfa + (uintptr_t)(intptr_t)r->bp_off;
   if (cfa <= f->sp || !_corral_on_stack(stack, ra_at, 8)) return UNWIND_STOP;
   if (r->bp_saved && !_corral_on_stack(stack, bp_at, 8)) return UNWIND_STOP;
-  f->pc = *(const uintptr_t *)ra_at;
-  if (r->bp_saved) f->bp = *(const uintptr_t *)bp_at;
+  f->pc = _corral_unwind_read(f, ra_at);
+  if (r->bp_saved) f->bp = _corral_unwind_read_bp(f, bp_at);
   f->sp = cfa;
   return UNWIND_BY_CFI;
 }
@@ -114,8 +158,9 @@ static inline int _corral_unwind_step_inline(const module_table_t *t, const unwi
     uintptr_t bp = f->bp;
     if (m->keeps_frame_pointers) {
       if (bp >= f->sp && bp <= stack->hi - 16 && (bp & 7) == 0) {
-        f->pc = ((const uintptr_t *)bp)[1];
-        f->bp = ((const uintptr_t *)bp)[0];
+        _corral_unwind_use_bp(f);
+        f->pc = _corral_unwind_read(f, bp + 8);
+        f->bp = _corral_unwind_read_bp(f, bp);
         f->sp = bp + 16;
         return UNWIND_BY_FP;
       }
