@@ -23,7 +23,7 @@ static inline void set_bit(uint64_t *bits, size_t i, int kind)
 }
 
 
-size_t _corral_object_size(corral_chunk_t *c, const void *p)
+static inline size_t object_size(corral_chunk_t *c, const void *p)
 {
   const uint64_t *end = _corral_bits(c) + 1;
   size_t i = _corral_granule_index(c, p), w = i / 64;
@@ -31,6 +31,11 @@ size_t _corral_object_size(corral_chunk_t *c, const void *p)
   while (!bits && ++w < _corral_layout.bitmap_words) bits = __atomic_load_n(&end[2 * w], __ATOMIC_RELAXED);
   if (!bits) return CORRAL_GRANULE;      /* cannot happen for a valid object */
   return (w * 64 + (size_t)__builtin_ctzll(bits) - i + 1) * CORRAL_GRANULE;
+}
+
+size_t _corral_object_size(corral_chunk_t *c, const void *p)
+{
+  return object_size(c, p);
 }
 
 /* The second word of a free object holds the chunk's key; a free that finds
@@ -50,7 +55,7 @@ static void drain_remote(corral_chunk_t *c)
   long n = 0;
   while (p) {
     void *next = *(void **)p;
-    push_local(c, p, _corral_object_size(c, p) / CORRAL_GRANULE);
+    push_local(c, p, object_size(c, p) / CORRAL_GRANULE);
     p = next;
     n++;
   }
@@ -101,24 +106,21 @@ static void *split_alloc(corral_chunk_t *c, size_t k, size_t align)
   return NULL;
 }
 
-void *_corral_group_alloc(unsigned g, size_t size, size_t align)
+/* The current chunk has no room: take objects other threads freed, carve a
+ * larger free object, or move to another chunk (retire this one, adopt one
+ * with freed space or take an empty one; an adopted chunk may still lack
+ * room). Out of line so the fast path saves no registers for it. */
+static __attribute__((noinline)) void *alloc_slow(corral_heap_t *h, unsigned g, size_t k, size_t align)
 {
-  corral_heap_t *h = _corral_heap_get();
-  if (CORRAL_UNLIKELY(!h)) return NULL;
-  size_t k = granules_of(size);
-  if (align < CORRAL_GRANULE) align = CORRAL_GRANULE;
   corral_chunk_t *c = h->cur[g];
   void *p;
-  if (CORRAL_LIKELY(c != NULL)) {
-    if ((p = chunk_alloc(c, k, align))) goto done;
+  if (c) {
     if (atomic_load_explicit(&c->remote, memory_order_relaxed)) {
       drain_remote(c);
-      if ((p = chunk_alloc(c, k, align))) goto done;
+      if ((p = chunk_alloc(c, k, align))) return p;
     }
-    if ((p = split_alloc(c, k, align))) goto done;
+    if ((p = split_alloc(c, k, align))) return p;
   }
-  /* Slow path: retire the current chunk, adopt one with freed space or take
-   * an empty one. An adopted chunk may still lack room for this request. */
   for (int attempt = 0; attempt < 2; attempt++) {
     if (c) {
       h->cur[g] = NULL;
@@ -129,38 +131,49 @@ void *_corral_group_alloc(unsigned g, size_t size, size_t align)
     if (!c) return NULL;
     h->cur[g] = c;
     if (adopted) drain_remote(c);
-    if ((p = chunk_alloc(c, k, align)) || (p = split_alloc(c, k, align))) goto done;
+    if ((p = chunk_alloc(c, k, align)) || (p = split_alloc(c, k, align))) return p;
   }
   return NULL;
-done:
-  if (CORRAL_UNLIKELY(_corral_dyn_sample_pending)) _corral_dyn_sample(p);
-  corral_group_counts_t *n = &h->counts[g];
-  n->bytes += k * CORRAL_GRANULE;
+}
+
+/* Now and then after an allocation: a peak-live sample (every
+ * CORRAL_SAMPLE_EVERY objects, or when this thread's live bytes grew 1/8
+ * past the last sample) and dynamic mode's pointer sampling. A tail call
+ * from the fast path. */
+static __attribute__((noinline)) void *sample(unsigned g, corral_group_counts_t *n, void *p)
+{
+  if (_corral_dyn_sample_pending) _corral_dyn_sample(p);
   uint64_t local = n->bytes - n->freed_bytes;
-  if (CORRAL_UNLIKELY(++n->objects % CORRAL_SAMPLE_EVERY == 0 || local > n->mark)) {
+  if (n->objects % CORRAL_SAMPLE_EVERY == 0 || local > n->mark) {
     if (local > n->mark) n->mark = local + local / 8;
     _corral_sample_live(g);
   }
   return p;
 }
 
-void _corral_group_free(corral_chunk_t *c, void *p)
+void *_corral_group_alloc(unsigned g, size_t size, size_t align)
 {
-  if (CORRAL_UNLIKELY(((uint64_t *)p)[1] == c->key)) {
-    _corral_warn("double free of %p in group %u (ignored)", p, c->group);
-    return;
-  }
-  size_t bytes = _corral_object_size(c, p);
   corral_heap_t *h = _corral_heap_get();
-  if (CORRAL_LIKELY(h != NULL)) {
-    h->counts[c->group].frees++;
-    h->counts[c->group].freed_bytes += bytes;
+  if (CORRAL_UNLIKELY(!h)) return NULL;
+  size_t k = granules_of(size);
+  if (align < CORRAL_GRANULE) align = CORRAL_GRANULE;
+  corral_chunk_t *c = h->cur[g];
+  void *p;
+  if (CORRAL_UNLIKELY(!c || !(p = chunk_alloc(c, k, align)))) {
+    p = alloc_slow(h, g, k, align);
+    if (!p) return NULL;
   }
-  if (atomic_load_explicit(&c->owner, memory_order_relaxed) == h) {
-    push_local(c, p, bytes / CORRAL_GRANULE);
-    c->live--;
-    return;
-  }
+  corral_group_counts_t *n = &h->counts[g];
+  n->bytes += k * CORRAL_GRANULE;
+  if (CORRAL_UNLIKELY(++n->objects % CORRAL_SAMPLE_EVERY == 0 || n->bytes - n->freed_bytes > n->mark ||
+                      _corral_dyn_sample_pending))
+    return sample(g, n, p);
+  return p;
+}
+
+/* Another thread's free: push onto the chunk's remote stack. */
+static __attribute__((noinline)) void free_remote(corral_chunk_t *c, void *p)
+{
   ((uint64_t *)p)[1] = c->key;
   void *head = atomic_load_explicit(&c->remote, memory_order_relaxed);
   do {
@@ -171,4 +184,40 @@ void _corral_group_free(corral_chunk_t *c, void *p)
    * retired and this was its last object. */
   if (atomic_fetch_add_explicit(&c->balance, 1, memory_order_acq_rel) + 1 == CORRAL_RETIRED)
     _corral_chunk_release(c);
+}
+
+static __attribute__((noinline)) void double_free(corral_chunk_t *c, void *p)
+{
+  _corral_warn("double free of %p in group %u (ignored)", p, c->group);
+}
+
+/* A free by a thread that does not own the chunk (or has no heap yet). */
+static __attribute__((noinline)) void free_unowned(corral_chunk_t *c, void *p)
+{
+  size_t bytes = object_size(c, p);
+  corral_heap_t *h = _corral_heap_get();
+  if (CORRAL_LIKELY(h != NULL)) {
+    h->counts[c->group].frees++;
+    h->counts[c->group].freed_bytes += bytes;
+  }
+  if (atomic_load_explicit(&c->owner, memory_order_relaxed) == h) {   /* both NULL */
+    push_local(c, p, bytes / CORRAL_GRANULE);
+    c->live--;
+    return;
+  }
+  free_remote(c, p);
+}
+
+/* Slow cases leave by tail calls, so the owner's free saves no registers. */
+void _corral_group_free(corral_chunk_t *c, void *p)
+{
+  if (CORRAL_UNLIKELY(((uint64_t *)p)[1] == c->key)) return double_free(c, p);
+  corral_heap_t *h = _corral_tls_heap;
+  if (CORRAL_UNLIKELY(h == NULL || atomic_load_explicit(&c->owner, memory_order_relaxed) != h))
+    return free_unowned(c, p);
+  size_t bytes = object_size(c, p);
+  h->counts[c->group].frees++;
+  h->counts[c->group].freed_bytes += bytes;
+  push_local(c, p, bytes / CORRAL_GRANULE);
+  c->live--;
 }

@@ -156,14 +156,12 @@ static void remember(const ident_tables_t *t, uintptr_t ret0, uintptr_t fp0, con
   r->ret0 = ret0;
 }
 
-static int decide(const ident_tables_t *t, void *ret0, void *fp0, ident_counters_t *c)
+/* The walk, out of line: its frame (the walk state and the trace) is large,
+ * and saving registers for it would cost every direct hit. */
+static __attribute__((noinline)) int walk_decide(const ident_tables_t *t, void *ret0, void *fp0,
+                                                 ident_counters_t *c)
 {
   int group;
-  if (direct_lookup(t, (uintptr_t)ret0, &group)) {
-    c->direct_hits++;
-    return group;
-  }
-  if (t->first_rank == NO_RANK) return -1;
   unwind_stack_t stack;
   unwind_frame_t f;
   if (_corral_unwind_stack((uintptr_t)fp0, &stack) || _corral_unwind_start(ret0, fp0, &stack, &f))
@@ -200,26 +198,43 @@ static int decide(const ident_tables_t *t, void *ret0, void *fp0, ident_counters
   return group;
 }
 
+static inline __attribute__((always_inline)) int decide(const ident_tables_t *t, void *ret0, void *fp0,
+                                                        ident_counters_t *c)
+{
+  int group;
+  if (direct_lookup(t, (uintptr_t)ret0, &group)) {
+    c->direct_hits++;
+    return group;
+  }
+  if (t->first_rank == NO_RANK) return -1;
+  return walk_decide(t, ret0, fp0, c);
+}
+
 /* ---------------------------------------------------------------------------
    Entry
 --------------------------------------------------------------------------- */
 
-static __attribute__((noinline)) int identify_with(const ident_tables_t *t, void *ret0, void *fp0)
+/* One call in IDENT_SAMPLE_MASK + 1 is timed, out of line. */
+static __attribute__((noinline)) int decide_timed(const ident_tables_t *t, void *ret0, void *fp0,
+                                                  ident_counters_t *c)
+{
+  uint64_t start = _corral_rdtsc();
+  int group = decide(t, ret0, fp0, c);
+  uint64_t spent = _corral_rdtsc() - start;
+  if (spent < IDENT_SAMPLE_OUTLIER) {     /* else preempted mid-sample: not our cost */
+    c->sampled_cycles += spent;
+    c->sampled++;
+  }
+  return group;
+}
+
+static inline __attribute__((always_inline)) int identify_with(const ident_tables_t *t, void *ret0,
+                                                               void *fp0)
 {
   ident_counters_t *c = counters();
   uint64_t n = ++c->calls;
-  int group;
-  if ((n & IDENT_SAMPLE_MASK) == 0) {
-    uint64_t start = _corral_rdtsc();
-    group = decide(t, ret0, fp0, c);
-    uint64_t spent = _corral_rdtsc() - start;
-    if (spent < IDENT_SAMPLE_OUTLIER) {     /* else preempted mid-sample: not our cost */
-      c->sampled_cycles += spent;
-      c->sampled++;
-    }
-  } else {
-    group = decide(t, ret0, fp0, c);
-  }
+  int group = CORRAL_UNLIKELY((n & IDENT_SAMPLE_MASK) == 0) ? decide_timed(t, ret0, fp0, c)
+                                                             : decide(t, ret0, fp0, c);
   if (group >= 0) c->grouped++;
   return group;
 }
