@@ -158,3 +158,35 @@ def test_the_walk_goes_deeper_where_recursion_was_reduced_before_a_site():
     # Recursion first shows at the site itself: nothing dropped before it.
     _, _, depth, _ = plan_for(pair(("xmalloc", "make", "build", "build", "main")), [[0]], 16, 2)
     assert depth == 3 + 1 + 2
+
+
+def health_like(cold_allocs):
+    """Patients made in a recursive step function: the hot context and a cold
+    one (the top-level call from main) share the wrapper and the step's call
+    site; only the recursive call site two frames up tells them apart."""
+    step, recursive = (PROG, 0x185c), (PROG, 0x14cf)
+    return [ctx(0, [WRAPPER, step, recursive, MAIN_END], allocs=17000),
+            ctx(1, [WRAPPER, step, (PROG, 0x6001), MAIN_END], allocs=cold_allocs),
+            ctx(2, [WRAPPER, (PROG, 0x1900), recursive, MAIN_END], allocs=15000)]
+
+
+def test_a_cold_ungrouped_rival_is_absorbed_for_a_shallower_clause():
+    contexts = health_like(cold_allocs=60)
+    exact = identify([[0]], contexts, 16, absorb=0.0)
+    assert exact[0].clauses == [((PROG, 0x185c), (PROG, 0x14cf))]
+    shallow = identify([[0]], contexts, 16, absorb=0.01)
+    assert shallow[0].clauses == [((PROG, 0x185c),)]
+    assert walk_depth(shallow, contexts, [[0]], 16, 2) < walk_depth(exact, contexts, [[0]], 16, 2)
+    report = check(contexts, {0: 0}, shallow, {}, walk_depth(shallow, contexts, [[0]], 16, 2))
+    assert report[0].caught_elsewhere == [1] and report[0].stray_objects == 60
+
+
+def test_absorbing_stops_at_its_share_and_never_takes_another_groups_context():
+    too_many = identify([[0]], health_like(cold_allocs=500), 16, absorb=0.01)   # 2.9% > 1%
+    assert too_many[0].clauses == [((PROG, 0x185c), (PROG, 0x14cf))]
+    # The same small rival in a later group is not ungrouped: it stays out.
+    contexts = health_like(cold_allocs=60)
+    selectors = identify([[0], [1]], contexts, 16, absorb=0.5)
+    assert selectors[0].clauses == [((PROG, 0x185c), (PROG, 0x14cf))]
+    depth = walk_depth(selectors, contexts, [[0], [1]], 16, 2)
+    assert [runtime_group(c, selectors, {}, depth) for c in contexts] == [0, 1, None]

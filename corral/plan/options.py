@@ -30,6 +30,11 @@ class PlanOptions:
     # Frames added to the deepest site a selector needs, because a profiled
     # context is recursion-reduced and a site may sit deeper on the real stack.
     depth_margin: int = 2
+    # A clause may also catch ungrouped contexts whose allocations add up to
+    # at most this share of its member's: the deeper site that would keep
+    # them out costs every allocation through that path a longer walk, and
+    # a few cold objects in a pool cost next to nothing.
+    absorb: float = 0.01
 
     def min_edge_weight(self, total_accesses: float) -> float:
         """The absolute edge-weight threshold for a profile with this many accesses."""
@@ -52,6 +57,8 @@ class PlanOptions:
             raise CorralError("--group-threshold must be in [0, 1]")
         if self.max_depth < 1 or self.depth_margin < 0:
             raise CorralError("--max-depth must be positive and --depth-margin not negative")
+        if not 0 <= self.absorb < 1:
+            raise CorralError("--absorb must be in [0, 1)")
         if self.min_edge_weight(1.0) < 0:
             raise CorralError("--min-weight must not be negative")
         return self
@@ -81,10 +88,13 @@ def add_arguments(p) -> None:
     g.add_argument("--depth-margin", type=int, default=DEFAULTS.depth_margin, metavar="N",
                    help="frames added to the deepest selector site for the runtime's walk depth "
                         f"(default: {DEFAULTS.depth_margin})")
+    g.add_argument("--absorb", type=float, default=DEFAULTS.absorb, metavar="SHARE",
+                   help="a selector clause may catch ungrouped contexts with up to this share of "
+                        f"its member's allocations, to stay shallow (default: {DEFAULTS.absorb})")
 
 
 def from_args(args) -> PlanOptions:
     return PlanOptions(coverage=args.coverage, min_weight=args.min_weight,
                        tolerance=args.tolerance, max_group_size=args.max_group_size,
                        group_threshold=args.group_threshold, max_depth=args.max_depth,
-                       depth_margin=args.depth_margin).check()
+                       depth_margin=args.depth_margin, absorb=args.absorb).check()

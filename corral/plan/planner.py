@@ -54,7 +54,7 @@ def make_plan(doc: dict, options: PlanOptions) -> PlanResult:
     unidentifiable = []
     while True:
         members = [[c for n in g.members for c in graph.nodes[n]["members"]] for g in kept]
-        selectors = identify(members, contexts, options.max_depth)
+        selectors = identify(members, contexts, options.max_depth, options.absorb)
         # A group without a single clause would never be chosen: drop it and
         # identify again, its contexts now being rivals of the others.
         hopeless = [i for i, s in enumerate(selectors) if not s.clauses]

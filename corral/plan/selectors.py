@@ -5,10 +5,13 @@ A group's selector is an OR of clauses; a clause is an AND of call sites
 tried in order and the first match wins, so a group's clauses only have to
 exclude the contexts of later groups and of no group.
 
-For each member context the clause grows one site at a time: the visible site
-of the member that the fewest remaining rivals share, the nearest to the
-allocation among equals (the runtime's walk stops sooner), until no rival is
-left or no site removes one. The `direct` table maps frame-0 sites that
+For each member context the clause grows one site at a time, until no rival
+is left or no site removes one. The next site is the nearest to the
+allocation that finishes the clause (the runtime's walk stops sooner), else
+the one the fewest remaining rivals share. A clause is finished also when
+only ungrouped rivals with a small share of the member's allocations are
+left: they are absorbed, since a few cold objects in the pool cost less than
+a deeper site that every allocation must walk to. The `direct` table maps frame-0 sites that
 decide alone straight to their group.
 """
 
@@ -30,26 +33,40 @@ class Selector:
     unidentifiable: list[int] = field(default_factory=list)
 
 
-def clause_for(member: Context, rivals: list[Context], max_depth: int) -> tuple[tuple[Site, ...], list[Context]]:
+def clause_for(member: Context, rivals: list[Context], max_depth: int,
+               ungrouped: frozenset[int] = frozenset(), absorb: float = 0.0
+               ) -> tuple[tuple[Site, ...], list[Context]]:
     """The AND of sites that separates `member` from as many rivals as it
-    can, and the rivals it still matches."""
+    can, and the rivals it still matches. Rivals whose index is in
+    `ungrouped` may be left matched while their allocations add up to at
+    most `absorb` of the member's."""
     options = member.visible_sites(max_depth)
     windows = {id(r): r.sites_within(max_depth) for r in rivals}
     clause: list[Site] = []
     remaining = rivals
     conflicts = None
     while options and len(clause) < MAX_SITES_PER_CLAUSE:
+        def cost(s: Site) -> tuple[int, int]:
+            left = [r for r in remaining if s in windows[id(r)]]
+            if not left or _absorbable(member, left, ungrouped, absorb):
+                return (0, 0)       # done with this site: the nearest such wins
+            return (1, len(left))
         # min() keeps the first of equals: options are ordered nearest first.
-        site = min(options, key=lambda s: sum(1 for r in remaining if s in windows[id(r)]))
+        site = min(options, key=cost)
         left = [r for r in remaining if site in windows[id(r)]]
         if conflicts is not None and len(left) == conflicts:
             break               # this site rules nobody out: stop here
         clause.append(site)
         options = [s for s in options if s != site]
         remaining, conflicts = left, len(left)
-        if conflicts == 0:
+        if conflicts == 0 or _absorbable(member, remaining, ungrouped, absorb):
             break
     return tuple(clause), remaining
+
+
+def _absorbable(member: Context, rivals: list[Context], ungrouped: frozenset[int], absorb: float) -> bool:
+    return (all(r.index in ungrouped for r in rivals)
+            and sum(r.allocs for r in rivals) <= absorb * member.allocs)
 
 
 def _without_redundant(clauses: list[tuple[Site, ...]]) -> list[tuple[Site, ...]]:
@@ -64,17 +81,20 @@ def _without_redundant(clauses: list[tuple[Site, ...]]) -> list[tuple[Site, ...]
     return sorted(out, key=order.__getitem__)
 
 
-def identify(groups: list[list[int]], contexts: list[Context], max_depth: int) -> list[Selector]:
+def identify(groups: list[list[int]], contexts: list[Context], max_depth: int,
+             absorb: float = 0.0) -> list[Selector]:
     """One selector per group, group i getting gid i; `groups` are context
-    indices, most important group first (it is tried first at run time)."""
+    indices, most important group first (it is tried first at run time).
+    `absorb`: see clause_for."""
     assignment = {m: gid for gid, members in enumerate(groups) for m in members}
+    ungrouped = frozenset(c.index for c in contexts if c.index not in assignment)
     selectors = []
     for gid, members in enumerate(groups):
         rivals = [c for c in contexts if assignment.get(c.index, gid + 1) > gid]
         selector = Selector(gid)
         found = []
         for m in sorted(members, key=lambda i: (-contexts[i].allocs, i)):
-            clause, still = clause_for(contexts[m], rivals, max_depth)
+            clause, still = clause_for(contexts[m], rivals, max_depth, ungrouped, absorb)
             # HALO keeps a clause however many rivals it still catches. A
             # clause that would pull in more allocations of others than of
             # its own member does more harm than good: leave the member out.

@@ -80,4 +80,8 @@ def print_summary(result: PlanResult, console: Console | None = None) -> None:
         console.print(f"not grouped (no call sites tell them apart at run time): "
                       f"contexts {contexts_text(group)}")
     bad = misclassified(result.report)
-    console.print(f"self-check: {bad} of {len(result.contexts)} profiled contexts would be misclassified")
+    grouped = {m for members in result.group_contexts for m in members}
+    absorbed = {i for g in result.report for i in g.caught_elsewhere if i not in grouped}
+    note = (f" ({len(absorbed)} of them cold ungrouped contexts absorbed to keep selectors shallow, "
+            "--absorb)") if absorbed else ""
+    console.print(f"self-check: {bad} of {len(result.contexts)} profiled contexts would be misclassified{note}")
