@@ -137,3 +137,22 @@ def test_the_graph_keeps_the_hottest_contexts_and_heavy_edges():
     assert sorted(g.edges) == [(0, 0), (0, 1)]
     g = affinity_graph(doc, contexts, coverage=0.95, min_weight=10)
     assert sorted(g.nodes) == [0, 1, 2] and not g.has_edge(1, 2)   # 9 is under the minimum
+
+
+def test_a_recursive_builders_contexts_are_one_node_whichever_recursive_calls_they_kept():
+    # make_node's allocation reached through build's left call, its right
+    # call, both, or neither (the root): one allocation site in one recursion.
+    def node(index, recursive):
+        sites = [0x13c9, 0x14bf, 0x1582] + recursive + [0x12af]
+        names = ("xmalloc", "make_node", "build") + ("build",) * len(recursive) + ("main",)
+        return Context(index=index, chain=tuple((0, o) for o in sites), visible=(True,) * len(sites),
+                       names=names, allocs=10, accesses=100, bytes=0)
+    scratch = Context(index=4, chain=((0, 0x13c9), (0, 0x1479), (0, 0x14b2), (0, 0x1582), (0, 0x12af)),
+                      visible=(True,) * 5, names=("xmalloc", "scratch", "make_node", "build", "main"),
+                      allocs=10, accesses=100, bytes=0)
+    contexts = [node(0, [0x1593, 0x15a6]), node(1, []), node(2, [0x1593]), node(3, [0x15a6]), scratch]
+    doc = {"edges": [[0, 1, 5], [0, 2, 5], [2, 3, 5], [0, 4, 1]], "totals": {"accesses": 500}}
+    g = affinity_graph(doc, contexts, coverage=1.0, min_weight=0)
+    assert sorted(g.nodes) == [0, 4]
+    assert g.nodes[0]["members"] == [0, 1, 2, 3]
+    assert g.edges[0, 0]["weight"] == 15

@@ -70,17 +70,36 @@ def total_accesses(doc: dict) -> int:
                                                 for c in doc["contexts"])
 
 
+def _without_recursive_calls(context: Context, max_depth: int) -> frozenset:
+    """The context's visible sites within max_depth, less the sites where a
+    function calls itself (frame k's function is frame k-1's): a recursive
+    builder's objects from one allocation site differ only in which of its
+    recursive call sites the profiler kept after reducing the recursion."""
+    sites = set()
+    for k, site in enumerate(context.chain[:max_depth]):
+        if not context.visible[k]:
+            continue
+        name, callee = context.names[k], context.names[k - 1] if k else None
+        if name and name == callee:
+            continue
+        sites.add(site)
+    return frozenset(sites)
+
+
 def identity_classes(contexts: list[Context], max_depth: int) -> dict[int, int]:
     """Context index -> its class representative (the smallest index).
 
-    Contexts with the same set of visible sites within max_depth look the same
-    to the runtime (a recursive builder's contexts differ only in the order of
-    their frames): no selector can put them in different groups, so they are
-    one node of the graph. A context with no visible site stays alone."""
+    One class holds the contexts that differ only in recursive call sites
+    (see _without_recursive_calls): those of a recursive builder are one kind
+    of object, made at one site at any depth of the recursion, and grouping
+    them apart would make the runtime walk past the recursion to tell them
+    apart. (Contexts with the same set of visible sites, the same frames in
+    another order, also look the same to the runtime: no selector could part
+    them.) A context with no visible site stays alone."""
     first: dict[frozenset, int] = {}
     rep = {}
     for c in contexts:
-        key = frozenset(c.visible_sites(max_depth))
+        key = _without_recursive_calls(c, max_depth)
         rep[c.index] = first.setdefault(key, c.index) if key else c.index
     return rep
 
