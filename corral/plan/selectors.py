@@ -46,20 +46,20 @@ def clause_for(member: Context, rivals: list[Context], max_depth: int,
     remaining = rivals
     conflicts = None
     while options and len(clause) < MAX_SITES_PER_CLAUSE:
-        def cost(s: Site) -> tuple[int, int]:
-            left = [r for r in remaining if s in windows[id(r)]]
-            if not left or _absorbable(member, left, ungrouped, absorb):
-                return (0, 0)       # done with this site: the nearest such wins
-            return (1, len(left))
-        # min() keeps the first of equals: options are ordered nearest first.
-        site = min(options, key=cost)
-        left = [r for r in remaining if site in windows[id(r)]]
+        left_by = {s: [r for r in remaining if s in windows[id(r)]] for s in options}
+
+        def finishes(s: Site) -> bool:
+            return not left_by[s] or _absorbable(member, left_by[s], ungrouped, absorb)
+        # min() keeps the first of equals: options are ordered nearest first,
+        # so the nearest site that finishes the clause wins.
+        site = min(options, key=lambda s: (0, 0) if finishes(s) else (1, len(left_by[s])))
+        left = left_by[site]
         if conflicts is not None and len(left) == conflicts:
             break               # this site rules nobody out: stop here
         clause.append(site)
         options = [s for s in options if s != site]
         remaining, conflicts = left, len(left)
-        if conflicts == 0 or _absorbable(member, remaining, ungrouped, absorb):
+        if finishes(site):
             break
     return tuple(clause), remaining
 

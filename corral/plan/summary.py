@@ -81,7 +81,9 @@ def print_summary(result: PlanResult, console: Console | None = None) -> None:
                       f"contexts {contexts_text(group)}")
     bad = misclassified(result.report)
     grouped = {m for members in result.group_contexts for m in members}
-    absorbed = {i for g in result.report for i in g.caught_elsewhere if i not in grouped}
-    note = (f" ({len(absorbed)} of them cold ungrouped contexts absorbed to keep selectors shallow, "
-            "--absorb)") if absorbed else ""
+    caught = {i for g in result.report for i in g.caught_elsewhere if i not in grouped}
+    # Not all of these are --absorb's doing: a clause no site can finish
+    # keeps its (fewer) rivals too.
+    note = (f" ({len(caught)} of them ungrouped contexts caught by a group: cold ones absorbed "
+            "(--absorb) or ones no call site keeps out)") if caught else ""
     console.print(f"self-check: {bad} of {len(result.contexts)} profiled contexts would be misclassified{note}")
