@@ -9,6 +9,7 @@ class FakeWorkload:
     description = "a program that is never run"
     train_args = ("small",)
     measure_args = ("large",)
+    cache_args = ("medium",)
     binary = "/nonexistent/fake"
 
     def command(self, args):
@@ -31,8 +32,11 @@ class ScriptedRunner:
         return RunResult(self.times[key].pop(0), 1000 + len(self.calls), 0, f"checksum {checksum}\n", "")
 
 
-def fixed_misses(by_preload):
+def fixed_misses(by_preload, seen=None):
+    """Scripted miss counts per LD_PRELOAD; `seen` collects the argv of each call."""
     def count(argv, env):
+        if seen is not None:
+            seen.append(tuple(argv))
         d1, ll = by_preload[env.get("LD_PRELOAD", "")]
         misses = {"D1": d1, "LL": ll, "D1r": d1, "D1w": 0, "LLr": ll, "LLw": 0, "Dr": 10 * d1, "Dw": 0}
         return misses, "checksum 00000000000000aa\n"

@@ -64,6 +64,26 @@ def test_suite_alternates_and_compares_pairwise(tmp_path):
     assert w["fastest_base"] == "jemalloc"
 
 
+@pytest.mark.parametrize("miss_input, quick, expected", [
+    ("cache", False, "medium"), ("train", False, "small"), ("measure", False, "large"),
+    ("cache", True, "small"), ("measure", True, "small")])
+def test_cachegrind_runs_the_chosen_input(tmp_path, miss_input, quick, expected):
+    seen = []
+    runner = ScriptedRunner({GLIBC: [1.0, 1.0]})
+    doc = harness.run_suite([FakeWorkload()], [CONFIGS["glibc"]], pairs=1, quick=quick, warmup=0,
+                            miss_input=miss_input, runner=runner, work_dir=str(tmp_path),
+                            miss_counter=fixed_misses({GLIBC: (100, 40)}, seen))
+    assert seen == [("fake", expected)]
+    assert doc["workloads"][0]["miss_args"] == [expected]
+    assert doc["params"]["miss_input"] == miss_input
+
+
+def test_unknown_miss_input_is_refused(tmp_path):
+    with pytest.raises(CorralError, match="miss input"):
+        harness.run_suite([FakeWorkload()], [CONFIGS["glibc"]], pairs=1, miss_input="both",
+                          runner=ScriptedRunner({GLIBC: [1.0]}), work_dir=str(tmp_path))
+
+
 def test_quick_mode_measures_on_the_training_input(tmp_path):
     runner = ScriptedRunner({GLIBC: [1.0]})
     harness.run_suite([FakeWorkload()], [CONFIGS["glibc"]], pairs=1, quick=True, warmup=0,

@@ -13,8 +13,8 @@ from corral.bench.workloads import WORKLOADS, parse_checksum
 EMPTY_PLAN = "corral-plan 1\nend\n"
 
 
-def _run(workload, env):
-    proc = subprocess.run(workload.command(workload.train_args), env=env, capture_output=True,
+def _run(workload, env, args=None):
+    proc = subprocess.run(workload.command(args or workload.train_args), env=env, capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     checksum = parse_checksum(proc.stdout)
@@ -41,9 +41,17 @@ def test_checksum_is_the_same_under_every_allocator(name, built_workloads, empty
     assert got == reference, f"{name} under corral with an empty plan"
 
 
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
+def test_cache_input_runs(name, built_workloads):
+    """cachegrind runs it in every configuration; natively it takes well under a second."""
+    workload = WORKLOADS[name]
+    _run(workload, CONFIGS["glibc"].environment(workload.binary), workload.cache_args)
+
+
 def test_measuring_input_differs_from_training_input():
     for w in WORKLOADS.values():
         assert w.measure_args != w.train_args, w.name
+        assert w.cache_args not in (w.train_args, w.measure_args), w.name
         assert w.description, w.name
 
 

@@ -22,6 +22,18 @@ from corral.bench.workloads import Workload, parse_checksum
 from corral.errors import CorralError
 
 DEFAULT_WARMUP = 1
+# Which input cachegrind runs: the small training one, the cache input (the
+# default: the measuring input's shape on fewer elements, see workloads.py),
+# or the measuring input itself (20-50x its native time).
+MISS_INPUTS = ("cache", "train", "measure")
+
+
+def _miss_args(workload, miss_input, measure_args, quick):
+    if miss_input == "measure":
+        return measure_args
+    if miss_input == "train" or quick:
+        return workload.train_args
+    return workload.cache_args
 
 
 class _Progress:
@@ -65,6 +77,7 @@ class WorkloadBench:
         self.workload = workload
         self.configs = configs
         self.args = list(args)
+        self.miss_args = None
         self.work_dir = work_dir
         self.runner = runner
         self.miss_counter = miss_counter
@@ -150,6 +163,7 @@ class WorkloadBench:
     # ---- misses ----
 
     def count_misses(self, miss_args):
+        self.miss_args = list(miss_args)
         argv = self.workload.command(miss_args)
         reference = None
         for config in self.configs:
@@ -201,6 +215,7 @@ class WorkloadBench:
             "status": "failed" if failures or self.checksum is None else "ok",
             "message": message,
             "train_args": list(self.workload.train_args), "measure_args": self.args,
+            "miss_args": self.miss_args,
             "checksum": self.checksum or "",
             "plan": {"path": plan.path if plan else None, "summary": plan.summary if plan else None,
                      "graph_png": plan.graph_png if plan else None, "groups": plan.groups if plan else []},
@@ -210,10 +225,13 @@ class WorkloadBench:
 
 
 def run_suite(workloads, configs, pairs=5, quick=False, progress=None, *, warmup=DEFAULT_WARMUP,
-              misses=True, miss_input="train", work_dir=None, runner=run_once,
+              misses=True, miss_input="cache", work_dir=None, runner=run_once,
               miss_counter=cachegrind.measure) -> dict:
     """Benchmark `workloads` (Workload objects) under `configs` (Config objects,
-    glibc first). Quick mode measures on the training input."""
+    glibc first). Quick mode measures on the training input, and counts
+    misses on it too unless miss_input is "measure"."""
+    if miss_input not in MISS_INPUTS:
+        raise CorralError(f"unknown miss input {miss_input!r}; choose one of {', '.join(MISS_INPUTS)}")
     if pairs < 1:
         raise CorralError("at least one pair of runs is needed")
     if not configs or configs[0].name != BASELINE:
@@ -232,7 +250,7 @@ def run_suite(workloads, configs, pairs=5, quick=False, progress=None, *, warmup
         bench.prepare()
         bench.time_all(pairs, warmup)
         if misses:
-            bench.count_misses(workload.train_args if miss_input == "train" else measure_args)
+            bench.count_misses(_miss_args(workload, miss_input, measure_args, quick))
         entry = bench.document(quick)
         report("done", workload=workload.name, entry=entry)
         doc["workloads"].append(entry)

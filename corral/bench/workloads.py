@@ -3,7 +3,13 @@
 The programs are in bench/workloads/<name>/ and built into build/bench/.
 Each prints a `checksum <hex>` line; configurations are compared on it.
 The training input is what the profiler sees (it runs 5-20x slower under
-Valgrind, so it stays small); the measuring input runs 1-10 s natively.
+Valgrind, so it stays small); the measuring input runs 1-10 s natively. The
+cache input is what cachegrind simulates: the measuring input's shape (the
+same rounds, steps or degree) on fewer elements, so its footprint is still
+well past the simulated 1 MiB last level but a run under cachegrind takes
+seconds. The training input would not do for that: it makes each structure
+once or traverses it three times, so misses from building dominate, which no
+layout changes.
 """
 
 from dataclasses import dataclass
@@ -19,6 +25,7 @@ class Workload:
     description: str
     train_args: tuple[str, ...]
     measure_args: tuple[str, ...]
+    cache_args: tuple[str, ...]
 
     @property
     def binary(self) -> Path:
@@ -28,35 +35,35 @@ class Workload:
         return [str(paths.require(self.binary, f"workload {self.name}")), *args]
 
 
-def _w(name, description, train, measure) -> Workload:
-    return Workload(name, description, tuple(map(str, train)), tuple(map(str, measure)))
+def _w(name, description, train, measure, cache) -> Workload:
+    return Workload(name, description, *(tuple(map(str, a)) for a in (train, measure, cache)))
 
 
 WORKLOADS: dict[str, Workload] = {w.name: w for w in [
     _w("fig2", "HALO Fig. 2: A and B objects from one wrapper, linked and traversed; "
        "more C objects of the same size made in between, never traversed",
-       [20000, 3], [3000000, 30]),
+       [20000, 3], [3000000, 30], [300000, 30]),
     _w("health", "Olden health: villages in a 4-ary tree move patient records "
        "between linked lists every step",
-       [5, 200], [7, 1000]),
+       [5, 200], [7, 1000], [6, 1000]),
     _w("mst", "Ptrdist ft: Prim's minimum spanning tree, adjacency lists and a "
        "pairing heap of single allocations",
-       [5000, 8, 1], [300000, 8, 2]),
+       [5000, 8, 1], [300000, 8, 2], [30000, 8, 2]),
     _w("cxxabstract", "xalanc/omnetpp-style C++: polymorphic nodes from layered "
        "factories, std::list children, std::map index, std::string names",
-       [2, 3000, 3000], [4, 200000, 100000]),
+       [2, 3000, 3000], [4, 200000, 100000], [4, 20000, 10000]),
     _w("treebuild", "recursive search-tree builder with short-lived scratch strings "
        "between the nodes, then many searches",
-       [12, 20000], [21, 2000000]),
+       [12, 20000], [21, 2000000], [17, 200000]),
     _w("prodcons", "Amplify-style producers build trees of depth 1/3/5, consumers "
        "walk and free them (args: threads, trees per producer)",
-       [2, 3000], [2, 1000000]),
+       [2, 3000], [2, 1000000], [2, 50000]),
     _w("nosense", "no-harm control: short-lived buffers, each hashed on its own; "
        "allocation-heavy, layout-insensitive",
-       [5000], [1500000]),
+       [5000], [1500000], [100000]),
     _w("sharedlib", "hash map in the program's own shared library (libkvstore.so, "
        "rpath $ORIGIN), interleaved with never-read notes",
-       [10000, 50000], [1000000, 2000000]),
+       [10000, 50000], [1000000, 2000000], [100000, 200000]),
 ]}
 
 
