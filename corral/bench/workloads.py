@@ -4,9 +4,10 @@ The programs are in bench/workloads/<name>/ and built into build/bench/.
 Each prints a `checksum <hex>` line; configurations are compared on it.
 The training input is what the profiler sees (it runs 5-20x slower under
 Valgrind, so it stays small); the measuring input runs 1-10 s natively. The
-cache input is what cachegrind simulates: the measuring input's shape (the
-same rounds, steps or degree) on fewer elements, so its footprint is still
-well past the simulated 1 MiB last level but a run under cachegrind takes
+cache input is what cachegrind simulates: the measuring input about ten
+times smaller, keeping what shapes the access pattern (rounds, degree,
+threads; health keeps its tree and runs fewer steps), so the data is still
+past the simulated 1 MiB last level but a run under cachegrind takes
 seconds. The training input would not do for that: it makes each structure
 once or traverses it three times, so misses from building dominate, which no
 layout changes.
@@ -45,7 +46,7 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in [
        [20000, 3], [3000000, 30], [300000, 30]),
     _w("health", "Olden health: villages in a 4-ary tree move patient records "
        "between linked lists every step",
-       [5, 200], [7, 1000], [6, 1000]),
+       [5, 200], [7, 1000], [7, 300]),
     _w("mst", "Ptrdist ft: Prim's minimum spanning tree, adjacency lists and a "
        "pairing heap of single allocations",
        [5000, 8, 1], [300000, 8, 2], [30000, 8, 2]),
