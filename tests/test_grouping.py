@@ -139,6 +139,24 @@ def test_the_graph_keeps_the_hottest_contexts_and_heavy_edges():
     assert sorted(g.nodes) == [0, 1, 2] and not g.has_edge(1, 2)   # 9 is under the minimum
 
 
+def test_objects_too_large_to_group_do_not_use_up_the_coverage():
+    # sharedlib's shape: a hot bucket array (one 40 KB calloc) would take the
+    # coverage that the keys, always used with the hot entries, need.
+    def ctx(index, site, accesses, allocs, size):
+        return Context(index=index, chain=((0, site),), visible=(True,), names=(None,),
+                       allocs=allocs, accesses=accesses, bytes=allocs * size)
+    contexts = [ctx(0, 0x10, 500, 1000, 32), ctx(1, 0x20, 250, 1, 40000), ctx(2, 0x30, 150, 1000, 16),
+                ctx(3, 0x40, 100, 1000, 32)]
+    doc = {"edges": [[0, 2, 120], [0, 3, 20], [0, 1, 80]], "totals": {"accesses": 1000}}
+    without_limit = affinity_graph(doc, contexts, coverage=0.75, min_weight=0)
+    assert sorted(without_limit.nodes) == [0, 1]           # 500 + 250 of 1000
+    g = affinity_graph(doc, contexts, coverage=0.75, min_weight=0, max_object_size=4096)
+    assert sorted(g.nodes) == [0, 2]                       # 500 + 150 of 750
+    assert sorted(g.edges) == [(0, 2)]
+    kept, _ = group_contexts(g, group_threshold=0.0)
+    assert [sorted(k.members) for k in kept] == [[0, 2]]
+
+
 def test_a_recursive_builders_contexts_are_one_node_whichever_recursive_calls_they_kept():
     # make_node's allocation reached through build's left call, its right
     # call, both, or neither (the root): one allocation site in one recursion.

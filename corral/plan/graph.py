@@ -118,18 +118,25 @@ def hot_classes(accesses: dict[int, int], coverage: float) -> list[int]:
 
 
 def affinity_graph(doc: dict, contexts: list[Context], coverage: float, min_weight: float,
-                   max_depth: int = 16) -> nx.Graph:
+                   max_depth: int = 16, max_object_size: int | None = None) -> nx.Graph:
     """The filtered affinity graph: one node per class of contexts the runtime
     cannot tell apart (see identity_classes; usually one context), the hottest
     covering `coverage` of the accesses; edges of at least `min_weight` among
     them. A loop is affinity between objects of one node.
 
+    Contexts whose objects average more than `max_object_size` bytes are left
+    out before the coverage is counted: the runtime never groups them, and a
+    large hot array would otherwise use up the coverage and push out a small
+    context whose objects are used with a hot one's.
+
     Node attributes: accesses, allocs, members (context indices). Graph
     attribute: accesses (all of the profile, not only the kept nodes').
     """
-    rep = identity_classes(contexts, max_depth)
+    groupable = [c for c in contexts
+                 if max_object_size is None or c.bytes <= max_object_size * max(c.allocs, 1)]
+    rep = identity_classes(groupable, max_depth)
     members: dict[int, list[int]] = {}
-    for c in contexts:
+    for c in groupable:
         members.setdefault(rep[c.index], []).append(c.index)
     accesses = {n: sum(contexts[i].accesses for i in ms) for n, ms in members.items()}
     graph = nx.Graph(accesses=total_accesses(doc))
@@ -138,6 +145,8 @@ def affinity_graph(doc: dict, contexts: list[Context], coverage: float, min_weig
                        allocs=sum(contexts[i].allocs for i in members[n]))
     weights: dict[tuple[int, int], float] = {}
     for a, b, weight in doc["edges"]:
+        if a not in rep or b not in rep:
+            continue
         u, v = sorted((rep[a], rep[b]))
         if u in graph and v in graph:
             weights[u, v] = weights.get((u, v), 0) + weight

@@ -14,6 +14,10 @@ class PlanOptions:
     # Keep the hottest contexts that together make this share of all accesses
     # (HALO keeps 90%): the cold tail is noise and costs selector sites.
     coverage: float = 0.90
+    # Contexts whose objects average more than this many bytes are left out
+    # of the graph: the runtime groups nothing larger (CORRAL_MAX_SIZE,
+    # 4096 by default, HALO's limit too).
+    max_object_size: int = 4096
     # Edges lighter than this are dropped. A string ending in % is a share of
     # all profiled accesses, so one default suits small and large profiles.
     min_weight: str = "0.1%"
@@ -51,6 +55,8 @@ class PlanOptions:
             raise CorralError("--coverage must be in (0, 1]")
         if not 0 <= self.tolerance < 1:
             raise CorralError("--tolerance must be in [0, 1)")
+        if self.max_object_size < 1:
+            raise CorralError("--max-object-size must be at least 1")
         if self.max_group_size < 1:
             raise CorralError("--max-group-size must be at least 1")
         if not 0 <= self.group_threshold <= 1:
@@ -72,6 +78,9 @@ def add_arguments(p) -> None:
     g.add_argument("--coverage", type=float, default=DEFAULTS.coverage, metavar="SHARE",
                    help="keep the hottest contexts that cover this share of accesses "
                         f"(default: {DEFAULTS.coverage})")
+    g.add_argument("--max-object-size", type=int, default=DEFAULTS.max_object_size, metavar="BYTES",
+                   help="leave out contexts whose objects average more than this; match the "
+                        f"runtime's CORRAL_MAX_SIZE (default: {DEFAULTS.max_object_size})")
     g.add_argument("--min-weight", default=DEFAULTS.min_weight, metavar="W",
                    help="drop affinity edges lighter than W, a weight or a percentage of all "
                         f"accesses (default: {DEFAULTS.min_weight.replace('%', '%%')})")
@@ -97,4 +106,5 @@ def from_args(args) -> PlanOptions:
     return PlanOptions(coverage=args.coverage, min_weight=args.min_weight,
                        tolerance=args.tolerance, max_group_size=args.max_group_size,
                        group_threshold=args.group_threshold, max_depth=args.max_depth,
-                       depth_margin=args.depth_margin, absorb=args.absorb).check()
+                       depth_margin=args.depth_margin, absorb=args.absorb,
+                       max_object_size=args.max_object_size).check()

@@ -47,7 +47,7 @@ def make_plan(doc: dict, options: PlanOptions) -> PlanResult:
         raise CorralError("the profile is empty: the program made no heap allocations while profiled")
     accesses = total_accesses(doc)
     graph = affinity_graph(doc, contexts, options.coverage, options.min_edge_weight(accesses),
-                           options.max_depth)
+                           options.max_depth, options.max_object_size)
     kept, rejected = group_contexts(graph, options.tolerance, options.max_group_size,
                                     options.group_threshold)
     kept.sort(key=lambda g: -g.weight)      # the heaviest group is tried first at run time
