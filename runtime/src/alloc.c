@@ -191,18 +191,28 @@ static __attribute__((noinline)) void double_free(corral_chunk_t *c, void *p)
   _corral_warn("double free of %p in group %u (ignored)", p, c->group);
 }
 
+/* The freeing thread's counters and the chunk's local list, for a free the
+ * chunk's owner makes (or, both NULL, a heapless thread into an unowned chunk). */
+static inline void count_free(corral_heap_t *h, corral_chunk_t *c, size_t bytes)
+{
+  h->counts[c->group].frees++;
+  h->counts[c->group].freed_bytes += bytes;
+}
+
+static inline void free_local(corral_chunk_t *c, void *p, size_t bytes)
+{
+  push_local(c, p, bytes / CORRAL_GRANULE);
+  c->live--;
+}
+
 /* A free by a thread that does not own the chunk (or has no heap yet). */
 static __attribute__((noinline)) void free_unowned(corral_chunk_t *c, void *p)
 {
   size_t bytes = object_size(c, p);
   corral_heap_t *h = _corral_heap_get();
-  if (CORRAL_LIKELY(h != NULL)) {
-    h->counts[c->group].frees++;
-    h->counts[c->group].freed_bytes += bytes;
-  }
+  if (CORRAL_LIKELY(h != NULL)) count_free(h, c, bytes);
   if (atomic_load_explicit(&c->owner, memory_order_relaxed) == h) {   /* both NULL */
-    push_local(c, p, bytes / CORRAL_GRANULE);
-    c->live--;
+    free_local(c, p, bytes);
     return;
   }
   free_remote(c, p);
@@ -216,8 +226,6 @@ void _corral_group_free(corral_chunk_t *c, void *p)
   if (CORRAL_UNLIKELY(h == NULL || atomic_load_explicit(&c->owner, memory_order_relaxed) != h))
     return free_unowned(c, p);
   size_t bytes = object_size(c, p);
-  h->counts[c->group].frees++;
-  h->counts[c->group].freed_bytes += bytes;
-  push_local(c, p, bytes / CORRAL_GRANULE);
-  c->live--;
+  count_free(h, c, bytes);
+  free_local(c, p, bytes);
 }
