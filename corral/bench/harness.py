@@ -28,12 +28,11 @@ DEFAULT_WARMUP = 1
 MISS_INPUTS = ("cache", "train", "measure")
 
 
-def _miss_args(workload, miss_input, measure_args, quick):
-    if miss_input == "measure":
-        return measure_args
-    if miss_input == "train" or quick:
+def _miss_args(workload, miss_input, quick):
+    """Quick mode runs everything on the training input, cachegrind too."""
+    if quick or miss_input == "train":
         return workload.train_args
-    return workload.cache_args
+    return workload.measure_args if miss_input == "measure" else workload.cache_args
 
 
 class _Progress:
@@ -228,8 +227,8 @@ def run_suite(workloads, configs, pairs=5, quick=False, progress=None, *, warmup
               misses=True, miss_input="cache", work_dir=None, runner=run_once,
               miss_counter=cachegrind.measure) -> dict:
     """Benchmark `workloads` (Workload objects) under `configs` (Config objects,
-    glibc first). Quick mode measures on the training input, and counts
-    misses on it too unless miss_input is "measure"."""
+    glibc first). Quick mode measures on the training input and counts
+    misses on it too, whatever miss_input says."""
     if miss_input not in MISS_INPUTS:
         raise CorralError(f"unknown miss input {miss_input!r}; choose one of {', '.join(MISS_INPUTS)}")
     if pairs < 1:
@@ -250,7 +249,7 @@ def run_suite(workloads, configs, pairs=5, quick=False, progress=None, *, warmup
         bench.prepare()
         bench.time_all(pairs, warmup)
         if misses:
-            bench.count_misses(_miss_args(workload, miss_input, measure_args, quick))
+            bench.count_misses(_miss_args(workload, miss_input, quick))
         entry = bench.document(quick)
         report("done", workload=workload.name, entry=entry)
         doc["workloads"].append(entry)

@@ -11,8 +11,8 @@ allocation that finishes the clause (the runtime's walk stops sooner), else
 the one the fewest remaining rivals share. A clause is finished also when
 only ungrouped rivals with a small share of the member's allocations are
 left: they are absorbed, since a few cold objects in the pool cost less than
-a deeper site that every allocation must walk to. The `direct` table maps frame-0 sites that
-decide alone straight to their group.
+a deeper site that every allocation must walk to. The `direct` table maps
+frame-0 sites that decide alone straight to their group.
 """
 
 from dataclasses import dataclass, field
