@@ -48,10 +48,19 @@ static inline void push_local(corral_chunk_t *c, void *p, size_t k)
   *slot = p;
 }
 
-/* Owner: move objects freed by other threads onto the local lists. */
-static void drain_remote(corral_chunk_t *c)
+/* Whether a remote free pushed onto `head` is counted in the chunk's balance:
+ * while the chunk is retired, so the freer of its last object can tell, and
+ * always in dynamic mode, whose samples judge the undrained count. Otherwise
+ * a remote free is one atomic, not two. */
+static inline int remote_counted(uintptr_t head)
 {
-  void *p = atomic_exchange_explicit(&c->remote, NULL, memory_order_acquire);
+  return (head & CORRAL_REMOTE_COUNTED) || _corral_dyn_on;
+}
+
+void _corral_chunk_drain(corral_chunk_t *c, uintptr_t counted)
+{
+  uintptr_t head = atomic_exchange_explicit(&c->remote, counted, memory_order_acquire);
+  void *p = (void *)(head & ~CORRAL_REMOTE_COUNTED);
   long n = 0;
   while (p) {
     void *next = *(void **)p;
@@ -60,7 +69,7 @@ static void drain_remote(corral_chunk_t *c)
     n++;
   }
   c->live -= (size_t)n;
-  atomic_fetch_sub_explicit(&c->balance, n, memory_order_relaxed);
+  if (n && remote_counted(head)) atomic_fetch_sub_explicit(&c->balance, n, memory_order_relaxed);
 }
 
 /* Owner: k granules aligned to `align` from c, or NULL if c has no room. */
@@ -116,7 +125,7 @@ static __attribute__((noinline)) void *alloc_slow(corral_heap_t *h, unsigned g, 
   void *p;
   if (c) {
     if (atomic_load_explicit(&c->remote, memory_order_relaxed)) {
-      drain_remote(c);
+      _corral_chunk_drain(c, 0);
       if ((p = chunk_alloc(c, k, align))) return p;
     }
     if ((p = split_alloc(c, k, align))) return p;
@@ -130,7 +139,7 @@ static __attribute__((noinline)) void *alloc_slow(corral_heap_t *h, unsigned g, 
     c = _corral_chunk_acquire(h, g, attempt == 0, &adopted);
     if (!c) return NULL;
     h->cur[g] = c;
-    if (adopted) drain_remote(c);
+    if (adopted) _corral_chunk_drain(c, 0);
     if ((p = chunk_alloc(c, k, align)) || (p = split_alloc(c, k, align))) return p;
   }
   return NULL;
@@ -175,14 +184,14 @@ void *_corral_group_alloc(unsigned g, size_t size, size_t align)
 static __attribute__((noinline)) void free_remote(corral_chunk_t *c, void *p)
 {
   ((uint64_t *)p)[1] = c->key;
-  void *head = atomic_load_explicit(&c->remote, memory_order_relaxed);
+  uintptr_t head = atomic_load_explicit(&c->remote, memory_order_relaxed);
   do {
-    *(void **)p = head;
-  } while (!atomic_compare_exchange_weak_explicit(&c->remote, &head, p, memory_order_release,
-                                                  memory_order_relaxed));
+    *(void **)p = (void *)(head & ~CORRAL_REMOTE_COUNTED);
+  } while (!atomic_compare_exchange_weak_explicit(&c->remote, &head, (uintptr_t)p | (head & CORRAL_REMOTE_COUNTED),
+                                                  memory_order_release, memory_order_relaxed));
   /* Count after pushing (see chunk.c): exactly CORRAL_RETIRED means c is
    * retired and this was its last object. */
-  if (atomic_fetch_add_explicit(&c->balance, 1, memory_order_acq_rel) + 1 == CORRAL_RETIRED)
+  if (remote_counted(head) && atomic_fetch_add_explicit(&c->balance, 1, memory_order_acq_rel) + 1 == CORRAL_RETIRED)
     _corral_chunk_release(c);
 }
 

@@ -2,10 +2,14 @@
  * retired lists groups reuse freed space from, and their hand-overs.
  *
  * A chunk's `balance` lets a thread that frees into a chunk nobody owns see,
- * without a lock, that it freed the last object: while owned, balance counts
- * remote frees not yet drained (>= 0, and >= 1 right after a push); on
- * retirement the owner subtracts its live count, so balance reaches 0 exactly
- * when the last object comes back. That thread then releases the chunk. */
+ * without a lock, that it freed the last object. While a chunk is owned,
+ * remote frees are only pushed (one atomic each; dynamic mode counts them
+ * too). Retirement drains the remote stack, sets CORRAL_REMOTE_COUNTED in it
+ * and adds CORRAL_RETIRED - live; from then on each remote free adds 1 after
+ * its push, so balance reaches CORRAL_RETIRED exactly when the last object
+ * is back, and the thread whose add gets it there releases the chunk. Adds
+ * still in flight only ever hold balance below that. An adopter subtracts
+ * the counted frees it drains. */
 #include "heap.h"
 #include "lock.h"
 
@@ -100,7 +104,7 @@ static void reset_chunk(corral_chunk_t *c, unsigned g, corral_heap_t *h)
   c->live = 0;
   c->bump = (char *)c + _corral_layout.header;
   c->end = (char *)c + _corral_layout.chunk_size;
-  atomic_store_explicit(&c->remote, NULL, memory_order_relaxed);
+  atomic_store_explicit(&c->remote, 0, memory_order_relaxed);
   atomic_store_explicit(&c->balance, 0, memory_order_relaxed);
   c->key = (chunk_key_seed ^ (uintptr_t)c) * 0x9e3779b97f4a7c15ull + _corral_rdtsc();
   c->next = c->prev = NULL;
@@ -184,6 +188,9 @@ corral_chunk_t *_corral_chunk_acquire(corral_heap_t *h, unsigned g, int may_adop
 /* The owner stops allocating in c (it is full, or the thread exits). */
 void _corral_chunk_retire(corral_chunk_t *c)
 {
+  /* From here on remote frees are counted; the uncounted ones before are
+   * taken back now, so `live` is exact when it goes into the balance. */
+  _corral_chunk_drain(c, CORRAL_REMOTE_COUNTED);
   _corral_lock(&_corral_heap_lock);
   c->in_retired = 1;
   c->prev = NULL;

@@ -15,6 +15,9 @@
 #define CORRAL_MAX_RANGES 16
 /* Added to a chunk's balance while it is retired (chunk.c). */
 #define CORRAL_RETIRED (1L << 40)
+/* Bit 0 of a chunk's `remote` word: frees pushed now must also be counted
+ * in `balance` (set from retirement until the next owner drains). */
+#define CORRAL_REMOTE_COUNTED ((uintptr_t)1)
 #define CORRAL_CHUNK_MAGIC 0x6c6172726f63u   /* "corral" */
 
 struct corral_heap_s;
@@ -23,19 +26,21 @@ struct corral_heap_s;
  * the thread whose heap is `owner`; everything else is atomic or under the
  * global chunk lock (heap.c). */
 typedef struct corral_chunk_s {
+  /* read by every free, written only when the chunk changes hands */
   uint64_t magic;                          /* CORRAL_CHUNK_MAGIC while a group holds it */
   uint32_t group;
   uint32_t in_retired;                     /* on its group's retired list (lock) */
   _Atomic(struct corral_heap_s *) owner;   /* thread heap allocating here, or NULL */
-  /* owner-only */
-  size_t live;                             /* objects not freed locally or drained */
-  char *bump, *end;                        /* never-used space [bump, end) */
-  /* any thread */
-  _Atomic(void *) remote;                  /* stack of objects freed by other threads */
-  atomic_long balance;                     /* remote frees counted minus drained; retired: + CORRAL_RETIRED - live */
   uint64_t key;                            /* written into freed objects to spot double frees */
   struct corral_chunk_s *next, *prev;      /* retired list or pool (lock) */
-  void *free_lists[];                      /* [classes]: LIFO free objects of k granules at k-1;
+  /* owner-only, written by every allocation: a line of its own, so frees
+   * from other threads do not keep taking it away from the owner */
+  _Alignas(64) size_t live;                /* objects not freed locally or drained */
+  char *bump, *end;                        /* never-used space [bump, end) */
+  /* any thread: written by every remote free */
+  _Alignas(64) _Atomic(uintptr_t) remote;  /* stack of objects freed by other threads, | CORRAL_REMOTE_COUNTED */
+  atomic_long balance;                     /* counted remote frees minus drained; retired: + CORRAL_RETIRED - live */
+  _Alignas(64) void *free_lists[];         /* [classes]: LIFO free objects of k granules at k-1;
                                               then the start and end bitmaps */
 } corral_chunk_t;
 
@@ -133,6 +138,9 @@ static inline corral_chunk_t *_corral_chunk_of(const void *p, const char **why)
 /* Bytes of the object at p (granule multiple). */
 size_t _corral_object_size(corral_chunk_t *c, const void *p);
 void _corral_group_free(corral_chunk_t *c, void *p);
+/* Owner: moves the objects other threads freed onto c's local lists and
+ * leaves `remote` empty with flag `counted` (0, or CORRAL_REMOTE_COUNTED). */
+void _corral_chunk_drain(corral_chunk_t *c, uintptr_t counted);
 
 /* Group of any pointer into a chunk held by a group, or -1. */
 int _corral_group_of_address(const void *p);

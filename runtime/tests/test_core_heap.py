@@ -25,6 +25,14 @@ def test_threads_cross_thread_frees(programs, tmp_path, base, pools):
     assert s["ungrouped"]["objects"] > 0          # the > 4096-byte ones
     # everything was freed but stdio's buffers (a few objects)
     assert 0 <= sum(g["objects"] - g["frees"] for g in s["groups"]) <= 8
+    assert_chunks_handed_back(s["groups"])
+
+
+def assert_chunks_handed_back(groups):
+    """The workers' chunks were released when their last object came back:
+    what a group still holds is main's current chunk and one per live object."""
+    for g in groups:
+        assert g["chunks"] <= 1 + (g["objects"] - g["frees"]), g
 
 
 def test_fork_from_threaded_program(programs):
@@ -106,3 +114,4 @@ def test_threads_with_small_chunks_and_no_spares(programs, tmp_path):
     groups = h.stats(out)["groups"]
     assert max(g["peak_chunks"] for g in groups) > 8
     assert 0 <= sum(g["objects"] - g["frees"] for g in groups) <= 8
+    assert_chunks_handed_back(groups)
