@@ -97,7 +97,8 @@ def test_plan_of_the_synthetic_profile_matches_the_golden_file():
     # Worked by hand: C (600 of 18610 accesses) falls outside the 90% coverage;
     # A and B (loops 3000, edge 2900) form one group told apart from C by the
     # return addresses into create_a and create_b (frame 1: depth 1 + 1 + 2);
-    # the wrapper decides nothing; main's buffer gets a direct `-` entry.
+    # the wrapper decides nothing; main's buffer gets a direct `-` entry;
+    # no context passes the sites of two clauses, so the first match decides.
     result = make_plan(synthetic_profile(FIG2_EDGES), DEFAULTS)
     assert planfile.format_plan(result.plan) == (GOLDEN / "fig2_synthetic.plan").read_text()
     assert sorted(result.members[0]) == [0, 1]          # context indices, for reports

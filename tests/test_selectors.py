@@ -1,9 +1,9 @@
 """Identification (HALO Figure 10) and the self-check, on hand-made contexts."""
 
-from corral.plan.check import check, misclassified, runtime_group
+from corral.plan.check import check, first_match_holds, misclassified, runtime_group
 from corral.plan.graph import Context
 from corral.plan.planner import short_function_name
-from corral.plan.selectors import direct_table, identify, walk_depth
+from corral.plan.selectors import Selector, direct_table, identify, walk_depth
 
 PROG = 0            # module index of the program
 WRAPPER = (PROG, 0x1000)
@@ -190,3 +190,17 @@ def test_absorbing_stops_at_its_share_and_never_takes_another_groups_context():
     assert selectors[0].clauses == [((PROG, 0x185c), (PROG, 0x14cf))]
     depth = walk_depth(selectors, contexts, [[0], [1]], 16, 2)
     assert [runtime_group(c, selectors, {}, depth) for c in contexts] == [0, 1, None]
+
+
+def test_first_match_is_claimed_only_where_the_nearest_clause_always_decides():
+    contexts = halo_figure_2()
+    selectors, direct, depth, _ = plan_for(contexts, [[0], [1]])
+    assert first_match_holds(contexts, selectors, direct, depth)
+    # Group 0 is decided two frames up, group 1 one frame up; context 0
+    # passes both sites, so the nearest clause would send it to group 1.
+    x, y = (PROG, 0x5001), (PROG, 0x2001)
+    contexts = [ctx(0, [WRAPPER, y, x, MAIN_END]), ctx(1, [WRAPPER, y, (PROG, 0x5009), MAIN_END])]
+    selectors = [Selector(0, [(x,)]), Selector(1, [(y,)])]
+    assert runtime_group(contexts[0], selectors, {}, 4) == 0
+    assert runtime_group(contexts[0], selectors, {}, 4, first_match=True) == 1
+    assert not first_match_holds(contexts, selectors, {}, 4)

@@ -12,16 +12,38 @@ from corral.plan.graph import Context, Site
 from corral.plan.selectors import Selector
 
 
-def runtime_group(context: Context, selectors: list[Selector], direct: dict[Site, int | None],
-                  depth: int) -> int | None:
-    """The group the runtime would give an allocation from `context`."""
-    if context.chain and context.chain[0] in direct:
-        return direct[context.chain[0]]
-    window = context.sites_within(depth)
-    for selector in selectors:
-        if any(all(s in window for s in clause) for clause in selector.clauses):
+def _first_complete(selectors: list[Selector], seen: set[Site]) -> int | None:
+    for selector in selectors:           # in plan order: the runtime's ranks
+        if any(all(s in seen for s in clause) for clause in selector.clauses):
             return selector.gid
     return None
+
+
+def runtime_group(context: Context, selectors: list[Selector], direct: dict[Site, int | None],
+                  depth: int, first_match: bool = False) -> int | None:
+    """The group the runtime would give an allocation from `context`; with
+    `first_match` (CORRAL_FIRST_MATCH) the walk stops at the first frame that
+    completes any clause."""
+    if context.chain and context.chain[0] in direct:
+        return direct[context.chain[0]]
+    if first_match:
+        seen: set[Site] = set()
+        for site in context.chain[:depth]:
+            seen.add(site)
+            if (gid := _first_complete(selectors, seen)) is not None:
+                return gid
+        return None
+    return _first_complete(selectors, context.sites_within(depth))
+
+
+def first_match_holds(contexts: list[Context], selectors: list[Selector],
+                      direct: dict[Site, int | None], depth: int) -> bool:
+    """Whether stopping each walk at its first complete clause gives every
+    profiled context the group the full walk gives it. Then the plan may say
+    so (`option first_match 1`): walks, and the traces replays compare, end
+    at the deciding frame instead of running on to `depth`."""
+    return all(runtime_group(c, selectors, direct, depth, first_match=True)
+               == runtime_group(c, selectors, direct, depth) for c in contexts)
 
 
 @dataclass

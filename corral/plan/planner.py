@@ -8,7 +8,7 @@ import networkx as nx
 from corral import elf
 from corral.errors import CorralError
 from corral.plan import planfile
-from corral.plan.check import GroupCheck, check
+from corral.plan.check import GroupCheck, check, first_match_holds
 from corral.plan.graph import Context, Site, affinity_graph, contexts_of, total_accesses
 from corral.plan.grouping import Group, group_contexts
 from corral.plan.options import PlanOptions
@@ -27,6 +27,7 @@ class PlanResult:
     selectors: list[Selector]
     direct: dict[Site, int | None]
     depth: int
+    first_match: bool            # the nearest complete clause always decides (check.first_match_holds)
     report: list[GroupCheck]
     plan: planfile.Plan
 
@@ -66,9 +67,10 @@ def make_plan(doc: dict, options: PlanOptions) -> PlanResult:
     direct = direct_table(contexts, assignment)
     depth = walk_depth(selectors, contexts, members, options.max_depth, options.depth_margin)
     report = check(contexts, assignment, selectors, direct, depth)
-    plan = to_plan(doc, contexts, selectors, direct, depth)
+    first_match = bool(selectors) and first_match_holds(contexts, selectors, direct, depth)
+    plan = to_plan(doc, contexts, selectors, direct, depth, first_match)
     return PlanResult(doc, contexts, graph, kept, members, rejected, unidentifiable,
-                      selectors, direct, depth, report, plan)
+                      selectors, direct, depth, first_match, report, plan)
 
 
 def site_names(contexts: list[Context]) -> dict[Site, str]:
@@ -103,7 +105,7 @@ def _group_label(selector: Selector, names: dict[Site, str]) -> str:
 
 
 def to_plan(doc: dict, contexts: list[Context], selectors: list[Selector],
-            direct: dict[Site, int | None], depth: int) -> planfile.Plan:
+            direct: dict[Site, int | None], depth: int, first_match: bool = False) -> planfile.Plan:
     used = sorted({s[0] for sel in selectors for clause in sel.clauses for s in clause}
                   | {s[0] for s in direct})
     if len(used) > planfile.MAX_MODULES:
@@ -117,7 +119,7 @@ def to_plan(doc: dict, contexts: list[Context], selectors: list[Selector],
 
     names = site_names(contexts)
     plan = planfile.Plan(
-        options={"depth": depth},
+        options={"depth": depth, **({"first_match": 1} if first_match else {})},
         modules=[planfile.PlanModule(modules[m].get("buildid"), modules[m]["path"]) for m in used],
         comments=[f"made by corral plan from a profile of: {' '.join(doc.get('cmd', []))}"])
     used_labels = set()

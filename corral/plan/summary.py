@@ -42,7 +42,9 @@ def print_summary(result: PlanResult, console: Console | None = None) -> None:
     labels = site_labels(result.doc)
     console.print(f"[bold]{len(result.groups)} group(s)[/] from {len(result.contexts)} contexts "
                   f"({result.graph.number_of_nodes()} hot, {result.graph.number_of_edges()} edges kept); "
-                  f"walk depth {result.depth}, {len(result.direct)} direct frame-0 sites")
+                  f"walk depth {result.depth}"
+                  f"{' (stops at the first match)' if result.first_match else ''}, "
+                  f"{len(result.direct)} direct frame-0 sites")
     for group, contexts, selector, checked in zip(result.groups, result.group_contexts,
                                                   result.selectors, result.report):
         table = Table(title=f"group {selector.gid}: {result.plan.groups[selector.gid].name}  "

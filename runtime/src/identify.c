@@ -119,7 +119,8 @@ static int relocate(const module_table_t *modules)
     return -1;
   }
   ident_tables_t *t = _corral_tables_build(_corral_ident.plan, &binding, modules,
-                                           _corral_options.depth, err, sizeof err);
+                                           _corral_options.depth, _corral_options.first_match,
+                                           err, sizeof err);
   if (!t) {
     refuse(err);
     return -1;

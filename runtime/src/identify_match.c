@@ -135,8 +135,9 @@ static inline int replay(const ident_tables_t *t, uintptr_t ret0, uintptr_t fp0,
 }
 
 /* Reads in the trace were validated against this thread's stack by the
- * walk, and a thread's stack stays mapped while it runs, so replaying them
- * later from the same thread cannot fault. */
+ * walk, and a thread's stack stays mapped while it runs (a new thread on a
+ * reused stack starts with zeroed replays), so replaying them later from the
+ * same thread cannot fault. */
 static void remember(const ident_tables_t *t, uintptr_t ret0, uintptr_t fp0, const unwind_trace_t *trace,
                      int group)
 {
@@ -166,10 +167,6 @@ static __attribute__((noinline)) int walk_decide(const ident_tables_t *t, void *
   unwind_frame_t f;
   if (_corral_unwind_stack((uintptr_t)fp0, &stack) || _corral_unwind_start(ret0, fp0, &stack, &f))
     return -1;
-  if (replay(t, (uintptr_t)ret0, (uintptr_t)fp0, &group)) {
-    c->replays++;
-    return group;
-  }
   unwind_trace_t trace;
   trace.n = 0;
   f.trace = &trace;
@@ -183,8 +180,12 @@ static __attribute__((noinline)) int walk_decide(const ident_tables_t *t, void *
     frames++;
     visit_frame(t, &w, f.pc);
     /* Decided once the first group in plan order matched: nothing deeper can
-     * beat it. Otherwise a later frame may still complete an earlier group. */
-    if (w.best == t->first_rank || (int)frames == t->depth) break;
+     * beat it. Otherwise a later frame may still complete an earlier group,
+     * unless the plan says the nearest match is always the answer (the
+     * planner checked that on every profiled context): then the walk, and
+     * the trace a replay compares, end here. */
+    if (w.best != NO_RANK && (w.best == t->first_rank || t->first_match)) break;
+    if ((int)frames == t->depth) break;
     int how = _corral_unwind_step_inline(t->modules, &stack, &f, &module);
     if (how == UNWIND_STOP) break;
     fp_steps += how == UNWIND_BY_FP;
@@ -207,6 +208,12 @@ static inline __attribute__((always_inline)) int decide(const ident_tables_t *t,
     return group;
   }
   if (t->first_rank == NO_RANK) return -1;
+  /* A replay needs no stack bounds: it reads only slots a walk of this
+   * thread validated, and they stay mapped while the thread runs. */
+  if (replay(t, (uintptr_t)ret0, (uintptr_t)fp0, &group)) {
+    c->replays++;
+    return group;
+  }
   return walk_decide(t, ret0, fp0, c);
 }
 

@@ -98,7 +98,7 @@ static int clause_is_live(const plan_clause_t *c, const plan_binding_t *b)
 }
 
 ident_tables_t *_corral_tables_build(const plan_t *plan, const plan_binding_t *b,
-                                     const module_table_t *modules, int depth,
+                                     const module_table_t *modules, int depth, int first_match,
                                      char *err, size_t errlen)
 {
   /* Upper bounds for every array, then one mapping. */
@@ -129,6 +129,7 @@ ident_tables_t *_corral_tables_build(const plan_t *plan, const plan_binding_t *b
   memset(t, 0, sizeof *t);
   t->modules = modules;
   t->depth = depth < 1 ? 1 : depth > IDENT_MAX_DEPTH ? IDENT_MAX_DEPTH : depth;
+  t->first_match = first_match;
   t->bytes = bytes;
   for (unsigned i = 0; i < PLAN_MAX_MODULES; i++) t->modules_matched += b->loaded[i];
   memcpy(t->group_by_rank, plan->group_by_rank, sizeof t->group_by_rank);

@@ -21,6 +21,7 @@ typedef struct direct_range_s {
 typedef struct ident_tables_s {
   const module_table_t *modules;    /* the scan these addresses come from */
   int depth;                        /* frames looked at, 1..IDENT_MAX_DEPTH */
+  int first_match;                  /* the first frame completing a clause decides */
 
   /* direct: exact frame-0 addresses (open addressing, key 0 = empty) ... */
   uintptr_t *direct_keys;
@@ -80,7 +81,7 @@ int _corral_plan_bind(const plan_t *plan, const module_table_t *modules, plan_bi
 /* Builds the tables (NULL with a reason in err: no memory, overlapping
  * direct ranges). */
 ident_tables_t *_corral_tables_build(const plan_t *plan, const plan_binding_t *b,
-                                     const module_table_t *modules, int depth,
+                                     const module_table_t *modules, int depth, int first_match,
                                      char *err, size_t errlen);
 
 #endif

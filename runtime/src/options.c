@@ -16,6 +16,7 @@ corral_options_t _corral_options = {
   .max_spare = 4,
   .max_size = 4096,
   .depth = 6,
+  .first_match = 0,
   .stats = NULL,
   .verbose = 0,
   .random_pools = 0,
@@ -44,6 +45,7 @@ static const option_desc_t option_table[] = {
   OPT("max_spare", OPT_SIZE, max_spare, 0, 1u << 20, 0),
   OPT("max_size", OPT_SIZE, max_size, 16, 65536, 0),
   OPT("depth", OPT_INT, depth, 1, 64, 0),
+  OPT("first_match", OPT_BOOL, first_match, 0, 1, 0),
   OPT("stats", OPT_STRING, stats, 0, 0, 0),
   OPT("verbose", OPT_INT, verbose, 0, 9, 0),
   OPT("random_pools", OPT_INT, random_pools, 0, 255, 0),
@@ -193,8 +195,9 @@ void _corral_options_json(int fd)
 {
   const corral_options_t *o = &_corral_options;
   _corral_fdprintf(fd, "{\"chunk_size\":%zu,\"max_spare\":%zu,\"max_size\":%zu,\"depth\":%d,"
-                   "\"verbose\":%d,\"random_pools\":%d,\"reserve\":%zu,\"dynamic\":%d,\"plan\":",
-                   o->chunk_size, o->max_spare, o->max_size, o->depth, o->verbose,
+                   "\"first_match\":%d,\"verbose\":%d,\"random_pools\":%d,\"reserve\":%zu,"
+                   "\"dynamic\":%d,\"plan\":",
+                   o->chunk_size, o->max_spare, o->max_size, o->depth, o->first_match, o->verbose,
                    o->random_pools, o->reserve, o->dynamic);
   if (o->plan) _corral_json_string(fd, o->plan);
   else _corral_fdprintf(fd, "null");
