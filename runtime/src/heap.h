@@ -74,6 +74,11 @@ extern corral_layout_t _corral_layout;
 extern atomic_uint _corral_range_count;
 extern uintptr_t _corral_range_lo[CORRAL_MAX_RANGES], _corral_range_hi[CORRAL_MAX_RANGES];
 extern uintptr_t _corral_range_min;      /* lowest lo of all ranges (mmap grows down) */
+/* Every pointer below this belongs to the next allocator: it lies below all
+ * group memory and below the bootstrap buffer. 0 until the runtime is ready,
+ * so nothing takes the short way before the next allocator is known. The
+ * entry points hand such pointers over without looking further. */
+extern uintptr_t _corral_plain_below;
 
 /* Could p be group memory? A quick filter before _corral_chunk_of: false for
  * every pointer while no group has memory, and for pointers below every

@@ -10,9 +10,11 @@
 #include "stats.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <sched.h>
 
 atomic_int _corral_state;
+size_t _corral_forward_from = SIZE_MAX;
 unsigned _corral_ngroups;
 static __thread int initialising __attribute__((tls_model("initial-exec")));
 
@@ -50,6 +52,10 @@ int _corral_init_slow(void)
   pthread_atfork(fork_prepare, fork_parent, fork_child);
   _corral_note(1, "ready: %u groups%s", _corral_ngroups,
                _corral_options.random_pools > 0 ? " (random pools)" : "");
+  /* The entry points' short ways (interpose.c), open from READY on. */
+  uintptr_t boot = (uintptr_t)_corral_boot_buffer;
+  __atomic_store_n(&_corral_plain_below, boot < _corral_range_min ? boot : _corral_range_min, __ATOMIC_RELEASE);
+  _corral_forward_from = _corral_options.stats ? SIZE_MAX : _corral_ngroups ? _corral_options.max_size + 1 : 0;
   initialising = 0;
   atomic_store(&_corral_state, CORRAL_STATE_READY);
   return CORRAL_STATE_READY;

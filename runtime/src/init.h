@@ -3,6 +3,7 @@
 #define CORRAL_INIT_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 
 enum {
   CORRAL_STATE_NONE = 0,        /* nothing done yet */
@@ -14,6 +15,11 @@ enum {
 extern atomic_int _corral_state;
 /* Groups in use: random pools, else the plan's; 0 = nothing is grouped. */
 extern unsigned _corral_ngroups;
+
+/* Requests of at least this many bytes go straight to the next allocator:
+ * 0 when nothing is grouped or counted, max_size + 1 when something may be,
+ * SIZE_MAX until the runtime is ready (the entry points' first test). */
+extern size_t _corral_forward_from;
 
 /* Bring the runtime up as far as this thread may (returns the state reached). */
 int _corral_init_slow(void);

@@ -120,19 +120,46 @@ void *_corral_realloc_at(void *p, size_t size, void *ret0, void *fp0)
 
 /* ---- the exported C API -------------------------------------------------------- */
 
-CORRAL_EXPORT void *malloc(size_t size)
+/* malloc, calloc and realloc first test whether the request can concern
+ * corral at all; if not they go straight to the next allocator, setting
+ * errno where it failed (mimalloc's malloc and jemalloc's realloc leave it
+ * alone). The rest continues in a *_rest function entered by a tail call:
+ * its own return and frame address are then those of the program's call,
+ * as the exported function's would have been (frame 0 for identification).
+ * -O2 makes these sibling calls; the identification tests fail otherwise. */
+static inline void *enomem_if_null(void *p)
+{
+  if (CORRAL_UNLIKELY(!p)) errno = ENOMEM;
+  return p;
+}
+
+static __attribute__((noinline)) void *malloc_rest(size_t size)
 {
   return _corral_alloc_at(size, 0, __builtin_return_address(0), __builtin_frame_address(0), 0);
 }
 
+CORRAL_EXPORT void *malloc(size_t size)
+{
+  if (CORRAL_LIKELY(size >= __atomic_load_n(&_corral_forward_from, __ATOMIC_ACQUIRE)))
+    return enomem_if_null(_corral_next.malloc(size));
+  return malloc_rest(size);
+}
+
 CORRAL_EXPORT void free(void *p)
 {
+  if (CORRAL_LIKELY((uintptr_t)p < __atomic_load_n(&_corral_plain_below, __ATOMIC_ACQUIRE)))
+    return _corral_next.free(p);
   _corral_free(p);
 }
 
 CORRAL_EXPORT void cfree(void *p)
 {
   _corral_free(p);
+}
+
+static __attribute__((noinline)) void *calloc_rest(size_t total)
+{
+  return _corral_alloc_at(total, 0, __builtin_return_address(0), __builtin_frame_address(0), 1);
 }
 
 CORRAL_EXPORT void *calloc(size_t n, size_t size)
@@ -142,12 +169,24 @@ CORRAL_EXPORT void *calloc(size_t n, size_t size)
     errno = ENOMEM;
     return NULL;
   }
-  return _corral_alloc_at(total, 0, __builtin_return_address(0), __builtin_frame_address(0), 1);
+  if (CORRAL_LIKELY(total >= __atomic_load_n(&_corral_forward_from, __ATOMIC_ACQUIRE)))
+    return enomem_if_null(_corral_next.calloc(n, size));
+  return calloc_rest(total);
 }
 
-CORRAL_EXPORT void *realloc(void *p, size_t size)
+static __attribute__((noinline)) void *realloc_rest(void *p, size_t size)
 {
   return _corral_realloc_at(p, size, __builtin_return_address(0), __builtin_frame_address(0));
+}
+
+/* The short way only for a size that is not 0: corral keeps glibc's
+ * realloc(p, 0) (free, return NULL) whatever the allocator underneath. */
+CORRAL_EXPORT void *realloc(void *p, size_t size)
+{
+  if (CORRAL_LIKELY((uintptr_t)p < __atomic_load_n(&_corral_plain_below, __ATOMIC_ACQUIRE) &&
+                    size >= __atomic_load_n(&_corral_forward_from, __ATOMIC_ACQUIRE) && size != 0))
+    return enomem_if_null(_corral_next.realloc(p, size));
+  return realloc_rest(p, size);
 }
 
 CORRAL_EXPORT void *reallocarray(void *p, size_t n, size_t size)

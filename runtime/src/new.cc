@@ -5,11 +5,15 @@
 // therefore links libstdc++ dynamically (docs/runtime.md says why that is
 // acceptable for plain C programs).
 #include <cstddef>
+#include <cstdint>
 #include <new>
 
 extern "C" {
+#include "next.h"
 void *_corral_new_alloc(std::size_t size, std::size_t align, void *ret0, void *fp0);
-void _corral_free(void *p);
+void _corral_free(void *p) noexcept;            // C: never throws
+extern std::size_t _corral_forward_from;     // init.h
+extern std::uintptr_t _corral_plain_below;   // heap.h
 }
 
 #define CORRAL_EXPORT __attribute__((visibility("default")))
@@ -48,19 +52,57 @@ inline void *new_at(std::size_t size, std::size_t align, void *ret0, void *fp0, 
   return new_failed(size, align, ret0, fp0, nothrow);
 }
 
+// The unaligned operators take malloc's short way (interpose.c): a size
+// corral cannot group goes straight to the next allocator. The rest, and a
+// request that failed there, continue in new_rest, entered by a tail call so
+// that its return and frame address are the program's call. The nothrow
+// forms have a noexcept twin: a noexcept caller could not jump to a callee
+// that may throw.
+inline bool forwardable(std::size_t n)
+{
+  return __builtin_expect(n >= __atomic_load_n(&_corral_forward_from, __ATOMIC_ACQUIRE), 1);
+}
+
+__attribute__((noinline)) void *new_rest(std::size_t n) { return new_at(n, 0, RET0, FP0, false); }
+__attribute__((noinline)) void *new_rest_nothrow(std::size_t n) noexcept { return new_at(n, 0, RET0, FP0, true); }
+
+// free's short way. The next allocator's free is C and never throws; saying
+// so lets the noexcept operators jump to it instead of calling it.
+inline void delete_at(void *p) noexcept
+{
+  using free_fn = void (*)(void *) noexcept;
+  if (__builtin_expect(reinterpret_cast<std::uintptr_t>(p) < __atomic_load_n(&_corral_plain_below, __ATOMIC_ACQUIRE), 1))
+    return reinterpret_cast<free_fn>(_corral_next.free)(p);
+  _corral_free(p);
+}
+
 }  // namespace
 
 #define ALIGN(a) static_cast<std::size_t>(a)
 
-CORRAL_EXPORT void *operator new(std::size_t n) { return new_at(n, 0, RET0, FP0, false); }
-CORRAL_EXPORT void *operator new[](std::size_t n) { return new_at(n, 0, RET0, FP0, false); }
+CORRAL_EXPORT void *operator new(std::size_t n)
+{
+  if (forwardable(n))
+    if (void *p = _corral_next.malloc(n)) return p;
+  return new_rest(n);
+}
+CORRAL_EXPORT void *operator new[](std::size_t n)
+{
+  if (forwardable(n))
+    if (void *p = _corral_next.malloc(n)) return p;
+  return new_rest(n);
+}
 CORRAL_EXPORT void *operator new(std::size_t n, const std::nothrow_t &) noexcept
 {
-  return new_at(n, 0, RET0, FP0, true);
+  if (forwardable(n))
+    if (void *p = _corral_next.malloc(n)) return p;
+  return new_rest_nothrow(n);
 }
 CORRAL_EXPORT void *operator new[](std::size_t n, const std::nothrow_t &) noexcept
 {
-  return new_at(n, 0, RET0, FP0, true);
+  if (forwardable(n))
+    if (void *p = _corral_next.malloc(n)) return p;
+  return new_rest_nothrow(n);
 }
 CORRAL_EXPORT void *operator new(std::size_t n, std::align_val_t a) { return new_at(n, ALIGN(a), RET0, FP0, false); }
 CORRAL_EXPORT void *operator new[](std::size_t n, std::align_val_t a) { return new_at(n, ALIGN(a), RET0, FP0, false); }
@@ -73,15 +115,15 @@ CORRAL_EXPORT void *operator new[](std::size_t n, std::align_val_t a, const std:
   return new_at(n, ALIGN(a), RET0, FP0, true);
 }
 
-CORRAL_EXPORT void operator delete(void *p) noexcept { _corral_free(p); }
-CORRAL_EXPORT void operator delete[](void *p) noexcept { _corral_free(p); }
-CORRAL_EXPORT void operator delete(void *p, std::size_t) noexcept { _corral_free(p); }
-CORRAL_EXPORT void operator delete[](void *p, std::size_t) noexcept { _corral_free(p); }
-CORRAL_EXPORT void operator delete(void *p, const std::nothrow_t &) noexcept { _corral_free(p); }
-CORRAL_EXPORT void operator delete[](void *p, const std::nothrow_t &) noexcept { _corral_free(p); }
-CORRAL_EXPORT void operator delete(void *p, std::align_val_t) noexcept { _corral_free(p); }
-CORRAL_EXPORT void operator delete[](void *p, std::align_val_t) noexcept { _corral_free(p); }
-CORRAL_EXPORT void operator delete(void *p, std::size_t, std::align_val_t) noexcept { _corral_free(p); }
-CORRAL_EXPORT void operator delete[](void *p, std::size_t, std::align_val_t) noexcept { _corral_free(p); }
-CORRAL_EXPORT void operator delete(void *p, std::align_val_t, const std::nothrow_t &) noexcept { _corral_free(p); }
-CORRAL_EXPORT void operator delete[](void *p, std::align_val_t, const std::nothrow_t &) noexcept { _corral_free(p); }
+CORRAL_EXPORT void operator delete(void *p) noexcept { delete_at(p); }
+CORRAL_EXPORT void operator delete[](void *p) noexcept { delete_at(p); }
+CORRAL_EXPORT void operator delete(void *p, std::size_t) noexcept { delete_at(p); }
+CORRAL_EXPORT void operator delete[](void *p, std::size_t) noexcept { delete_at(p); }
+CORRAL_EXPORT void operator delete(void *p, const std::nothrow_t &) noexcept { delete_at(p); }
+CORRAL_EXPORT void operator delete[](void *p, const std::nothrow_t &) noexcept { delete_at(p); }
+CORRAL_EXPORT void operator delete(void *p, std::align_val_t) noexcept { delete_at(p); }
+CORRAL_EXPORT void operator delete[](void *p, std::align_val_t) noexcept { delete_at(p); }
+CORRAL_EXPORT void operator delete(void *p, std::size_t, std::align_val_t) noexcept { delete_at(p); }
+CORRAL_EXPORT void operator delete[](void *p, std::size_t, std::align_val_t) noexcept { delete_at(p); }
+CORRAL_EXPORT void operator delete(void *p, std::align_val_t, const std::nothrow_t &) noexcept { delete_at(p); }
+CORRAL_EXPORT void operator delete[](void *p, std::align_val_t, const std::nothrow_t &) noexcept { delete_at(p); }

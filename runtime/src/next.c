@@ -8,7 +8,14 @@
 #include <stdatomic.h>
 #include <string.h>
 
-corral_next_t _corral_next;
+void *_corral_alloc_early(size_t size, size_t align, int zero);   /* interpose.c */
+
+/* Until the next allocator is found the entry points forward only requests
+ * of SIZE_MAX bytes (init.h, _corral_forward_from); these take the long way. */
+static void *unready_malloc(size_t size) { return _corral_alloc_early(size, 0, 0); }
+static void *unready_calloc(size_t n, size_t size) { return _corral_alloc_early(n * size, 0, 1); }
+
+corral_next_t _corral_next = {.malloc = unready_malloc, .calloc = unready_calloc};
 
 /* 64 KiB is far more than glibc's dlsym needs; each block is preceded by a
  * 16-byte header holding its size, so realloc out of it can copy. */
