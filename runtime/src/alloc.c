@@ -84,8 +84,9 @@ static inline void *chunk_alloc(corral_chunk_t *c, size_t k, size_t align)
     p = (void *)a;
     c->bump = (char *)a + k * CORRAL_GRANULE;
     size_t i = _corral_granule_index(c, p);
-    set_bit(_corral_bits(c), i, 0);
-    set_bit(_corral_bits(c), i + k - 1, 1);
+    uint64_t *bits = _corral_bits(c);      /* once: the first store might alias the layout */
+    set_bit(bits, i, 0);
+    set_bit(bits, i + k - 1, 1);
   }
   ((uint64_t *)p)[1] = 0;
   c->live++;
