@@ -55,7 +55,10 @@ int _corral_init_slow(void)
   /* The entry points' short ways (interpose.c), open from READY on. */
   uintptr_t boot = (uintptr_t)_corral_boot_buffer;
   __atomic_store_n(&_corral_plain_below, boot < _corral_range_min ? boot : _corral_range_min, __ATOMIC_RELEASE);
-  _corral_forward_from = _corral_options.stats ? SIZE_MAX : _corral_ngroups ? _corral_options.max_size + 1 : 0;
+  /* Release: a thread that sees the new value jumps to _corral_next at once. */
+  __atomic_store_n(&_corral_forward_from,
+                   _corral_options.stats ? SIZE_MAX : _corral_ngroups ? _corral_options.max_size + 1 : 0,
+                   __ATOMIC_RELEASE);
   initialising = 0;
   atomic_store(&_corral_state, CORRAL_STATE_READY);
   return CORRAL_STATE_READY;
