@@ -58,9 +58,13 @@ inline void *new_at(std::size_t size, std::size_t align, void *ret0, void *fp0, 
 // that its return and frame address are the program's call. The nothrow
 // forms have a noexcept twin: a noexcept caller could not jump to a callee
 // that may throw.
-inline bool forwardable(std::size_t n)
+
+// The next allocator's block; nullptr when corral may group n or it failed.
+inline void *from_next(std::size_t n)
 {
-  return __builtin_expect(n >= __atomic_load_n(&_corral_forward_from, __ATOMIC_ACQUIRE), 1);
+  if (__builtin_expect(n >= __atomic_load_n(&_corral_forward_from, __ATOMIC_ACQUIRE), 1))
+    return _corral_next.malloc(n);
+  return nullptr;
 }
 
 __attribute__((noinline)) void *new_rest(std::size_t n) { return new_at(n, 0, RET0, FP0, false); }
@@ -82,26 +86,22 @@ inline void delete_at(void *p) noexcept
 
 CORRAL_EXPORT void *operator new(std::size_t n)
 {
-  if (forwardable(n))
-    if (void *p = _corral_next.malloc(n)) return p;
+  if (void *p = from_next(n)) return p;
   return new_rest(n);
 }
 CORRAL_EXPORT void *operator new[](std::size_t n)
 {
-  if (forwardable(n))
-    if (void *p = _corral_next.malloc(n)) return p;
+  if (void *p = from_next(n)) return p;
   return new_rest(n);
 }
 CORRAL_EXPORT void *operator new(std::size_t n, const std::nothrow_t &) noexcept
 {
-  if (forwardable(n))
-    if (void *p = _corral_next.malloc(n)) return p;
+  if (void *p = from_next(n)) return p;
   return new_rest_nothrow(n);
 }
 CORRAL_EXPORT void *operator new[](std::size_t n, const std::nothrow_t &) noexcept
 {
-  if (forwardable(n))
-    if (void *p = _corral_next.malloc(n)) return p;
+  if (void *p = from_next(n)) return p;
   return new_rest_nothrow(n);
 }
 CORRAL_EXPORT void *operator new(std::size_t n, std::align_val_t a) { return new_at(n, ALIGN(a), RET0, FP0, false); }
