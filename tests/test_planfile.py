@@ -17,6 +17,7 @@ group 1 tree
 clause 1 1+0x7a0..0x7f0
 direct 0+0x11c9 0
 direct 0+0x1400 -
+layout 1 by-size
 end
 """
 
@@ -29,19 +30,22 @@ def test_reads_the_documented_example():
     assert plan.groups[0].clauses == [(PlanSite(0, 0x11c9),), (PlanSite(0, 0x1203), PlanSite(0, 0x1388))]
     assert plan.groups[1].clauses == [(PlanSite(1, 0x7a0, 0x7f0),)]
     assert plan.direct == [(PlanSite(0, 0x11c9), 0), (PlanSite(0, 0x1400), None)]
+    assert [g.by_size for g in plan.groups] == [False, True]
     assert PlanSite(1, 0x7a0, 0x7f0).covers(1, 0x7ef) and not PlanSite(1, 0x7a0, 0x7f0).covers(1, 0x7f0)
 
 
 def test_round_trip_keeps_everything_and_paths_with_spaces():
     plan = Plan(options={"depth": 5},
                 modules=[PlanModule("abcd", "/opt/my prog/bin x"), PlanModule(None, "libc.so.6")],
-                groups=[PlanGroup(0, "a b", [(PlanSite(0, 0x10), PlanSite(1, 0x20))])],
+                groups=[PlanGroup(0, "a b", [(PlanSite(0, 0x10), PlanSite(1, 0x20))]),
+                        PlanGroup(1, "c", [(PlanSite(0, 0x50),)], by_size=True)],
                 direct=[(PlanSite(1, 0x30), None), (PlanSite(0, 0x40), 0)])
     text = planfile.format_plan(plan)
     back = planfile.parse(text)
     assert back.modules == plan.modules
     assert back.groups[0].name == "a_b"          # one word: spaces would split the record
     assert back.groups[0].clauses == plan.groups[0].clauses
+    assert [g.by_size for g in back.groups] == [False, True]
     assert back.direct == plan.direct and back.options == plan.options
     assert planfile.format_plan(back) == text
 
@@ -63,6 +67,9 @@ def test_an_empty_plan_is_valid():
     (EXAMPLE.replace("1+0x7a0..0x7f0", "1+0x7f0..0x7a0"), "empty site range"),
     (EXAMPLE + "group 2 late\n", "after `end`"),
     (EXAMPLE.replace("option depth 6", "frobnicate 1"), "unknown record"),
+    (EXAMPLE.replace("layout 1 by-size", "layout 4 by-size"), "layout of undeclared group 4"),
+    (EXAMPLE.replace("layout 1 by-size", "layout 1 sideways"), "layout must be"),
+    (EXAMPLE.replace("layout 1 by-size", "layout 1"), "malformed `layout`"),
 ])
 def test_refuses_broken_plans_with_one_clear_message(text, message):
     with pytest.raises(CorralError, match=message):

@@ -57,7 +57,8 @@ def make(workload, out_dir) -> PlanInfo:
     with contextlib.redirect_stderr(captured):
         result = plan_cmd.plan_profile(profile, plan_path, options, graph, quiet=False)
     groups = [{"id": gid, "name": result.plan.groups[gid].name if gid < len(result.plan.groups) else f"g{gid}",
-               "contexts": [_context_label(result.contexts[n]) for n in members]}
+               "contexts": [_context_label(result.contexts[n]) for n in members],
+               "layout": "by-size" if result.layouts[gid].by_size else "mixed"}
               for gid, members in enumerate(result.members)]
     return PlanInfo(plan_path, ANSI.sub("", captured.getvalue()).strip(),
                     graph if os.path.exists(graph) else None, groups)

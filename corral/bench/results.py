@@ -61,7 +61,8 @@ _PLAN = {
         "groups": {"type": "array", "items": {
             "type": "object", "required": ["id", "name", "contexts"],
             "properties": {"id": {"type": "integer"}, "name": {"type": "string"},
-                           "contexts": {"type": "array", "items": {"type": "string"}}}}},
+                           "contexts": {"type": "array", "items": {"type": "string"}},
+                           "layout": {"enum": ["by-size", "mixed"]}}}},
     },
 }
 _WORKLOAD = {

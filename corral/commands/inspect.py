@@ -86,10 +86,11 @@ def show_plan(path, profile_path, console) -> None:
         modules.add_row(str(i), m.buildid or "-", m.path)
     console.print(modules)
     groups = Table(title=f"{len(plan.groups)} group(s), tried in this order", title_justify="left")
-    for col in ("gid", "name", "clauses (all sites of a clause on the stack)"):
+    for col in ("gid", "name", "layout", "clauses (all sites of a clause on the stack)"):
         groups.add_column(col)
     for g in plan.groups:
-        groups.add_row(str(g.gid), g.name, "\n".join(" AND ".join(map(site_text, c)) for c in g.clauses))
+        groups.add_row(str(g.gid), g.name, "by size" if g.by_size else "mixed",
+                       "\n".join(" AND ".join(map(site_text, c)) for c in g.clauses))
     console.print(groups)
     to_groups = sum(1 for _, gid in plan.direct if gid is not None)
     console.print(f"direct frame-0 entries: {to_groups} to a group, {len(plan.direct) - to_groups} ungrouped")

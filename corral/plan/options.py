@@ -39,6 +39,10 @@ class PlanOptions:
     # them out costs every allocation through that path a longer walk, and
     # a few cold objects in a pool cost next to nothing.
     absorb: float = 0.01
+    # A group whose objects span several size classes gets a chunk per size
+    # class when its objects live on average less than this share of the
+    # profiled run (corral/plan/layout.py); 0 never separates sizes.
+    turnover: float = 0.25
 
     def min_edge_weight(self, total_accesses: float) -> float:
         """The absolute edge-weight threshold for a profile with this many accesses."""
@@ -65,6 +69,8 @@ class PlanOptions:
             raise CorralError("--max-depth must be positive and --depth-margin not negative")
         if not 0 <= self.absorb < 1:
             raise CorralError("--absorb must be in [0, 1)")
+        if not 0 <= self.turnover <= 1:
+            raise CorralError("--turnover must be in [0, 1]")
         if self.min_edge_weight(1.0) < 0:
             raise CorralError("--min-weight must not be negative")
         return self
@@ -100,11 +106,15 @@ def add_arguments(p) -> None:
     g.add_argument("--absorb", type=float, default=DEFAULTS.absorb, metavar="SHARE",
                    help="a selector clause may catch ungrouped contexts with up to this share of "
                         f"its member's allocations, to stay shallow (default: {DEFAULTS.absorb})")
+    g.add_argument("--turnover", type=float, default=DEFAULTS.turnover, metavar="SHARE",
+                   help="give each size class of a group its own chunks when the group's objects "
+                        "live on average less than this share of the run; 0: never "
+                        f"(default: {DEFAULTS.turnover})")
 
 
 def from_args(args) -> PlanOptions:
     return PlanOptions(coverage=args.coverage, min_weight=args.min_weight,
                        tolerance=args.tolerance, max_group_size=args.max_group_size,
                        group_threshold=args.group_threshold, max_depth=args.max_depth,
-                       depth_margin=args.depth_margin, absorb=args.absorb,
+                       depth_margin=args.depth_margin, absorb=args.absorb, turnover=args.turnover,
                        max_object_size=args.max_object_size).check()

@@ -46,6 +46,7 @@ class PlanGroup:
     gid: int
     name: str
     clauses: list[tuple[PlanSite, ...]] = field(default_factory=list)
+    by_size: bool = False     # `layout GID by-size`: each size class in chunks of its own
 
 
 @dataclass
@@ -72,6 +73,7 @@ def format_plan(plan: Plan) -> str:
         lines.append(f"group {g.gid} {group_name(g.name)}")
         lines += [f"clause {g.gid} " + " ".join(map(str, clause)) for clause in g.clauses]
     lines += [f"direct {site} {'-' if gid is None else gid}" for site, gid in plan.direct]
+    lines += [f"layout {g.gid} by-size" for g in plan.groups if g.by_size]
     lines.append("end")
     text = "\n".join(lines) + "\n"
     parse(text, "the plan being written")     # never write what the runtime would refuse
@@ -153,6 +155,13 @@ def parse(text: str, source="plan") -> Plan:
                 if not 1 <= len(sites) <= MAX_SITES:
                     raise CorralError(f"{where}: a clause needs 1 to {MAX_SITES} sites")
                 groups[gid].clauses.append(sites)
+            elif kind == "layout":
+                gid, mode = int(fields[0]), fields[1]
+                if gid not in groups:
+                    raise CorralError(f"{where}: layout of undeclared group {gid}")
+                if mode not in ("by-size", "mixed") or len(fields) != 2:
+                    raise CorralError(f"{where}: layout must be `layout GID by-size` or `layout GID mixed`")
+                groups[gid].by_size = mode == "by-size"
             elif kind == "direct":
                 target = None if fields[1] == "-" else int(fields[1])
                 if target is not None and target not in groups:

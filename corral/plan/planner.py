@@ -7,7 +7,7 @@ import networkx as nx
 
 from corral import elf
 from corral.errors import CorralError
-from corral.plan import planfile
+from corral.plan import layout, planfile
 from corral.plan.check import GroupCheck, check, first_match_holds
 from corral.plan.graph import Context, Site, affinity_graph, contexts_of, total_accesses
 from corral.plan.grouping import Group, group_contexts
@@ -30,6 +30,7 @@ class PlanResult:
     first_match: bool            # the nearest complete clause always decides (check.first_match_holds)
     report: list[GroupCheck]
     plan: planfile.Plan
+    layouts: list[layout.Layout]   # per group
 
     @property
     def members(self) -> list[list[int]]:
@@ -68,9 +69,11 @@ def make_plan(doc: dict, options: PlanOptions) -> PlanResult:
     depth = walk_depth(selectors, contexts, members, options.max_depth, options.depth_margin)
     report = check(contexts, assignment, selectors, direct, depth)
     first_match = bool(selectors) and first_match_holds(contexts, selectors, direct, depth)
-    plan = to_plan(doc, contexts, selectors, direct, depth, first_match)
+    layouts = [layout.choose(doc, ms, options.turnover) for ms in members]
+    plan = to_plan(doc, contexts, selectors, direct, depth, first_match,
+                   by_size=[lay.by_size for lay in layouts])
     return PlanResult(doc, contexts, graph, kept, members, rejected, unidentifiable,
-                      selectors, direct, depth, first_match, report, plan)
+                      selectors, direct, depth, first_match, report, plan, layouts)
 
 
 def site_names(contexts: list[Context]) -> dict[Site, str]:
@@ -105,7 +108,8 @@ def _group_label(selector: Selector, names: dict[Site, str]) -> str:
 
 
 def to_plan(doc: dict, contexts: list[Context], selectors: list[Selector],
-            direct: dict[Site, int | None], depth: int, first_match: bool = False) -> planfile.Plan:
+            direct: dict[Site, int | None], depth: int, first_match: bool = False,
+            by_size: list[bool] | None = None) -> planfile.Plan:
     used = sorted({s[0] for sel in selectors for clause in sel.clauses for s in clause}
                   | {s[0] for s in direct})
     if len(used) > planfile.MAX_MODULES:
@@ -130,7 +134,8 @@ def to_plan(doc: dict, contexts: list[Context], selectors: list[Selector],
         used_labels.add(label)
         plan.groups.append(planfile.PlanGroup(
             sel.gid, label,
-            [tuple(plan_site(s) for s in clause) for clause in sel.clauses]))
+            [tuple(plan_site(s) for s in clause) for clause in sel.clauses],
+            bool(by_size and by_size[sel.gid])))
     plan.direct = [(plan_site(site), gid) for site, gid in
                    sorted(direct.items(), key=lambda kv: (kv[0][0], kv[0][1]))]
     return plan

@@ -45,8 +45,8 @@ def print_summary(result: PlanResult, console: Console | None = None) -> None:
                   f"walk depth {result.depth}"
                   f"{' (stops at the first match)' if result.first_match else ''}, "
                   f"{len(result.direct)} direct frame-0 sites")
-    for group, contexts, selector, checked in zip(result.groups, result.group_contexts,
-                                                  result.selectors, result.report):
+    for group, contexts, selector, checked, lay in zip(result.groups, result.group_contexts,
+                                                       result.selectors, result.report, result.layouts):
         table = Table(title=f"group {selector.gid}: {result.plan.groups[selector.gid].name}  "
                             f"weight {group.weight:g} ({_share(group.weight, accesses)} of accesses), "
                             f"score {group.score:.1f}", title_justify="left")
@@ -63,6 +63,9 @@ def print_summary(result: PlanResult, console: Console | None = None) -> None:
         for m in selector.unidentifiable:
             console.print(f"  [yellow]context {m}: no call sites tell it apart from busier "
                           "contexts of other groups or none; left ungrouped[/]")
+        console.print(f"  layout: {'by size class' if lay.by_size else 'sizes mixed'} "
+                      f"({lay.classes} size class{'es' if lay.classes != 1 else ''}, objects live "
+                      f"{100 * lay.lifetime_share:.1f}% of the run on average)")
         console.print(f"  expected coverage {_share(checked.caught_objects, checked.member_objects)} "
                       f"of its {checked.member_objects} profiled allocations; "
                       f"catches {checked.stray_objects} allocation(s) of {len(checked.caught_elsewhere)} "

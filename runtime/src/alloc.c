@@ -15,6 +15,21 @@ static inline size_t granules_of(size_t size)
   return size ? (size + CORRAL_GRANULE - 1) / CORRAL_GRANULE : 1;
 }
 
+uint8_t _corral_group_by_size[CORRAL_MAX_GROUPS];
+
+/* Size class of an object of k granules: k - 1 up to 8 granules, then two
+ * classes per doubling (9-12, 13-16, 17-24, ...), capped. Used by groups laid
+ * out by size: a freed slot is reused by its own size only, so in a group
+ * whose objects turn over, mixed sizes stay interleaved and every size's live
+ * objects end up thinly spread (docs/runtime.md, "Layout by size"). */
+static inline unsigned size_class(size_t k)
+{
+  if (k <= 8) return (unsigned)k - 1;
+  unsigned top = 63 - (unsigned)__builtin_clzll(k - 1);           /* >= 3 */
+  unsigned c = 8 + 2 * (top - 3) + (unsigned)(((k - 1) >> (top - 1)) & 1);
+  return c < CORRAL_SIZE_CLASSES ? c : CORRAL_SIZE_CLASSES - 1;
+}
+
 /* kind 0: start bit, 1: end bit, of granule i. */
 static inline void set_bit(uint64_t *bits, size_t i, int kind)
 {
@@ -120,9 +135,9 @@ static void *split_alloc(corral_chunk_t *c, size_t k, size_t align)
  * larger free object, or move to another chunk (retire this one, adopt one
  * with freed space or take an empty one; an adopted chunk may still lack
  * room). Out of line so the fast path saves no registers for it. */
-static __attribute__((noinline)) void *alloc_slow(corral_heap_t *h, unsigned g, size_t k, size_t align)
+static __attribute__((noinline)) void *alloc_slow(corral_heap_t *h, unsigned pool, size_t k, size_t align)
 {
-  corral_chunk_t *c = h->cur[g];
+  corral_chunk_t *c = h->cur[pool];
   void *p;
   if (c) {
     if (atomic_load_explicit(&c->remote, memory_order_relaxed)) {
@@ -133,13 +148,13 @@ static __attribute__((noinline)) void *alloc_slow(corral_heap_t *h, unsigned g, 
   }
   for (int attempt = 0; attempt < 2; attempt++) {
     if (c) {
-      h->cur[g] = NULL;
+      h->cur[pool] = NULL;
       _corral_chunk_retire(c);
     }
     int adopted;
-    c = _corral_chunk_acquire(h, g, attempt == 0, &adopted);
+    c = _corral_chunk_acquire(h, pool, attempt == 0, &adopted);
     if (!c) return NULL;
-    h->cur[g] = c;
+    h->cur[pool] = c;
     if (adopted) _corral_chunk_drain(c, 0);
     if ((p = chunk_alloc(c, k, align)) || (p = split_alloc(c, k, align))) return p;
   }
@@ -167,10 +182,11 @@ void *_corral_group_alloc(unsigned g, size_t size, size_t align)
   if (CORRAL_UNLIKELY(!h)) return NULL;
   size_t k = granules_of(size);
   if (align < CORRAL_GRANULE) align = CORRAL_GRANULE;
-  corral_chunk_t *c = h->cur[g];
+  unsigned pool = g * CORRAL_SIZE_CLASSES + (_corral_group_by_size[g] ? size_class(k) : 0);
+  corral_chunk_t *c = h->cur[pool];
   void *p;
   if (CORRAL_UNLIKELY(!c || !(p = chunk_alloc(c, k, align)))) {
-    p = alloc_slow(h, g, k, align);
+    p = alloc_slow(h, pool, k, align);
     if (!p) return NULL;
   }
   corral_group_counts_t *n = &h->counts[g];

@@ -27,7 +27,7 @@ static size_t range_carved;                      /* chunks carved from the last 
 static corral_chunk_t *spare_chunks;             /* empty, resident */
 static size_t spare_count;
 static corral_chunk_t *purged_chunks;            /* empty, given back to the OS */
-static corral_chunk_t *retired[CORRAL_MAX_GROUPS];
+static corral_chunk_t *retired[CORRAL_POOLS];
 static uint64_t group_chunks[CORRAL_MAX_GROUPS], group_peak_chunks[CORRAL_MAX_GROUPS];
 static uint64_t group_peak_live[CORRAL_MAX_GROUPS];
 static uint64_t chunk_key_seed;
@@ -99,9 +99,10 @@ static corral_chunk_t *take_empty_chunk(void)
 
 static void update_peaks(unsigned g);
 
-static void reset_chunk(corral_chunk_t *c, unsigned g, corral_heap_t *h)
+static void reset_chunk(corral_chunk_t *c, unsigned pool, corral_heap_t *h)
 {
-  c->group = g;
+  c->group = pool / CORRAL_SIZE_CLASSES;
+  c->pool = (uint16_t)pool;
   c->in_retired = 0;
   c->live = 0;
   c->bump = (char *)c + _corral_layout.header;
@@ -117,7 +118,7 @@ static void reset_chunk(corral_chunk_t *c, unsigned g, corral_heap_t *h)
 static void retired_remove(corral_chunk_t *c)
 {
   if (c->prev) c->prev->next = c->next;
-  else retired[c->group] = c->next;
+  else retired[c->pool] = c->next;
   if (c->next) c->next->prev = c->prev;
   c->next = c->prev = NULL;
   c->in_retired = 0;
@@ -155,13 +156,15 @@ static int adoptable(corral_chunk_t *c, long balance)
   return pending > 0 && (size_t)pending * 8 >= c->live;
 }
 
-/* A chunk for heap h's group g: a retired one with freed space (if
- * may_adopt; *adopted says so), else an empty one. NULL when out of memory. */
-corral_chunk_t *_corral_chunk_acquire(corral_heap_t *h, unsigned g, int may_adopt, int *adopted)
+/* A chunk for heap h's pool (group and size class): a retired one with freed
+ * space (if may_adopt; *adopted says so), else an empty one. NULL when out of
+ * memory. */
+corral_chunk_t *_corral_chunk_acquire(corral_heap_t *h, unsigned pool, int may_adopt, int *adopted)
 {
+  unsigned g = pool / CORRAL_SIZE_CLASSES;
   _corral_lock(&_corral_heap_lock);
   *adopted = 0;
-  for (corral_chunk_t *c = may_adopt ? retired[g] : NULL; c; c = c->next) {
+  for (corral_chunk_t *c = may_adopt ? retired[pool] : NULL; c; c = c->next) {
     long b = atomic_load(&c->balance);
     /* b == CORRAL_RETIRED: the last object came back; its freer releases c. */
     while (b != CORRAL_RETIRED && adoptable(c, b)) {
@@ -176,7 +179,7 @@ corral_chunk_t *_corral_chunk_acquire(corral_heap_t *h, unsigned g, int may_adop
   }
   corral_chunk_t *c = take_empty_chunk();
   if (c) {
-    reset_chunk(c, g, h);
+    reset_chunk(c, pool, h);
     group_chunks[g]++;
     if (group_chunks[g] > group_peak_chunks[g]) {
       group_peak_chunks[g] = group_chunks[g];
@@ -196,9 +199,9 @@ void _corral_chunk_retire(corral_chunk_t *c)
   _corral_lock(&_corral_heap_lock);
   c->in_retired = 1;
   c->prev = NULL;
-  c->next = retired[c->group];
+  c->next = retired[c->pool];
   if (c->next) c->next->prev = c;
-  retired[c->group] = c;
+  retired[c->pool] = c;
   atomic_store_explicit(&c->owner, NULL, memory_order_release);
   long add = CORRAL_RETIRED - (long)c->live;
   if (atomic_fetch_add(&c->balance, add) + add == CORRAL_RETIRED)

@@ -15,10 +15,10 @@ static int exit_key_ok;
 
 static void retire_all(corral_heap_t *h)
 {
-  for (unsigned g = 0; g < CORRAL_MAX_GROUPS; g++)
-    if (h->cur[g]) {
-      corral_chunk_t *c = h->cur[g];
-      h->cur[g] = NULL;
+  for (unsigned pool = 0; pool < CORRAL_POOLS; pool++)
+    if (h->cur[pool]) {
+      corral_chunk_t *c = h->cur[pool];
+      h->cur[pool] = NULL;
       _corral_chunk_retire(c);
     }
 }

@@ -13,6 +13,12 @@
 #define CORRAL_GRANULE 16
 #define CORRAL_MAX_GROUPS 256     /* plan groups are 0..254; random pools up to 255 */
 #define CORRAL_MAX_RANGES 16
+/* A group laid out by size keeps its size classes in separate chunks
+ * (alloc.c, size_class): 16..128 bytes one class per granule, then two per
+ * doubling; everything from 3 KiB up shares the last. A pool is a group's
+ * size class (class 0 for groups that mix sizes). */
+#define CORRAL_SIZE_CLASSES 18
+#define CORRAL_POOLS (CORRAL_MAX_GROUPS * CORRAL_SIZE_CLASSES)
 /* Added to a chunk's balance while it is retired (chunk.c). */
 #define CORRAL_RETIRED (1L << 40)
 /* Bit 0 of a chunk's `remote` word: frees pushed now must also be counted
@@ -29,7 +35,8 @@ typedef struct corral_chunk_s {
   /* read by every free, written only when the chunk changes hands */
   uint64_t magic;                          /* CORRAL_CHUNK_MAGIC while a group holds it */
   uint32_t group;
-  uint32_t in_retired;                     /* on its group's retired list (lock) */
+  uint16_t pool;                           /* group * CORRAL_SIZE_CLASSES + size class */
+  uint16_t in_retired;                     /* on its pool's retired list (lock) */
   _Atomic(struct corral_heap_s *) owner;   /* thread heap allocating here, or NULL */
   uint64_t key;                            /* written into freed objects to spot double frees */
   struct corral_chunk_s *next, *prev;      /* retired list or pool (lock) */
@@ -52,7 +59,7 @@ typedef struct corral_group_counts_s {
 /* One per thread that allocated grouped memory or counted anything; mapped
  * from the OS, linked in a registry so stats and fork can see all of them. */
 typedef struct corral_heap_s {
-  corral_chunk_t *cur[CORRAL_MAX_GROUPS];
+  corral_chunk_t *cur[CORRAL_POOLS];       /* by pool: group * CORRAL_SIZE_CLASSES + size class */
   corral_group_counts_t counts[CORRAL_MAX_GROUPS];
   uint64_t ungrouped_objects, ungrouped_bytes;
   uint64_t rng;
@@ -108,6 +115,11 @@ static inline corral_heap_t *_corral_heap_get(void)
   return CORRAL_LIKELY(h != NULL) ? h : _corral_heap_create_for_thread();
 }
 
+/* Groups whose plan says "layout G by-size": their size classes go to
+ * separate chunks. Others (and random or dynamic pools) mix all sizes in one
+ * chunk, in allocation order. Set once, before the runtime is ready. */
+extern uint8_t _corral_group_by_size[CORRAL_MAX_GROUPS];
+
 /* Grouped allocation of `size` bytes aligned to `align` (power of two, <= 4096)
  * in group g; NULL if the group memory is exhausted. */
 void *_corral_group_alloc(unsigned g, size_t size, size_t align);
@@ -152,7 +164,7 @@ int _corral_group_of_address(const void *p);
 
 /* Chunk hand-overs (chunk.c). */
 void _corral_layout_init(void);
-corral_chunk_t *_corral_chunk_acquire(corral_heap_t *h, unsigned g, int may_adopt, int *adopted);
+corral_chunk_t *_corral_chunk_acquire(corral_heap_t *h, unsigned pool, int may_adopt, int *adopted);
 void _corral_chunk_retire(corral_chunk_t *c);
 void _corral_chunk_release(corral_chunk_t *c);
 

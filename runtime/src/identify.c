@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "heap.h"
 #include "identify_state.h"
 #include "identify_tables.h"
 #include "internal.h"
@@ -162,6 +163,8 @@ void _corral_ident_init(void)
   if (relocate(modules) == 0) {
     _corral_ident.loaded = 1;
     _corral_ident.group_count = plan->group_limit;
+    for (unsigned g = 0; g < plan->group_limit && g < CORRAL_MAX_GROUPS; g++)
+      _corral_group_by_size[g] = plan->groups[g].by_size;
     _corral_note(1, "plan %s: %u groups, %zu clauses, %zu direct entries, %u of its modules loaded",
                  path, plan->group_count, plan->clause_count, plan->direct_count,
                  _corral_ident.tables->modules_matched);

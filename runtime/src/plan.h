@@ -35,6 +35,7 @@ typedef struct plan_module_s {
 typedef struct plan_group_s {
   const char *name;         /* NULL if undeclared */
   uint8_t rank;             /* position among the group records: first match wins */
+  uint8_t by_size;          /* "layout GID by-size": size classes in separate chunks */
 } plan_group_t;
 
 typedef struct plan_clause_s {

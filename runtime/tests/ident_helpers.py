@@ -60,9 +60,10 @@ def site_range(module, path, name):
     return f"{module}+{lo:#x}..{hi:#x}"
 
 
-def plan_text(modules, groups, clauses=(), directs=(), options=()):
+def plan_text(modules, groups, clauses=(), directs=(), options=(), layouts=()):
     """modules: [(path, use_buildid)], groups: {gid: name},
-    clauses: [(gid, [site, ...])], directs: [(site, gid or '-')]."""
+    clauses: [(gid, [site, ...])], directs: [(site, gid or '-')],
+    layouts: [(gid, "by-size" or "mixed")]."""
     lines = ["corral-plan 1"]
     lines += [f"option {k} {v}" for k, v in options]
     for i, (path, use_buildid) in enumerate(modules):
@@ -71,6 +72,7 @@ def plan_text(modules, groups, clauses=(), directs=(), options=()):
     lines += [f"group {g} {n}" for g, n in groups.items()]
     lines += [f"clause {g} {' '.join(sites)}" for g, sites in clauses]
     lines += [f"direct {s} {g}" for s, g in directs]
+    lines += [f"layout {g} {mode}" for g, mode in layouts]
     return "\n".join(lines + ["end"]) + "\n"
 
 

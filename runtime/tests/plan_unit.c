@@ -57,6 +57,8 @@ static void good_plan(void)
     "clause 3 1+0x7a0..0x7f0\n"
     "direct 0+0x11c9 0\n"
     "direct 0+0x1400 -\n"
+    "layout 3 by-size\n"
+    "layout 0 mixed\n"
     "end\n"
     "anything after end is ignored\n";
   CHECK(parse(text) == 0);
@@ -73,6 +75,7 @@ static void good_plan(void)
   CHECK(plan.clauses[1].sites[1].lo == 0x1388 && plan.clauses[1].sites[1].hi == 0x1389);
   CHECK(plan.clauses[2].sites[0].lo == 0x7a0 && plan.clauses[2].sites[0].hi == 0x7f0);
   CHECK(plan.direct_count == 2 && plan.directs[0].group == 0 && plan.directs[1].group == -1);
+  CHECK(plan.groups[3].by_size == 1 && plan.groups[0].by_size == 0);
   CHECK(plan.option_count == 1 && strcmp(plan.options[0].name, "depth") == 0
         && strcmp(plan.options[0].value, "6") == 0);
 
@@ -114,6 +117,11 @@ static void bad_plans(void)
   CHECK(refused_for("corral-plan 1\nmodule 0 xyz x\nend\n", "not hex"));
   CHECK(refused_for("corral-plan 1\nmodule 0 -\nend\n", "module needs"));
   CHECK(refused_for(HEAD "frobnicate 1\nend\n", "unknown record"));
+  CHECK(refused_for(HEAD "layout 0 sideways\nend\n", "layout 'sideways' unknown"));
+  CHECK(refused_for(HEAD "layout 0\nend\n", "layout needs"));
+  CHECK(refused_for(HEAD "layout 0 by-size mixed\nend\n", "layout needs"));
+  CHECK(refused_for(HEAD "layout 300 by-size\nend\n", "group index out of range"));
+  CHECK(refused_for(HEAD "layout 4 by-size\nend\n", "layout of undeclared group 4"));
   CHECK(refused_for(HEAD "clause 0 0+0x1 0+0x2 0+0x3 0+0x4 0+0x5 0+0x6 0+0x7 0+0x8 0+0x9\nend\n", "too large"));
 
   /* More clauses than the format allows. */

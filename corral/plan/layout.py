@@ -1,0 +1,49 @@
+"""Whether a group's objects share chunks whatever their size, or each size
+class gets chunks of its own (the plan's `layout GID by-size` record).
+
+The runtime reuses a freed slot for an object of the same size only. In a
+group whose objects stay until late in the run that does not matter: they
+sit in allocation order, and objects made together stay together. In a
+group whose objects are freed and made again all the time, the first
+arrangement of sizes stays for good, so each size's live objects end up
+spread over the memory of all sizes, and a walk over one kind touches more
+lines than a size-class allocator would (docs/planner.md, "Layout").
+"""
+
+from dataclasses import dataclass
+
+GRANULE = 16
+SIZE_CLASSES = 18      # the runtime's CORRAL_SIZE_CLASSES (runtime/src/heap.h)
+
+
+def size_class(size: int) -> int:
+    """The runtime's size class of an object of `size` bytes (alloc.c)."""
+    k = max(1, -(-size // GRANULE))
+    if k <= 8:
+        return k - 1
+    top = (k - 1).bit_length() - 1
+    c = 8 + 2 * (top - 3) + (((k - 1) >> (top - 1)) & 1)
+    return min(c, SIZE_CLASSES - 1)
+
+
+@dataclass(frozen=True)
+class Layout:
+    by_size: bool
+    classes: int              # size classes the group's contexts allocate in (at least)
+    lifetime_share: float     # mean object lifetime as a share of the profiled run
+
+
+def choose(doc: dict, members: list[int], turnover: float) -> Layout:
+    """By size when the group spans several size classes and its objects,
+    weighted by count, live on average less than `turnover` of the run.
+    Objects never freed count as living the whole run."""
+    run = max(1, doc["totals"].get("instructions") or 1)
+    classes, allocs, lived = set(), 0, 0.0
+    for i in members:
+        c = doc["contexts"][i]
+        classes |= {size_class(c["min_size"]), size_class(c["max_size"])}
+        unfreed = c["allocs"] - c["frees"]
+        allocs += c["allocs"]
+        lived += min(c["lifetime"], c["frees"] * run) / run + max(0, unfreed)
+    share = lived / allocs if allocs else 1.0
+    return Layout(len(classes) > 1 and share < turnover, len(classes), share)

@@ -1,0 +1,47 @@
+"""A group laid out by size (`layout GID by-size`) keeps each size class in
+chunks of its own; without the record, or with `mixed`, a group's sizes
+share chunks in allocation order. The classes are the planner's
+(corral.plan.layout.size_class), so planner and runtime must agree on them."""
+
+import pytest
+
+from corral.plan.layout import size_class
+from ident_helpers import FP, HERE, compile_c, plan_text, run, site_range
+
+CHUNK = 1 << 20
+# Pairs on both sides of class boundaries: 16|17 bytes (1|2 granules),
+# 128|129 (the last exact class), 129|192 and 193|256 (two per doubling),
+# 3073|4096 (the last class holds everything from 3 KiB).
+PAIRS = [(16, 17), (1, 16), (128, 129), (129, 192), (192, 193), (193, 256), (257, 384),
+         (385, 512), (3072, 3073), (3073, 4096), (24, 40)]
+
+
+@pytest.fixture(scope="module")
+def prog(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("layout")
+    return compile_c(tmp / "plan_layout", [HERE / "plan_layout.c"], FP, libs=["-ldl"])
+
+
+def layout_run(prog, tmp_path, layouts):
+    plan = tmp_path / "layout.plan"
+    plan.write_text(plan_text(modules=[(prog, True)], groups={0: "made"},
+                              directs=[(site_range(0, prog, "make"), 0)], layouts=layouts))
+    args = [str(s) for pair in PAIRS for s in pair]
+    r = run([prog, str(CHUNK), *args], plan=plan)
+    assert r.returncode == 0 and r.stderr == "", r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[-1] == f"checked {80 * len(PAIRS)} wrong 0"
+    return {tuple(int(x) for x in line.split()[:2]): line.split()[2] for line in lines[:-1]}
+
+
+def test_by_size_separates_exactly_the_planners_classes(prog, tmp_path):
+    got = layout_run(prog, tmp_path, [(0, "by-size")])
+    expected = {(a, b): "same" if size_class(a) == size_class(b) else "apart" for a, b in PAIRS}
+    assert got == expected
+    assert set(got.values()) == {"same", "apart"}       # both kinds of pair are covered
+
+
+@pytest.mark.parametrize("layouts", [[], [(0, "mixed")]])
+def test_mixed_group_shares_chunks(prog, tmp_path, layouts):
+    got = layout_run(prog, tmp_path, layouts)
+    assert set(got.values()) == {"same"}, got
