@@ -3,6 +3,7 @@ by size class only when it spans several classes and its objects turn over."""
 
 import pytest
 
+from corral.plan import planfile
 from corral.plan.layout import choose, size_class
 
 RUN = 1_000_000
@@ -14,7 +15,7 @@ def ctx(size, allocs=100, frees=100, lifetime_each=10_000, max_size=None):
 
 
 def doc(*contexts):
-    return {"totals": {"instructions": RUN}, "contexts": list(contexts)}
+    return {"totals": {"instructions": RUN}, "contexts": list(contexts), "edges": []}
 
 
 def test_short_lived_objects_of_two_classes_are_laid_out_by_size():
@@ -57,3 +58,54 @@ def test_turnover_zero_never_separates_sizes():
                                        (65536, 17)])
 def test_size_classes(size, cls):
     assert size_class(size) == cls
+
+
+def test_a_group_pays_only_if_it_keeps_more_same_class_affinity_than_it_cuts():
+    # 0 and 1 (16 bytes) are grouped, 2 (16 bytes) is not, 3 is 32 bytes.
+    d = doc(ctx(16), ctx(16), ctx(16), ctx(32))
+    d["edges"] = [[0, 1, 500], [0, 0, 100], [1, 2, 450], [0, 3, 5000]]
+    lay = choose(d, [0, 1, 3], turnover=0.25)
+    assert lay.by_size and (lay.same_class_kept, lay.same_class_cut) == (600, 450) and lay.pays
+    d["edges"].append([2, 0, 200])
+    assert not choose(d, [0, 1, 3], turnover=0.25).pays
+    # Mixed, the cross-class edge (0, 3) is kept too: mixed groups always pass.
+    assert choose(d, [0, 1, 3], turnover=0.0).pays
+
+
+def planned(contexts_sizes, edges, lifetime_share):
+    """make_plan on the synthetic Figure 2 profile with sizes per context and
+    every object living `lifetime_share` of a 10^6-instruction run."""
+    from corral.plan.options import DEFAULTS
+    from corral.plan.planner import make_plan
+    from test_pipeline import synthetic_profile
+    profile = synthetic_profile(edges)
+    profile["totals"]["instructions"] = RUN
+    for c, size in zip(profile["contexts"], contexts_sizes):
+        c["min_size"] = c["max_size"] = size
+        c["lifetime"] = int(c["frees"] * RUN * lifetime_share)
+    return make_plan(profile, DEFAULTS)
+
+
+EDGES = [[0, 0, 3000], [1, 1, 3000], [0, 1, 2900], [2, 2, 30]]
+
+
+def test_the_plan_lays_out_a_short_lived_group_of_two_sizes_by_size():
+    result = planned([16, 32, 64, 4096], EDGES, 0.01)
+    assert sorted(result.members[0]) == [0, 1]
+    assert result.plan.groups[0].by_size and "layout 0 by-size" in planfile.format_plan(result.plan)
+
+
+def test_long_lived_groups_stay_mixed():
+    result = planned([16, 32, 64, 4096], EDGES, 0.5)
+    assert sorted(result.members[0]) == [0, 1] and not result.plan.groups[0].by_size
+
+
+def test_a_group_that_would_cut_more_than_it_keeps_is_not_made(capsys):
+    # C (context 2, outside the coverage, so never grouped) has A's size and
+    # is used with A more than A and B are with themselves (loops 3000 + 3000).
+    result = planned([16, 32, 16, 4096], EDGES + [[0, 2, 7000]], 0.01)
+    assert result.groups == [] and result.plan.groups == []
+    assert [sorted(result.graph.nodes[n]["members"][0] for n in g.members) for g, _ in result.split_losers] == [[0, 1]]
+    from corral.plan.summary import print_summary
+    print_summary(result)
+    assert "keeps 6000 of same-class affinity and cuts 7000" in " ".join(capsys.readouterr().out.split())

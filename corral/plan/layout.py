@@ -31,6 +31,22 @@ class Layout:
     by_size: bool
     classes: int              # size classes the group's contexts allocate in (at least)
     lifetime_share: float     # mean object lifetime as a share of the profiled run
+    # Laid out by size, a group only brings together objects of one size
+    # class; these are the affinity weights of same-class pairs it keeps
+    # together (both contexts inside) and cuts (one inside, one outside).
+    same_class_kept: float = 0.0
+    same_class_cut: float = 0.0
+
+    @property
+    def pays(self) -> bool:
+        """A group laid out by size must keep more same-class affinity than
+        it cuts, or it leaves the program's objects worse placed than a
+        size-class allocator would (mixed groups always pass)."""
+        return not self.by_size or self.same_class_kept > self.same_class_cut
+
+
+def _classes(context: dict) -> set[int]:
+    return {size_class(context["min_size"]), size_class(context["max_size"])}
 
 
 def choose(doc: dict, members: list[int], turnover: float) -> Layout:
@@ -41,9 +57,19 @@ def choose(doc: dict, members: list[int], turnover: float) -> Layout:
     classes, allocs, lived = set(), 0, 0.0
     for i in members:
         c = doc["contexts"][i]
-        classes |= {size_class(c["min_size"]), size_class(c["max_size"])}
+        classes |= _classes(c)
         unfreed = c["allocs"] - c["frees"]
         allocs += c["allocs"]
         lived += min(c["lifetime"], c["frees"] * run) / run + max(0, unfreed)
     share = lived / allocs if allocs else 1.0
-    return Layout(len(classes) > 1 and share < turnover, len(classes), share)
+    if not (len(classes) > 1 and share < turnover):
+        return Layout(False, len(classes), share)
+    inside, contexts = set(members), doc["contexts"]
+    kept = cut = 0.0
+    for a, b, w in doc["edges"]:
+        if (a in inside or b in inside) and _classes(contexts[a]) & _classes(contexts[b]):
+            if a in inside and b in inside:
+                kept += w
+            else:
+                cut += w
+    return Layout(True, len(classes), share, kept, cut)

@@ -24,6 +24,7 @@ class PlanResult:
     group_contexts: list[list[int]]   # per group, its contexts (a node may stand for several)
     rejected: list[Group]        # formed but under the group threshold
     unidentifiable: list[Group]  # formed, but no selector could tell them apart at run time
+    split_losers: list[tuple[Group, layout.Layout]]  # laid out by size, they would cut more than they keep
     selectors: list[Selector]
     direct: dict[Site, int | None]
     depth: int
@@ -53,9 +54,17 @@ def make_plan(doc: dict, options: PlanOptions) -> PlanResult:
     kept, rejected = group_contexts(graph, options.tolerance, options.max_group_size,
                                     options.group_threshold)
     kept.sort(key=lambda g: -g.weight)      # the heaviest group is tried first at run time
+
+    def contexts_in(g: Group) -> list[int]:
+        return [c for n in g.members for c in graph.nodes[n]["members"]]
+
+    # Whether a group pays depends on its own contexts only: decided once.
+    split_losers = [(g, lay) for g in kept
+                    if not (lay := layout.choose(doc, contexts_in(g), options.turnover)).pays]
+    kept = [g for g in kept if g not in {loser for loser, _ in split_losers}]
     unidentifiable = []
     while True:
-        members = [[c for n in g.members for c in graph.nodes[n]["members"]] for g in kept]
+        members = [contexts_in(g) for g in kept]
         selectors = identify(members, contexts, options.max_depth, options.absorb)
         # A group without a single clause would never be chosen: drop it and
         # identify again, its contexts now being rivals of the others.
@@ -72,7 +81,7 @@ def make_plan(doc: dict, options: PlanOptions) -> PlanResult:
     layouts = [layout.choose(doc, ms, options.turnover) for ms in members]
     plan = to_plan(doc, contexts, selectors, direct, depth, first_match,
                    by_size=[lay.by_size for lay in layouts])
-    return PlanResult(doc, contexts, graph, kept, members, rejected, unidentifiable,
+    return PlanResult(doc, contexts, graph, kept, members, rejected, unidentifiable, split_losers,
                       selectors, direct, depth, first_match, report, plan, layouts)
 
 
