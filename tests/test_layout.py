@@ -69,7 +69,17 @@ def test_a_group_pays_only_if_it_keeps_more_same_class_affinity_than_it_cuts():
     d["edges"].append([2, 0, 200])
     assert not choose(d, [0, 1, 3], turnover=0.25).pays
     # Mixed, the cross-class edge (0, 3) is kept too: mixed groups always pass.
-    assert choose(d, [0, 1, 3], turnover=0.0).pays
+    lay = choose(d, [0, 1, 3], turnover=0.0)
+    assert lay.pays and lay.same_class_kept is None
+
+
+def test_a_group_of_one_size_class_is_held_to_the_same_test_whatever_its_layout():
+    d = doc(ctx(16, lifetime_each=RUN), ctx(16, lifetime_each=RUN), ctx(16))
+    d["edges"] = [[0, 1, 500], [0, 0, 100], [1, 2, 450]]
+    lay = choose(d, [0, 1], turnover=0.25)
+    assert not lay.by_size and (lay.same_class_kept, lay.same_class_cut) == (600, 450) and lay.pays
+    d["edges"].append([2, 0, 200])
+    assert not choose(d, [0, 1], turnover=0.25).pays
 
 
 def planned(contexts_sizes, edges, lifetime_share):
@@ -105,7 +115,18 @@ def test_a_group_that_would_cut_more_than_it_keeps_is_not_made(capsys):
     # is used with A more than A and B are with themselves (loops 3000 + 3000).
     result = planned([16, 32, 16, 4096], EDGES + [[0, 2, 7000]], 0.01)
     assert result.groups == [] and result.plan.groups == []
-    assert [sorted(result.graph.nodes[n]["members"][0] for n in g.members) for g, _ in result.split_losers] == [[0, 1]]
+    assert [sorted(result.graph.nodes[n]["members"][0] for n in g.members) for g, _ in result.unprofitable] == [[0, 1]]
     from corral.plan.summary import print_summary
     print_summary(result)
     assert "keeps 6000 of same-class affinity and cuts 7000" in " ".join(capsys.readouterr().out.split())
+
+
+def test_a_one_class_group_that_cuts_more_than_it_keeps_is_not_made(capsys):
+    # A, B and C all 32 bytes: the group of A and B keeps 3000 + 3000 + 2900.
+    assert planned([32, 32, 32, 4096], EDGES + [[0, 2, 8000]], 0.5).plan.groups
+    result = planned([32, 32, 32, 4096], EDGES + [[0, 2, 9000]], 0.5)
+    assert result.plan.groups == [] and len(result.unprofitable) == 1
+    from corral.plan.summary import print_summary
+    print_summary(result)
+    assert "(one size class; it keeps 8900 of same-class affinity and cuts 9000)" in \
+        " ".join(capsys.readouterr().out.split())

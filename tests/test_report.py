@@ -124,6 +124,8 @@ def test_browser_shows_groups_with_their_contexts(rendered):
     section = rendered.find("section", attrs={"data-workload": "fig2"})
     groups = section.find("table", class_="groups").tbody.find_all("tr")
     assert [tr.find_all("td")[1].get_text(strip=True) for tr in groups] == ["tokens", "index"]
+    # the first group's entry predates the layout field
+    assert [tr.find_all("td")[2].get_text(strip=True) for tr in groups] == ["-", "by size class"]
     contexts = [li.get_text(strip=True) for li in groups[0].find_all("li")]
     assert contexts[0].startswith("new_token (fig2.c:31)")
     assert len(contexts) == 2

@@ -31,18 +31,20 @@ class Layout:
     by_size: bool
     classes: int              # size classes the group's contexts allocate in (at least)
     lifetime_share: float     # mean object lifetime as a share of the profiled run
-    # Laid out by size, a group only brings together objects of one size
-    # class; these are the affinity weights of same-class pairs it keeps
-    # together (both contexts inside) and cuts (one inside, one outside).
-    same_class_kept: float = 0.0
-    same_class_cut: float = 0.0
+    # Laid out by size, or with one size class only, a group brings together
+    # objects of one size class at a time; these are the affinity weights of
+    # same-class pairs it keeps together (both contexts inside) and cuts (one
+    # inside, one outside). None for a mixed group of several classes.
+    same_class_kept: float | None = None
+    same_class_cut: float | None = None
 
     @property
     def pays(self) -> bool:
-        """A group laid out by size must keep more same-class affinity than
-        it cuts, or it leaves the program's objects worse placed than a
-        size-class allocator would (mixed groups always pass)."""
-        return not self.by_size or self.same_class_kept > self.same_class_cut
+        """Such a group must keep more same-class affinity than it cuts, or it
+        leaves the program's objects worse placed than a size-class allocator
+        would. A mixed group of several classes always passes: it keeps
+        objects of different sizes together, which size classes cannot."""
+        return self.same_class_kept is None or self.same_class_kept > self.same_class_cut
 
 
 def _classes(context: dict) -> set[int]:
@@ -62,7 +64,8 @@ def choose(doc: dict, members: list[int], turnover: float) -> Layout:
         allocs += c["allocs"]
         lived += min(c["lifetime"], c["frees"] * run) / run + max(0, unfreed)
     share = lived / allocs if allocs else 1.0
-    if not (len(classes) > 1 and share < turnover):
+    by_size = len(classes) > 1 and share < turnover
+    if len(classes) > 1 and not by_size:
         return Layout(False, len(classes), share)
     inside, contexts = set(members), doc["contexts"]
     kept = cut = 0.0
@@ -72,4 +75,4 @@ def choose(doc: dict, members: list[int], turnover: float) -> Layout:
                 kept += w
             else:
                 cut += w
-    return Layout(True, len(classes), share, kept, cut)
+    return Layout(by_size, len(classes), share, kept, cut)

@@ -24,7 +24,7 @@ class PlanResult:
     group_contexts: list[list[int]]   # per group, its contexts (a node may stand for several)
     rejected: list[Group]        # formed but under the group threshold
     unidentifiable: list[Group]  # formed, but no selector could tell them apart at run time
-    split_losers: list[tuple[Group, layout.Layout]]  # laid out by size, they would cut more than they keep
+    unprofitable: list[tuple[Group, layout.Layout]]  # would cut more same-class affinity than they keep
     selectors: list[Selector]
     direct: dict[Site, int | None]
     depth: int
@@ -59,9 +59,9 @@ def make_plan(doc: dict, options: PlanOptions) -> PlanResult:
         return [c for n in g.members for c in graph.nodes[n]["members"]]
 
     # Whether a group pays depends on its own contexts only: decided once.
-    split_losers = [(g, lay) for g in kept
+    unprofitable = [(g, lay) for g in kept
                     if not (lay := layout.choose(doc, contexts_in(g), options.turnover)).pays]
-    kept = [g for g in kept if g not in {loser for loser, _ in split_losers}]
+    kept = [g for g in kept if g not in {loser for loser, _ in unprofitable}]
     unidentifiable = []
     while True:
         members = [contexts_in(g) for g in kept]
@@ -81,7 +81,7 @@ def make_plan(doc: dict, options: PlanOptions) -> PlanResult:
     layouts = [layout.choose(doc, ms, options.turnover) for ms in members]
     plan = to_plan(doc, contexts, selectors, direct, depth, first_match,
                    by_size=[lay.by_size for lay in layouts])
-    return PlanResult(doc, contexts, graph, kept, members, rejected, unidentifiable, split_losers,
+    return PlanResult(doc, contexts, graph, kept, members, rejected, unidentifiable, unprofitable,
                       selectors, direct, depth, first_match, report, plan, layouts)
 
 

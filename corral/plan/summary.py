@@ -81,10 +81,11 @@ def print_summary(result: PlanResult, console: Console | None = None) -> None:
     for group in result.rejected:
         console.print(f"not grouped (weight {group.weight:g} under the group threshold): "
                       f"contexts {contexts_text(group)}")
-    for group, lay in result.split_losers:
-        console.print(f"not grouped (its objects turn over, so it would be laid out by size class, "
-                      f"where it keeps {lay.same_class_kept:g} of same-class affinity and cuts "
-                      f"{lay.same_class_cut:g}): contexts {contexts_text(group)}")
+    for group, lay in result.unprofitable:
+        why = "its objects turn over, so it would be laid out by size class" if lay.by_size \
+            else "one size class"
+        console.print(f"not grouped ({why}; it keeps {lay.same_class_kept:g} of same-class affinity "
+                      f"and cuts {lay.same_class_cut:g}): contexts {contexts_text(group)}")
     for group in result.unidentifiable:
         console.print(f"not grouped (no call sites tell them apart at run time): "
                       f"contexts {contexts_text(group)}")
