@@ -54,7 +54,9 @@ def _classes(context: dict) -> set[int]:
 def choose(doc: dict, members: list[int], turnover: float) -> Layout:
     """By size when the group spans several size classes and its objects,
     weighted by count, live on average less than `turnover` of the run.
-    Objects never freed count as living the whole run."""
+    Objects never freed count as living the whole run. Unless the group
+    stays a mixed group of several classes, also the same-class affinity it
+    keeps and cuts (Layout.pays)."""
     run = max(1, doc["totals"].get("instructions") or 1)
     classes, allocs, lived = set(), 0, 0.0
     for i in members:

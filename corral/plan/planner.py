@@ -58,10 +58,11 @@ def make_plan(doc: dict, options: PlanOptions) -> PlanResult:
     def contexts_in(g: Group) -> list[int]:
         return [c for n in g.members for c in graph.nodes[n]["members"]]
 
-    # Whether a group pays depends on its own contexts only: decided once.
-    unprofitable = [(g, lay) for g in kept
-                    if not (lay := layout.choose(doc, contexts_in(g), options.turnover)).pays]
-    kept = [g for g in kept if g not in {loser for loser, _ in unprofitable}]
+    # A group's layout, and whether it pays, depend on its own contexts only:
+    # decided once, before identification.
+    layout_of = {g: layout.choose(doc, contexts_in(g), options.turnover) for g in kept}
+    unprofitable = [(g, lay) for g, lay in layout_of.items() if not lay.pays]
+    kept = [g for g in kept if layout_of[g].pays]
     unidentifiable = []
     while True:
         members = [contexts_in(g) for g in kept]
@@ -78,7 +79,7 @@ def make_plan(doc: dict, options: PlanOptions) -> PlanResult:
     depth = walk_depth(selectors, contexts, members, options.max_depth, options.depth_margin)
     report = check(contexts, assignment, selectors, direct, depth)
     first_match = bool(selectors) and first_match_holds(contexts, selectors, direct, depth)
-    layouts = [layout.choose(doc, ms, options.turnover) for ms in members]
+    layouts = [layout_of[g] for g in kept]
     plan = to_plan(doc, contexts, selectors, direct, depth, first_match,
                    by_size=[lay.by_size for lay in layouts])
     return PlanResult(doc, contexts, graph, kept, members, rejected, unidentifiable, unprofitable,
