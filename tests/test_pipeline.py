@@ -249,3 +249,27 @@ def test_figure2_run_serves_a_and_b_from_one_group_and_never_c(figure2):
     # C objects (a third of all) in no group: besides A and B the program
     # allocates only two buffers.
     assert sum(served.values()) <= a_and_b + 2, (served, made)
+
+
+def test_a_plan_without_groups_runs_the_program_on_the_base_allocator_alone(figure2, tmp_path):
+    """Forwarding every call costs a little; with nothing to group, corral
+    steps aside (and says so), unless statistics are asked for."""
+    from corral.commands.run import environment
+    _, program, _, _ = figure2
+    empty = tmp_path / "empty.plan"
+    empty.write_text("corral-plan 1\nend\n")
+    baseline = subprocess.run([str(program), *REAL], capture_output=True, text=True, check=True).stdout
+    r = corral("run", "--plan", empty, "--base", "jemalloc", "--", program, *REAL, cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout == baseline
+    assert r.stderr == f"corral: the plan {empty} has no groups; running {program} on jemalloc alone\n"
+    env = environment(plan=str(empty), base="jemalloc", env={"LD_PRELOAD": "/x.so", "CORRAL_PLAN": "y"})
+    assert env["LD_PRELOAD"].endswith("libjemalloc.so.2") and "CORRAL_PLAN" not in env
+    assert "LD_PRELOAD" not in environment(plan=str(empty), env={"LD_PRELOAD": "/x.so"})
+    stats = tmp_path / "stats.json"
+    r = corral("run", "--plan", empty, "--stats", stats, "--", program, *REAL, cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout == baseline and r.stderr == ""
+    assert json.loads(stats.read_text())["plan"]["loaded"]
+    # A plan that does not parse is preloaded: the runtime names the problem.
+    bad = tmp_path / "bad.plan"
+    bad.write_text("corral-plan 1\ngroup 0 g\n")
+    assert "CORRAL_PLAN" in environment(plan=str(bad), env={})

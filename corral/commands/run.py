@@ -1,7 +1,8 @@
 """Run a program with libcorral.so preloaded.
 
 Without --plan (and without --dynamic) corral only forwards, which shows its
-bare overhead. Example:
+bare overhead. A plan without groups runs the program on the base allocator
+alone: corral would only forward, and forwarding is not free. Example:
 
     corral run --plan prog.plan --base jemalloc -- ./prog args
 """
@@ -15,6 +16,7 @@ import sys
 from corral import paths
 from corral.allocators import base_library, preload_value
 from corral.errors import CorralError
+from corral.plan import planfile
 
 
 def add_arguments(p):
@@ -31,14 +33,31 @@ def add_arguments(p):
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- program and arguments")
 
 
+def plan_is_empty(plan) -> bool:
+    """True for a valid plan with no groups. A plan that does not parse is
+    not empty: the runtime then says what is wrong with it, once."""
+    try:
+        return not planfile.read(plan).groups
+    except CorralError:
+        return False
+
+
 def environment(plan=None, base="glibc", stats=None, extra=None, env=None) -> dict:
-    """The environment that makes a child process run under corral."""
+    """The environment that makes a child process run under corral; with a
+    plan that has no groups (and no statistics asked for), the one that runs
+    it on the base allocator alone."""
     env = dict(os.environ if env is None else env)
+    if plan and not os.path.exists(plan):
+        raise CorralError(f"plan file {plan} does not exist")
+    if plan and not stats and not extra and plan_is_empty(plan):
+        env.pop("LD_PRELOAD", None)
+        env.pop("CORRAL_PLAN", None)
+        if base_library(base):
+            env["LD_PRELOAD"] = preload_value([base_library(base)])
+        return env
     lib = paths.require(paths.RUNTIME_LIB, "libcorral.so")
     env["LD_PRELOAD"] = preload_value([lib, base_library(base)])
     if plan:
-        if not os.path.exists(plan):
-            raise CorralError(f"plan file {plan} does not exist")
         env["CORRAL_PLAN"] = os.path.abspath(plan)
     if stats:
         env["CORRAL_STATS"] = stats
@@ -70,6 +89,9 @@ def run(args) -> int:
         raise CorralError("--dynamic and --plan exclude each other: dynamic mode needs no plan")
     extra = dynamic_extra(command[0], args.wrappers_from) if args.dynamic else None
     env = environment(plan=args.plan, base=args.base, stats=args.stats, extra=extra)
+    if args.plan and "CORRAL_PLAN" not in env:
+        print(f"corral: the plan {args.plan} has no groups; running {command[0]} on {args.base} "
+              "alone", file=sys.stderr)
     sys.stdout.flush()
     try:
         os.execvpe(command[0], command, env)

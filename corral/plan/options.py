@@ -43,6 +43,11 @@ class PlanOptions:
     # class when its objects live on average less than this share of the
     # profiled run (corral/plan/layout.py); 0 never separates sizes.
     turnover: float = 0.25
+    # A group whose objects the allocator underneath already places next to
+    # each other at least this often (the profiler's placement model,
+    # corral/plan/placement.py) is not grouped: a pool would change little
+    # and identifying its allocations costs every allocation a walk. 1: off.
+    together: float = 0.9
 
     def min_edge_weight(self, total_accesses: float) -> float:
         """The absolute edge-weight threshold for a profile with this many accesses."""
@@ -71,6 +76,8 @@ class PlanOptions:
             raise CorralError("--absorb must be in [0, 1)")
         if not 0 <= self.turnover <= 1:
             raise CorralError("--turnover must be in [0, 1]")
+        if not 0 < self.together <= 1:
+            raise CorralError("--together must be in (0, 1]")
         if self.min_edge_weight(1.0) < 0:
             raise CorralError("--min-weight must not be negative")
         return self
@@ -110,6 +117,10 @@ def add_arguments(p) -> None:
                    help="give each size class of a group its own chunks when the group's objects "
                         "live on average less than this share of the run; 0: never "
                         f"(default: {DEFAULTS.turnover})")
+    g.add_argument("--together", type=float, default=DEFAULTS.together, metavar="SHARE",
+                   help="leave out a group whose objects the allocator underneath would already "
+                        "place next to each other this often (profiler's placement model); 1: "
+                        f"never (default: {DEFAULTS.together})")
 
 
 def from_args(args) -> PlanOptions:
@@ -117,4 +128,5 @@ def from_args(args) -> PlanOptions:
                        tolerance=args.tolerance, max_group_size=args.max_group_size,
                        group_threshold=args.group_threshold, max_depth=args.max_depth,
                        depth_margin=args.depth_margin, absorb=args.absorb, turnover=args.turnover,
+                       together=args.together,
                        max_object_size=args.max_object_size).check()

@@ -7,7 +7,7 @@ import networkx as nx
 
 from corral import elf
 from corral.errors import CorralError
-from corral.plan import layout, planfile
+from corral.plan import layout, placement, planfile
 from corral.plan.check import GroupCheck, check, first_match_holds
 from corral.plan.graph import Context, Site, affinity_graph, contexts_of, total_accesses
 from corral.plan.grouping import Group, group_contexts
@@ -25,6 +25,7 @@ class PlanResult:
     rejected: list[Group]        # formed but under the group threshold
     unidentifiable: list[Group]  # formed, but no selector could tell them apart at run time
     unprofitable: list[tuple[Group, layout.Layout]]  # would cut more same-class affinity than they keep
+    placed_already: list[tuple[Group, float]]  # the allocator underneath keeps them together this often
     selectors: list[Selector]
     direct: dict[Site, int | None]
     depth: int
@@ -63,6 +64,9 @@ def make_plan(doc: dict, options: PlanOptions) -> PlanResult:
     layout_of = {g: layout.choose(doc, contexts_in(g), options.turnover) for g in kept}
     unprofitable = [(g, lay) for g, lay in layout_of.items() if not lay.pays]
     kept = [g for g in kept if layout_of[g].pays]
+    together = {g: placement.together_share(doc, contexts_in(g)) for g in kept}
+    placed_already = [(g, t) for g, t in together.items() if t is not None and t >= options.together]
+    kept = [g for g in kept if together[g] is None or together[g] < options.together]
     unidentifiable = []
     while True:
         members = [contexts_in(g) for g in kept]
@@ -83,7 +87,7 @@ def make_plan(doc: dict, options: PlanOptions) -> PlanResult:
     plan = to_plan(doc, contexts, selectors, direct, depth, first_match,
                    by_size=[lay.by_size for lay in layouts])
     return PlanResult(doc, contexts, graph, kept, members, rejected, unidentifiable, unprofitable,
-                      selectors, direct, depth, first_match, report, plan, layouts)
+                      placed_already, selectors, direct, depth, first_match, report, plan, layouts)
 
 
 def site_names(contexts: list[Context]) -> dict[Site, str]:

@@ -86,6 +86,9 @@ def print_summary(result: PlanResult, console: Console | None = None) -> None:
             else "one size class"
         console.print(f"not grouped ({why}; it keeps {lay.same_class_kept:g} of same-class affinity "
                       f"and cuts {lay.same_class_cut:g}): contexts {contexts_text(group)}")
+    for group, share in result.placed_already:
+        console.print(f"not grouped (the allocator underneath would already place {100 * share:.1f}% "
+                      f"of its objects next to each other): contexts {contexts_text(group)}")
     for group in result.unidentifiable:
         console.print(f"not grouped (no call sites tell them apart at run time): "
                       f"contexts {contexts_text(group)}")

@@ -139,6 +139,7 @@ static void track_block(ThreadId tid, Addr p, SizeT size, CrAllocKind kind)
    UInt id = block_new_id();
    CrBlock* b = block_at(id);
    af_on_alloc(&cr_affinity, &ctx->tail, &b->af, ctx_id);
+   cr_placement_alloc(tid, ctx_id, size);
    b->payload = p;
    b->size = size;
    b->allocd_at = cr_instrs;
@@ -211,6 +212,7 @@ static void retire_block(UInt id)
    cr_totals.live_bytes -= b->size;
    ctx->frees++;
    ctx->lifetime += cr_instrs - b->allocd_at;
+   cr_placement_free(cr_current_tid, b->af.ctx, b->size);
    cr_totals.frees++;
    shadow_fill(b->payload, b->size, 0);
    forget_recent_blocks();

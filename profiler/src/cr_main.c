@@ -108,6 +108,7 @@ static void cr_post_clo_init(void)
    refuse_other_valgrind();
    cr_context_init();
    cr_heap_init();
+   cr_placement_init();
    cr_heap_track_syscalls();
    VG_(track_start_client_code)(cr_start_client_code);
 }

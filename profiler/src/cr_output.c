@@ -82,12 +82,12 @@ static void put_contexts(void)
                    "\"min_size\":%llu,\"max_size\":%llu,\"lifetime\":%llu,"
                    "\"reads\":%llu,\"writes\":%llu,\"read_bytes\":%llu,\"write_bytes\":%llu,"
                    "\"live_blocks\":%llu,\"live_bytes\":%llu,\"max_blocks\":%llu,\"max_bytes\":%llu,"
-                   "\"gmax_blocks\":%llu,\"gmax_bytes\":%llu}",
+                   "\"gmax_blocks\":%llu,\"gmax_bytes\":%llu,\"reused\":%llu}",
                    cr_kind_name(c->kind), c->allocs, c->bytes, c->frees,
                    c->min_size, c->max_size, c->lifetime,
                    c->reads, c->writes, c->read_bytes, c->write_bytes,
                    c->live_blocks, c->live_bytes, c->max_blocks, c->max_bytes,
-                   c->gmax_blocks, c->gmax_bytes);
+                   c->gmax_blocks, c->gmax_bytes, c->reused);
    }
    VG_(fprintf)(out, "]");
 }
@@ -97,6 +97,13 @@ static void put_edge(af_u32 a, af_u32 b, af_u64 w, void* unused)
 {
    VG_(fprintf)(out, "%s\n[%u,%u,%llu]", first_edge ? "" : ",", a, b, w);
    first_edge = False;
+}
+
+static Bool first_follows;
+static void put_follows(UInt prev, UInt ctx, ULong count)
+{
+   VG_(fprintf)(out, "%s\n[%u,%u,%llu]", first_follows ? "" : ",", prev, ctx, count);
+   first_follows = False;
 }
 
 void cr_write_profile(void)
@@ -120,6 +127,10 @@ void cr_write_profile(void)
    VG_(fprintf)(out, ",\n\"edges\":[");
    first_edge = True;
    af_for_each_edge(&cr_affinity, put_edge, NULL);
+   VG_(fprintf)(out, "]");
+   VG_(fprintf)(out, ",\n\"follows\":[");
+   first_follows = True;
+   cr_placement_for_each(put_follows);
    VG_(fprintf)(out, "]");
    VG_(fprintf)(out, ",\n\"totals\":{\"allocs\":%llu,\"frees\":%llu,\"bytes\":%llu,"
                 "\"accesses\":%llu,\"instructions\":%llu,\"macro_accesses\":%llu,"

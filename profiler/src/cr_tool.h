@@ -5,6 +5,7 @@
  *   cr_heap.c        malloc replacement, live blocks, the shadow map
  *   cr_context.c     calling contexts: unwinding, recursion reduction, tables
  *   cr_instrument.c  VEX IR instrumentation of loads and stores
+ *   cr_placement.c   where a size-class allocator would put each block
  *   cr_output.c      the profile document (JSON, docs/formats.md)
  *   affinity.c       the affinity queue (plain C, also tested natively)
  */
@@ -42,6 +43,7 @@ typedef struct {
    ULong live_blocks, live_bytes;     /* now (at exit: never freed) */
    ULong max_blocks, max_bytes;       /* at this context's own peak */
    ULong gmax_blocks, gmax_bytes;     /* at the whole heap's peak */
+   ULong reused;          /* allocations the placement model put in a freed slot */
    af_ctx_tail tail;      /* its latest allocation, for co-allocatability */
 } CrContext;
 
@@ -105,6 +107,13 @@ typedef struct {
 } CrTotals;
 extern CrTotals cr_totals;
 extern af_state cr_affinity;
+
+/* ---- placement model (cr_placement.c) ---- */
+void cr_placement_init(void);
+void cr_placement_alloc(ThreadId tid, UInt ctx_id, SizeT size);
+void cr_placement_free(ThreadId tid, UInt ctx_id, SizeT size);
+/* Every (neighbour's context, context) pair the model counted. */
+void cr_placement_for_each(void (*fn)(UInt prev, UInt ctx, ULong count));
 
 /* ---- instrumentation (cr_instrument.c) ---- */
 IRSB* cr_instrument(VgCallbackClosure* closure, IRSB* sbIn,

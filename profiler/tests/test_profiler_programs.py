@@ -140,3 +140,17 @@ def test_stripped_binary_profiles_by_offset(tmp_path):
     key_b = next(k for k, v in full_ctx.items() if v == b)
     # Same program, same accesses: the stripped profile has the same edges.
     assert bare.edge_weight(bare_ctx[key_a], bare_ctx[key_b]) == full.edge_weight(a, b)
+
+
+def test_placement_model(tmp_path):
+    """Where a size-class allocator would put each block (placement.c)."""
+    program = compile_program("placement.c", tmp_path / "placement")
+    p = profile([program], tmp_path / "placement.profile.json.gz")
+    name = {context_in(p, "make", f): f for f in ("burst", "left", "right", "spacer", "refill", "huge")}
+    pairs = {(name[a], name[b]): n for a, b, n in p.doc["follows"]}
+    assert pairs == {("burst", "burst"): 99, ("burst", "left"): 1,
+                     ("left", "right"): 100, ("right", "left"): 99,
+                     ("spacer", "spacer"): 99,
+                     ("right", "refill"): 60 + 1, ("refill", "refill"): 9}
+    reused = {f: p.contexts[i]["reused"] for i, f in name.items()}
+    assert reused == {"burst": 0, "left": 0, "right": 0, "spacer": 0, "refill": 60, "huge": 0}
