@@ -86,7 +86,7 @@ def test_plan_writes_a_valid_plan_and_prints_the_run_command(tmp_path, corral_he
     assert [g.name for g in plan.groups] == ["create_a+create_b"]
     assert sorted(plan.groups[0].clauses) == [(planfile.PlanSite(0, 0x1200),), (planfile.PlanSite(0, 0x1300),)]
     assert plan.modules == [planfile.PlanModule("ab" * 20, PROGRAM)]
-    assert plan.options["depth"] == 2 + 2          # frame 1, plus one, plus the margin
+    assert plan.options["depth"] == 2              # frame 1, plus one (named, no recursion)
     assert (planfile.PlanSite(0, 0x1600), None) in plan.direct
     assert "self-check: 0 of 4 profiled contexts would be misclassified" in r.stderr
     assert "create_a fig2.c:20" in r.stderr        # the summary names the frames

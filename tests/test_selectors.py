@@ -52,7 +52,7 @@ def test_contexts_differing_three_frames_up_are_told_apart_by_that_site():
                 ctx(1, shared + [(PROG, 0x4002), MAIN_END])]
     selectors, direct, depth, report = plan_for(contexts, [[0]], margin=2)
     assert selectors[0].clauses == [((PROG, 0x4001),)]
-    assert depth == 3 + 1 + 2               # frame 3, plus one, plus the margin
+    assert depth == 3 + 1                   # frame 3, plus one: no function twice before it
     assert direct == {}                     # frame 0 alone cannot decide
     assert misclassified(report) == 0
     assert runtime_group(contexts[0], selectors, direct, depth) == 0
@@ -148,8 +148,12 @@ def test_the_walk_goes_deeper_where_recursion_was_reduced_before_a_site():
         member = Context(0, tuple(head + [(PROG, 0x3001), MAIN_END]), (True,) * 5, names, 100, 100, 0)
         rival = Context(1, tuple(head + [(PROG, 0x3002), MAIN_END]), (True,) * 5, names, 100, 100, 0)
         return [member, rival]
-    # The deciding site is frame 3.
+    # The deciding site is frame 3, and every function before it is named
+    # once: nothing was dropped, the position is exact.
     _, _, depth, _ = plan_for(pair(("xmalloc", "make", "build", "leaf", "main")), [[0]], 16, 2)
+    assert depth == 3 + 1
+    # An unnamed function before it may hide recursion: the margin covers it.
+    _, _, depth, _ = plan_for(pair(("xmalloc", None, "build", "leaf", "main")), [[0]], 16, 2)
     assert depth == 3 + 1 + 2
     # Frames 1 and 2 in one function: a recursive builder whose repeated
     # frames the profile dropped, so the site may be far deeper.
@@ -157,7 +161,7 @@ def test_the_walk_goes_deeper_where_recursion_was_reduced_before_a_site():
     assert depth == 16 + 2
     # Recursion first shows at the site itself: nothing dropped before it.
     _, _, depth, _ = plan_for(pair(("xmalloc", "make", "build", "build", "main")), [[0]], 16, 2)
-    assert depth == 3 + 1 + 2
+    assert depth == 3 + 1
 
 
 def health_like(cold_allocs):

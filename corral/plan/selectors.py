@@ -139,14 +139,19 @@ def direct_table(contexts: list[Context], assignment: dict[int, int]) -> dict[Si
 def walk_depth(selectors: list[Selector], contexts: list[Context], groups: list[list[int]],
                max_depth: int, margin: int) -> int:
     """Frames the runtime must walk: the deepest position any clause site has
-    in a member's chain, plus one, plus a margin.
+    in a member's chain, plus one, plus a margin where that position may be
+    too shallow.
 
     Profiled chains are recursion-reduced, so a site may sit deeper on the
-    real stack. Where a member's chain shows recursion before the site (one
-    function at two positions before it), how much deeper is unknown: walk
-    max_depth frames then. (Recursion through the very same call sites leaves
-    no trace in a reduced chain; the margin is all that covers it.)"""
-    deepest = -1
+    real stack. A frame is dropped only if its (callee, return address) pair
+    is already in the chain, and then its callee, the function of the frame
+    before it, also lies at an earlier position: a function named twice
+    before the site. Where the chain shows that (recursion_before), how much
+    deeper the site is is unknown: walk max_depth frames then. Where every
+    function before the site is named and none twice, nothing was dropped
+    and the position is exact. Unnamed functions (stripped code) hide
+    recursion: the margin is all that covers it there."""
+    deepest, unsure = -1, False
     for selector, members in zip(selectors, groups):
         for clause in selector.clauses:
             for m in members:
@@ -154,9 +159,12 @@ def walk_depth(selectors: list[Selector], contexts: list[Context], groups: list[
                 if all(s in chain for s in clause):
                     position = max(chain.index(s) for s in clause)
                     if recursion_before(contexts[m], position):
-                        position = max(position, max_depth - 1)
+                        position, unsure = max(position, max_depth - 1), True
+                    unsure |= not all(contexts[m].names[:position])
                     deepest = max(deepest, position)
-    return deepest + 1 + margin if deepest >= 0 else 1
+    if deepest < 0:
+        return 1
+    return deepest + 1 + (margin if unsure else 0)
 
 
 def recursion_before(context: Context, position: int) -> bool:
