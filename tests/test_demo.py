@@ -13,7 +13,7 @@ from corral.commands import demo
 
 def test_demo_inputs_are_the_three_workloads_or_the_training_inputs():
     chosen = demo.demo_workloads(",".join(demo.DEMO_INPUTS), quick=False)
-    assert [w.name for w in chosen] == ["fig2", "health", "cxxabstract"]
+    assert [w.name for w in chosen] == ["fig2", "treebuild", "health"]
     assert chosen[0].measure_args == demo.DEMO_INPUTS["fig2"]
     quick = demo.demo_workloads("health", quick=True)[0]
     assert quick.measure_args == quick.train_args
