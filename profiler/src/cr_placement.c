@@ -13,7 +13,6 @@
  * docs/profiler.md, "Placement model". */
 #include "pub_tool_basics.h"
 #include "pub_tool_hashtable.h"
-#include "pub_tool_libcbase.h"
 #include "pub_tool_mallocfree.h"
 #include "pub_tool_threadstate.h"
 #include "pub_tool_xarray.h"
