@@ -13,11 +13,11 @@ lines than a size-class allocator would (docs/planner.md, "Layout").
 from dataclasses import dataclass
 
 GRANULE = 16
-SIZE_CLASSES = 18      # the runtime's CORRAL_SIZE_CLASSES (runtime/src/heap.h)
+SIZE_CLASSES = 18      # the runtime's CORRAL_SIZE_CLASSES (runtime/src/size_class.h)
 
 
 def size_class(size: int) -> int:
-    """The runtime's size class of an object of `size` bytes (alloc.c)."""
+    """The runtime's size class of an object of `size` bytes (size_class.h)."""
     k = max(1, -(-size // GRANULE))
     if k <= 8:
         return k - 1

@@ -18,19 +18,13 @@
 #include "pub_tool_xarray.h"
 
 #include "cr_tool.h"
-
-/* The runtime's classes for groups laid out by size (runtime/src/alloc.c):
- * one per 16-byte granule up to 128 bytes, then two per doubling. Blocks
- * above clo_max_size are not modelled. */
-#define CR_CLASSES 18
+/* The runtime's classes for groups laid out by size. Blocks above
+ * clo_max_size are not modelled. */
+#include "../../runtime/src/size_class.h"
 
 static UInt size_class(SizeT size)
 {
-   SizeT k = size ? (size + 15) / 16 : 1;
-   if (k <= 8) return (UInt)k - 1;
-   UInt top = 63 - (UInt)__builtin_clzll(k - 1);
-   UInt c = 8 + 2 * (top - 3) + (UInt)(((k - 1) >> (top - 1)) & 1);
-   return c < CR_CLASSES ? c : CR_CLASSES - 1;
+   return corral_size_class(size ? (size + 15) / 16 : 1);
 }
 
 typedef struct {
@@ -44,7 +38,7 @@ typedef struct {
    ULong count;
 } CrFollows;
 
-static CrClassState (*state)[CR_CLASSES];   /* [VG_N_THREADS] */
+static CrClassState (*state)[CORRAL_SIZE_CLASSES];   /* [VG_N_THREADS] */
 static VgHashTable* follows;
 
 void cr_placement_init(void)

@@ -17,19 +17,6 @@ static inline size_t granules_of(size_t size)
 
 uint8_t _corral_group_by_size[CORRAL_MAX_GROUPS];
 
-/* Size class of an object of k granules: k - 1 up to 8 granules, then two
- * classes per doubling (9-12, 13-16, 17-24, ...), capped. Used by groups laid
- * out by size: a freed slot is reused by its own size only, so in a group
- * whose objects turn over, mixed sizes stay interleaved and every size's live
- * objects end up thinly spread (docs/runtime.md, "Layout by size"). */
-static inline unsigned size_class(size_t k)
-{
-  if (k <= 8) return (unsigned)k - 1;
-  unsigned top = 63 - (unsigned)__builtin_clzll(k - 1);           /* >= 3 */
-  unsigned c = 8 + 2 * (top - 3) + (unsigned)(((k - 1) >> (top - 1)) & 1);
-  return c < CORRAL_SIZE_CLASSES ? c : CORRAL_SIZE_CLASSES - 1;
-}
-
 /* kind 0: start bit, 1: end bit, of granule i. */
 static inline void set_bit(uint64_t *bits, size_t i, int kind)
 {
@@ -182,7 +169,10 @@ void *_corral_group_alloc(unsigned g, size_t size, size_t align)
   if (CORRAL_UNLIKELY(!h)) return NULL;
   size_t k = granules_of(size);
   if (align < CORRAL_GRANULE) align = CORRAL_GRANULE;
-  unsigned pool = g * CORRAL_SIZE_CLASSES + (_corral_group_by_size[g] ? size_class(k) : 0);
+  /* By size: a freed slot is reused by its own size only, so in a group whose
+   * objects turn over, mixed sizes would stay interleaved and every size's
+   * live objects end up thinly spread (docs/runtime.md, "Layout by size"). */
+  unsigned pool = g * CORRAL_SIZE_CLASSES + (_corral_group_by_size[g] ? corral_size_class(k) : 0);
   corral_chunk_t *c = h->cur[pool];
   void *p;
   if (CORRAL_UNLIKELY(!c || !(p = chunk_alloc(c, k, align)))) {

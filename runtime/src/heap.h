@@ -5,6 +5,7 @@
 #define CORRAL_HEAP_H
 
 #include "internal.h"
+#include "size_class.h"
 
 #include <stdatomic.h>
 #include <stddef.h>
@@ -13,11 +14,9 @@
 #define CORRAL_GRANULE 16
 #define CORRAL_MAX_GROUPS 256     /* plan groups are 0..254; random pools up to 255 */
 #define CORRAL_MAX_RANGES 16
-/* A group laid out by size keeps its size classes in separate chunks
- * (alloc.c, size_class): 16..128 bytes one class per granule, then two per
- * doubling; everything from 3 KiB up shares the last. A pool is a group's
- * size class (class 0 for groups that mix sizes). */
-#define CORRAL_SIZE_CLASSES 18
+/* A group laid out by size keeps its size classes (size_class.h) in
+ * separate chunks. A pool is a group's size class (class 0 for groups that
+ * mix sizes). */
 #define CORRAL_POOLS (CORRAL_MAX_GROUPS * CORRAL_SIZE_CLASSES)
 /* Added to a chunk's balance while it is retired (chunk.c). */
 #define CORRAL_RETIRED (1L << 40)
