@@ -8,10 +8,8 @@ random grouping changes the time too, the workload is layout-sensitive at
 all); "dynamic": libcorral.so in dynamic mode (no plan).
 """
 
-import os
 from dataclasses import dataclass
 
-from corral.allocators import base_library, preload_value
 from corral.commands import run as run_cmd
 from corral.errors import CorralError
 
@@ -36,12 +34,7 @@ class Config:
     def environment(self, program, plan=None, stats=None, env=None) -> dict:
         """The child environment for running `program` in this configuration."""
         if self.mode == "base":
-            child = dict(os.environ if env is None else env)
-            child.pop("LD_PRELOAD", None)
-            lib = base_library(self.base)
-            if lib is not None:
-                child["LD_PRELOAD"] = preload_value([lib])
-            return child
+            return run_cmd.base_environment(self.base, env)
         extra = {}
         if self.mode == "random4":
             extra["CORRAL_RANDOM_POOLS"] = RANDOM_POOLS

@@ -42,19 +42,26 @@ def plan_is_empty(plan) -> bool:
         return False
 
 
+def base_environment(base="glibc", env=None) -> dict:
+    """The environment that runs a child on the base allocator alone."""
+    env = dict(os.environ if env is None else env)
+    env.pop("LD_PRELOAD", None)
+    env.pop("CORRAL_PLAN", None)
+    lib = base_library(base)
+    if lib is not None:
+        env["LD_PRELOAD"] = preload_value([lib])
+    return env
+
+
 def environment(plan=None, base="glibc", stats=None, extra=None, env=None) -> dict:
     """The environment that makes a child process run under corral; with a
     plan that has no groups (and no statistics asked for), the one that runs
     it on the base allocator alone."""
-    env = dict(os.environ if env is None else env)
     if plan and not os.path.exists(plan):
         raise CorralError(f"plan file {plan} does not exist")
     if plan and not stats and not extra and plan_is_empty(plan):
-        env.pop("LD_PRELOAD", None)
-        env.pop("CORRAL_PLAN", None)
-        if base_library(base):
-            env["LD_PRELOAD"] = preload_value([base_library(base)])
-        return env
+        return base_environment(base, env)
+    env = dict(os.environ if env is None else env)
     lib = paths.require(paths.RUNTIME_LIB, "libcorral.so")
     env["LD_PRELOAD"] = preload_value([lib, base_library(base)])
     if plan:
