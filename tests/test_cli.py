@@ -1,15 +1,17 @@
 import subprocess
 import sys
 
+import pytest
+
 from corral.cli import main
 
 
 def test_help_lists_run(capsys):
-    try:
+    with pytest.raises(SystemExit) as exit_:
         main(["--help"])
-    except SystemExit as e:
-        assert e.code == 0
-    assert "run" in capsys.readouterr().out
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    assert all(command in out for command in ("run", "optimize", "profile", "plan")), out
 
 
 def test_missing_program_is_one_line_error():

@@ -238,6 +238,7 @@ def test_figure2_run_serves_a_and_b_from_one_group_and_never_c(figure2):
     stats = folder / "stats.json"
     r = corral("run", "--plan", plan, "--stats", stats, "--", program, *REAL, cwd=folder)
     assert r.returncode == 0, r.stderr
+    assert "corral: warning" not in r.stderr, r.stderr
     assert r.stdout == baseline
     made = made_counts(baseline)
     report = json.loads(stats.read_text())

@@ -1,6 +1,7 @@
 """Every workload builds and computes the same checksum on its training
-input whatever allocator is underneath: glibc, jemalloc, mimalloc, and
-libcorral.so with an empty plan (forwarding only)."""
+input whatever allocator is underneath: glibc, jemalloc, mimalloc,
+libcorral.so with an empty plan (forwarding only), and libcorral.so with
+every small object pooled (random4)."""
 
 import subprocess
 
@@ -17,6 +18,7 @@ def _run(workload, env, args=None):
     proc = subprocess.run(workload.command(args or workload.train_args), env=env, capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
+    assert "corral: warning" not in proc.stderr, proc.stderr
     checksum = parse_checksum(proc.stdout)
     assert checksum is not None and len(checksum) == 16, proc.stdout
     return checksum, proc.stdout
@@ -37,8 +39,16 @@ def test_checksum_is_the_same_under_every_allocator(name, built_workloads, empty
         got, _ = _run(workload, CONFIGS[config].environment(workload.binary))
         assert got == reference, f"{name} under {config}"
     assert paths.RUNTIME_LIB.exists(), "libcorral.so is built by `make build`"
-    got, _ = _run(workload, CONFIGS["corral+glibc"].environment(workload.binary, plan=empty_plan))
-    assert got == reference, f"{name} under corral with an empty plan"
+    # `corral run` would not preload libcorral.so for a plan without groups;
+    # this checks the library itself, forwarding every call.
+    forwarding = dict(CONFIGS["glibc"].environment(workload.binary), LD_PRELOAD=str(paths.RUNTIME_LIB),
+                      CORRAL_PLAN=empty_plan)
+    got, _ = _run(workload, forwarding)
+    assert got == reference, f"{name} under libcorral.so with an empty plan"
+    pooled = CONFIGS["random4+glibc"].environment(workload.binary)
+    assert str(paths.RUNTIME_LIB) in pooled["LD_PRELOAD"]
+    got, _ = _run(workload, pooled)
+    assert got == reference, f"{name} under libcorral.so with every small object pooled"
 
 
 @pytest.mark.parametrize("name", sorted(WORKLOADS))

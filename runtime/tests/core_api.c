@@ -13,6 +13,8 @@
 static int grouped_expected;
 /* Sizes the compiler cannot fold (it may assume a huge malloc fails). */
 static volatile size_t huge = SIZE_MAX, half = SIZE_MAX / 2, two33 = (size_t)1 << 33;
+/* times 4 wraps to 4: only the multiplication check can refuse it */
+static volatile size_t wraps_to_4 = ((size_t)1 << 62) + 1;
 static size_t max_size = 4096;
 
 static void fill(unsigned char *p, size_t n, unsigned seed) { for (size_t i = 0; i < n; i++) p[i] = (unsigned char)(seed + i * 7); }
@@ -89,6 +91,16 @@ static void test_aligned(void)
   void *p = (void *)1;
   CHECK(posix_memalign(&p, 24, 10) == EINVAL && p == (void *)1, "posix_memalign bad alignment");
   CHECK(posix_memalign(&p, 4, 10) == EINVAL, "posix_memalign alignment below sizeof(void*)");
+  /* posix_memalign reports through its result and leaves errno alone,
+   * whether it succeeds, fails for the alignment or fails for the size */
+  errno = 1234;
+  CHECK(posix_memalign(&p, 64, 40) == 0 && errno == 1234, "posix_memalign success kept errno: %d", errno);
+  free(p);
+  CHECK(posix_memalign(&p, 24, 10) == EINVAL && errno == 1234, "EINVAL kept errno: %d", errno);
+  p = (void *)1;
+  CHECK(posix_memalign(&p, 64, huge - 4096) == ENOMEM && p == (void *)1, "posix_memalign huge");
+  /* glibc itself sets errno here; corral keeps it whatever is underneath */
+  CHECK(!dlsym(RTLD_DEFAULT, "corral_group_of") || errno == 1234, "ENOMEM kept errno: %d", errno);
   p = memalign(48, 100);                 /* glibc rounds up to 64 */
   CHECK(p && ((uintptr_t)p & 63) == 0, "memalign(48) = %p", p);
   free(p);
@@ -135,7 +147,11 @@ static void test_realloc(void)
   CHECK(realloc(p, 0) == NULL, "realloc(p, 0) frees");
   errno = 0;
   p = malloc(16);
+  fill(p, 16, 5);
   CHECK(reallocarray(p, half, 3) == NULL && errno == ENOMEM, "reallocarray overflow");
+  errno = 0;
+  CHECK(reallocarray(p, wraps_to_4, 4) == NULL && errno == ENOMEM, "reallocarray overflow to a small product");
+  CHECK(same(p, 16, 5), "p unchanged by the refused reallocarray");
   unsigned char *q = reallocarray(p, 10, 10);
   CHECK(q != NULL && malloc_usable_size(q) >= 100, "reallocarray 10x10");
   free(q);

@@ -3,12 +3,14 @@ dir once per session, run them with libcorral.so preloaded over a chosen base
 allocator, read the statistics."""
 
 import json
+import re
 import os
 import subprocess
 from pathlib import Path
 
 from corral import paths
 from corral.allocators import BASE_LIBRARIES
+from stderr_check import assert_expected_warnings
 
 HERE = Path(__file__).resolve().parent
 LIB = paths.RUNTIME_LIB
@@ -36,12 +38,14 @@ def corral_env(base="glibc", **options):
     return env
 
 
-def run(exe, *args, env=None, timeout=120):
-    """Run a test program; its summary line must say 0 failed."""
+def run(exe, *args, env=None, timeout=120, warnings=()):
+    """Run a test program; its summary line must say 0 failed, and stderr may
+    hold no `corral: warning` but those matching `warnings` (regexes)."""
     result = subprocess.run([str(exe), *map(str, args)], env=env, capture_output=True, text=True,
                             timeout=timeout)
     assert result.returncode == 0, f"{exe.name} {args}: rc {result.returncode}\n{result.stdout}\n{result.stderr}"
-    assert " 0 failed" in result.stdout, result.stdout
+    assert re.search(r"\b0 failed$", result.stdout, re.M), result.stdout
+    assert_expected_warnings(result.stderr, warnings)
     return result
 
 

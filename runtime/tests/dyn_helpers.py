@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from stderr_check import assert_expected_warnings
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 
@@ -28,10 +30,11 @@ def build(tmp_path, name, flags=("-O2",), extra=()):
     return out
 
 
-def run_dynamic(prog, args=(), tmp_path=None, env=None, flag=True, timeout=60):
+def run_dynamic(prog, args=(), tmp_path=None, env=None, flag=True, timeout=60, warnings=()):
     """Run prog under `corral run --dynamic --stats` (flag=False: without
     --dynamic, for an environment that sets CORRAL_DYNAMIC by hand); returns
-    (completed process, statistics or None)."""
+    (completed process, statistics or None). stderr may hold no `corral:
+    warning` but those matching `warnings` (regexes)."""
     stats_path = Path(tmp_path) / f"stats-{os.getpid()}-{len(list(Path(tmp_path).glob('stats-*')))}.json"
     full_env = dict(os.environ)
     full_env.update(env or {})
@@ -39,12 +42,15 @@ def run_dynamic(prog, args=(), tmp_path=None, env=None, flag=True, timeout=60):
            "--stats", str(stats_path), "--", str(prog), *map(str, args)]
     done = subprocess.run(cmd, capture_output=True, text=True, env=full_env, cwd=ROOT, timeout=timeout)
     stats = json.loads(stats_path.read_text()) if stats_path.exists() else None
+    assert_expected_warnings(done.stderr, warnings)
     return done, stats
 
 
-def run_plain(prog, args=(), env=None, timeout=60):
-    return subprocess.run([str(prog), *map(str, args)], capture_output=True, text=True,
+def run_plain(prog, args=(), env=None, timeout=60, warnings=()):
+    done = subprocess.run([str(prog), *map(str, args)], capture_output=True, text=True,
                           env=dict(os.environ, **(env or {})), timeout=timeout)
+    assert_expected_warnings(done.stderr, warnings)
+    return done
 
 
 def series(stderr):

@@ -9,6 +9,7 @@ from pathlib import Path
 from capstone import CS_ARCH_X86, CS_MODE_64, Cs
 
 from corral import elf, paths
+from stderr_check import assert_expected_warnings
 
 HERE = Path(__file__).resolve().parent
 LIB = paths.RUNTIME_LIB
@@ -76,12 +77,15 @@ def plan_text(modules, groups, clauses=(), directs=(), options=(), layouts=()):
     return "\n".join(lines + ["end"]) + "\n"
 
 
-def run(cmd, plan=None, env_extra=None, **kw):
-    """Run under libcorral.so (plan: path or None)."""
+def run(cmd, plan=None, env_extra=None, warnings=(), **kw):
+    """Run under libcorral.so (plan: path or None). stderr may hold no
+    `corral: warning` but those matching `warnings` (regexes)."""
     env = dict(os.environ)
     env["LD_PRELOAD"] = str(LIB)
     env.pop("CORRAL_PLAN", None)
     if plan is not None:
         env["CORRAL_PLAN"] = str(plan)
     env.update(env_extra or {})
-    return subprocess.run([str(c) for c in cmd], env=env, capture_output=True, text=True, timeout=60, **kw)
+    done = subprocess.run([str(c) for c in cmd], env=env, capture_output=True, text=True, timeout=60, **kw)
+    assert_expected_warnings(done.stderr, warnings)
+    return done

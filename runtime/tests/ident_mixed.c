@@ -1,9 +1,9 @@
 /* Frames the frame-pointer walk cannot follow (test_identify_frames.py),
  * in a program built with frame pointers:
  *   driver_lib -> lib_call_with_garbage_rbp (library without frame pointers,
- *                 rbp = 0x1234) -> allocate               group 0
+ *                 rbp = -16) -> allocate               group 0
  *   driver_own -> own_garbage_rbp (this program, built without a frame
- *                 pointer, rbp = 0x1234) -> allocate        group 0
+ *                 pointer, rbp = -16) -> allocate        group 0
  *   main -> allocate                                       ungrouped
  * and threads doing the same, each on its own stack. */
 #define IDENT_CHECK_DEFINE
@@ -26,7 +26,7 @@ __attribute__((noipa)) void allocate(int i)
 __attribute__((noipa, optimize("omit-frame-pointer"))) void own_garbage_rbp(void (*callback)(int), int n)
 {
   for (int i = 0; i < n; i++) {
-    __asm__ __volatile__("movq $0x1234, %%rbp" ::: "rbp");
+    __asm__ __volatile__("movq $-16, %%rbp" ::: "rbp");
     callback(i);
   }
 }

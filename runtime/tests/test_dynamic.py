@@ -66,7 +66,8 @@ def test_without_a_usable_wrapper_list_contexts_are_call_sites(contexts_prog, tm
     garbage = tmp_path / "garbage.txt"
     garbage.write_text("not a wrapper list\n")
     done, stats = run_dynamic(contexts_prog, [300, 32], tmp_path, flag=False,
-                              env={"CORRAL_DYNAMIC": "1", "CORRAL_WRAPPERS": str(garbage)})
+                              env={"CORRAL_DYNAMIC": "1", "CORRAL_WRAPPERS": str(garbage)},
+                              warnings=["garbage.txt"])
     assert done.returncode == 0
     assert done.stderr.count("corral: warning") == 1 and "garbage.txt" in done.stderr
     s = series(done.stderr)

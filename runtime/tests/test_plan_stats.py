@@ -7,9 +7,9 @@ from test_plan_refusals import good_plan, hello  # noqa: F401  (fixture)
 from ident_helpers import run
 
 
-def stats_of(prog, tmp_path, plan=None):
+def stats_of(prog, tmp_path, plan=None, warnings=()):
     out = tmp_path / "stats.json"
-    r = run([prog], plan=plan, env_extra={"CORRAL_STATS": str(out)})
+    r = run([prog], plan=plan, env_extra={"CORRAL_STATS": str(out)}, warnings=warnings)
     assert r.returncode == 3
     return json.loads(out.read_text()), r.stderr
 
@@ -17,7 +17,7 @@ def stats_of(prog, tmp_path, plan=None):
 def test_refused_plan_in_stats(hello, tmp_path):  # noqa: F811
     plan = tmp_path / "cut.plan"
     plan.write_text(good_plan(hello).replace("end\n", ""))
-    doc, stderr = stats_of(hello, tmp_path, plan)
+    doc, stderr = stats_of(hello, tmp_path, plan, warnings=["truncated"])
     assert doc["plan"] == {"loaded": False, "path": str(plan), "message": "truncated (no 'end' record)"}
     assert doc["identify"]["calls"] == 0
     assert len(stderr.splitlines()) == 1
