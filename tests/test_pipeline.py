@@ -13,6 +13,7 @@ import pytest
 from corral import elf, paths
 from corral.cli import main
 from corral.plan import planfile
+from corral.plan.check import misclassified
 from corral.plan.options import DEFAULTS
 from corral.plan.picture import draw_groups
 from corral.plan.planner import make_plan
@@ -102,6 +103,24 @@ def test_plan_of_the_synthetic_profile_matches_the_golden_file():
     result = make_plan(synthetic_profile(FIG2_EDGES), DEFAULTS)
     assert planfile.format_plan(result.plan) == (GOLDEN / "fig2_synthetic.plan").read_text()
     assert sorted(result.members[0]) == [0, 1]          # context indices, for reports
+
+
+def test_two_groups_heaviest_first_and_no_first_match_where_a_nearer_clause_would_misplace():
+    # X (xmalloc < create_a < main:1500) has the strongest edge, so its group
+    # forms first; P (create_a < main:1510) and Q (create_b < main:1520) form
+    # the heavier group (600 + 600 + 900 > 1000), which must be group 0: the
+    # runtime tries groups in plan order. Group 1 then needs only frame 0
+    # (every other xmalloc allocation is already taken), so a walk that
+    # stopped at its first complete clause would send P to group 1.
+    contexts = [([0, 1, 4], 500, 9000), ([0, 1, 5], 500, 9000), ([0, 2, 6], 500, 9000)]
+    edges = [[0, 0, 1000], [1, 1, 600], [2, 2, 600], [1, 2, 900]]
+    result = make_plan(synthetic_profile(edges, contexts), DEFAULTS)
+    assert [sorted(m) for m in result.group_contexts] == [[1, 2], [0]]
+    assert [g.weight for g in result.groups] == [2100, 1000]
+    assert [g.name for g in result.plan.groups] == ["main+create_b", "xmalloc"]
+    assert misclassified(result.report) == 0
+    assert not result.first_match and "first_match" not in result.plan.options
+    assert "first_match" not in planfile.format_plan(result.plan)
 
 
 def test_the_summary_names_contexts_a_group_would_catch(tmp_path, corral_here):

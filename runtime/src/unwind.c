@@ -3,6 +3,7 @@
 #include "unwind.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <string.h>
 
 #include "internal.h"
@@ -18,6 +19,19 @@ static __thread struct {
   uintptr_t lo, hi;
   int state;
 } thread_stack __attribute__((tls_model("initial-exec")));
+
+/* A signal handler running on sigaltstack: walk within the alternate stack
+ * (the walk ends at the signal frame). One system call, on this path only. */
+static __attribute__((noinline)) int alternate_stack(uintptr_t sp, unwind_stack_t *stack)
+{
+  stack_t alt;
+  if (sigaltstack(NULL, &alt) != 0 || !(alt.ss_flags & SS_ONSTACK)) return -1;
+  uintptr_t lo = (uintptr_t)alt.ss_sp, hi = lo + alt.ss_size;
+  if (sp < lo || sp >= hi) return -1;
+  stack->lo = sp;
+  stack->hi = hi;
+  return 0;
+}
 
 int _corral_unwind_stack(uintptr_t sp, unwind_stack_t *stack)
 {
@@ -37,7 +51,7 @@ int _corral_unwind_stack(uintptr_t sp, unwind_stack_t *stack)
     thread_stack.hi = (uintptr_t)addr + size;
     thread_stack.state = STACK_KNOWN;
   }
-  if (sp < thread_stack.lo || sp >= thread_stack.hi) return -1;
+  if (CORRAL_UNLIKELY(sp < thread_stack.lo || sp >= thread_stack.hi)) return alternate_stack(sp, stack);
   stack->lo = sp;
   stack->hi = thread_stack.hi;
   return 0;

@@ -35,8 +35,9 @@ def assert_chunks_handed_back(groups):
         assert g["chunks"] <= 1 + (g["objects"] - g["frees"]), g
 
 
-def test_fork_from_threaded_program(programs):
-    h.run(programs["core_fork"], env=h.corral_env(random_pools=2))
+@pytest.mark.parametrize("base", h.BASES)
+def test_fork_from_threaded_program(programs, base):
+    h.run(programs["core_fork"], env=h.corral_env(base, random_pools=2))
 
 
 def test_freed_space_is_reused(programs, tmp_path):
