@@ -1,8 +1,10 @@
 /* ns per malloc+free pair for 16..256-byte objects: per round, 32 LIFO pairs
  * (allocate, touch, free at once) and a batch of 32 freed in allocation
- * order. Two copies of the loop, so a plan can group one call site
- * (grouped_rounds) and leave the other (other_rounds) alone.
- * usage: pairs grouped|other [pairs] -> prints "ns_per_pair N" */
+ * order. Three copies of the loop, so a plan can group one call site by
+ * frame 0 (grouped_rounds), group another by a frame further up
+ * (walked_rounds, reached through hop1..hop5: the call in hop1 is frame 1,
+ * the one in hop5 frame 5) and leave the third (other_rounds) alone.
+ * usage: pairs grouped|other|deep [pairs] -> prints "ns_per_pair N" */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +42,18 @@ __attribute__((noinline)) void other_rounds(unsigned long rounds)
   for (unsigned long r = 0; r < rounds; r++) ROUND_BODY(r);
 }
 
+__attribute__((noinline)) void walked_rounds(unsigned long rounds)
+{
+  for (unsigned long r = 0; r < rounds; r++) ROUND_BODY(r);
+}
+
+/* The volatile store after each call keeps it a call (not a tail jump), so
+ * every hop stays on the stack. */
+static volatile int hops_done;
+#define HOP(k, next) \
+  __attribute__((noinline)) void hop##k(unsigned long rounds) { next(rounds); hops_done++; }
+HOP(1, walked_rounds) HOP(2, hop1) HOP(3, hop2) HOP(4, hop3) HOP(5, hop4)
+
 static double now_ns(void)
 {
   struct timespec t;
@@ -49,7 +63,7 @@ static double now_ns(void)
 
 int main(int argc, char **argv)
 {
-  int grouped = argc > 1 && strcmp(argv[1], "grouped") == 0;
+  const char *mode = argc > 1 ? argv[1] : "other";
   unsigned long pairs = argc > 2 ? strtoul(argv[2], NULL, 10) : 4000000;
   unsigned long rounds = pairs / (2 * BATCH);
   unsigned seed = 12345;
@@ -57,7 +71,9 @@ int main(int argc, char **argv)
     seed = seed * 1103515245u + 12345u;
     sizes[i] = 16 + ((seed >> 16) % 31) * 8;          /* 16..256 */
   }
-  void (*work)(unsigned long) = grouped ? grouped_rounds : other_rounds;
+  void (*work)(unsigned long) = strcmp(mode, "grouped") == 0 ? grouped_rounds
+                              : strcmp(mode, "deep") == 0    ? hop5
+                                                             : other_rounds;
   work(rounds / 10 + 1);                                 /* warm up: chunks, caches, plan */
   double t0 = now_ns();
   work(rounds);

@@ -1,10 +1,19 @@
-"""Microbenchmark of libcorral.so: ns per malloc+free pair (pairs.c) for the
-base allocators alone, corral without a plan, corral with a plan whose groups
-do not cover the call site (ungrouped), and the grouped path, each for a
-frame-pointer and a no-frame-pointer build of the benchmark. Configurations
-alternate within each repetition; the figure is the median.
+"""Microbenchmark of libcorral.so: the cost of one malloc+free pair (pairs.c,
+16..256 bytes) in every configuration the runtime has a path for.
 
-    make -C runtime bench-micro            # or: python3 run.py --build build
+Primary figure: instructions per pair, counted by cachegrind (deterministic):
+the difference between a run of 2N pairs and one of N, over N, so start-up
+and plan loading cancel out. Secondary: ns per pair, the median of
+alternating native runs (noisy on a shared machine).
+
+Configurations: each base allocator alone; corral over mimalloc (and glibc)
+with no plan, with a plan that does not cover the call site (walked, or
+listed `direct -`), with every small object pooled (random pools: the pool
+path without identification), a site grouped by frame 0 (`direct`), and
+sites grouped by a clause at depth 2 and 6 (decided by a walk of 2 or 6
+frames). Each for a frame-pointer and a no-frame-pointer build.
+
+    make -C runtime bench-micro && python3 runtime/bench_micro/run.py [--no-time]
 """
 
 import argparse
@@ -14,74 +23,119 @@ import re
 import statistics
 import subprocess
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
-BASES = {
-    "glibc": None,
-    "jemalloc": "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
-    "mimalloc": "/usr/lib/x86_64-linux-gnu/libmimalloc.so.2",
-}
+from corral.allocators import BASE_LIBRARIES
+
+BUILDS = ("fp", "nofp")
+DEPTHS = (2, 6)
 
 
-def malloc_returns(binary, function):
-    """Return addresses (ELF vaddrs) of the calls to malloc inside `function`."""
+@dataclass(frozen=True)
+class Config:
+    label: str
+    base: str
+    corral: bool
+    plan: str | None       # key of plans(): None, "plan", "plan-", "deep2", "deep6"
+    mode: str              # pairs.c's argument: which copy of the loop runs
+    extra: tuple = ()      # more environment, (name, value) pairs
+    grouped: bool = False  # every allocation of the loop must land in a group
+
+    @property
+    def ref(self) -> str:
+        return f"{self.base} alone"
+
+
+def configs() -> list[Config]:
+    out = [Config(f"{b} alone", b, False, None, "other") for b in ("glibc", "jemalloc", "mimalloc")]
+    for base in ("mimalloc", "glibc"):
+        c = f"corral/{base}"
+        out += [
+            Config(f"{c}, no plan", base, True, None, "other"),
+            Config(f"{c}, plan, site not in plan (walked)", base, True, "plan", "other"),
+            Config(f"{c}, plan, site listed direct -", base, True, "plan-", "other"),
+            Config(f"{c}, random pools=1 (no identification)", base, True, None, "other",
+                   (("CORRAL_RANDOM_POOLS", "1"),), grouped=True),
+            Config(f"{c}, grouped by frame 0 (direct)", base, True, "plan", "grouped", grouped=True),
+            *(Config(f"{c}, grouped at depth {d} (walk)", base, True, f"deep{d}", "deep", grouped=True)
+              for d in DEPTHS),
+        ]
+    return out
+
+
+def call_returns(binary: Path, function: str, callee: str) -> list[int]:
+    """Return addresses (ELF vaddrs) of the calls to `callee` inside `function`."""
     text = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(binary)], check=True,
                           capture_output=True, text=True).stdout
     block = re.search(rf"<{function}>:\n(.*?)\n\n", text, re.S).group(1).splitlines()
     addrs = [int(line.split(":")[0], 16) for line in block if re.match(r"\s*[0-9a-f]+:", line)]
-    return [addrs[i + 1] for i, line in enumerate(block) if "call" in line and "<malloc@plt>" in line]
+    found = [addrs[i + 1] for i, line in enumerate(block) if "call" in line and f"<{callee}" in line]
+    assert found, f"no call to {callee} in {function} of {binary}"
+    return found
 
 
-def write_plan(binary, path, other_direct):
-    """A hand-written plan: the malloc call sites of grouped_rounds form group 0
-    (as `direct` entries and as one-site clauses). other_rounds' sites are
-    either absent (identification walks the stack looking for clause sites)
-    or, with other_direct, listed as `direct SITE -` (as the planner writes
-    for a profiled site that frame 0 alone decides)."""
-    sites = malloc_returns(binary, "grouped_rounds")
-    lines = ["corral-plan 1", f"module 0 - {binary.name}", "group 0 bench_pairs"]
-    lines += [f"clause 0 0+{a:#x}" for a in sites]
-    lines += [f"direct 0+{a:#x} 0" for a in sites]
-    if other_direct:
-        lines += [f"direct 0+{a:#x} -" for a in malloc_returns(binary, "other_rounds")]
-    Path(path).write_text("\n".join(lines + ["end"]) + "\n")
+def plans(binary: Path, folder: Path) -> dict[str, str]:
+    """Hand-written plans for `binary`: name -> path.
+    plan:   grouped_rounds' malloc sites form group 0, as `direct` entries
+            (and as one-site clauses); other_rounds is not in the plan, so
+            its allocations are walked and match nothing.
+    plan-:  the same, with other_rounds' sites listed `direct SITE -`, as
+            the planner writes for a profiled site that frame 0 decides.
+    deepD:  group 0 is the clause "the call in hop(D-1)", frame D-1 of
+            walked_rounds' allocations; the walk goes D frames deep."""
+    header = ["corral-plan 1", f"module 0 - {binary.name}", "group 0 bench_pairs"]
+    grouped = call_returns(binary, "grouped_rounds", "malloc@plt")
+    direct = [f"clause 0 0+{a:#x}" for a in grouped] + [f"direct 0+{a:#x} 0" for a in grouped]
+    texts = {
+        "plan": header + direct,
+        "plan-": header + direct + [f"direct 0+{a:#x} -" for a in call_returns(binary, "other_rounds", "malloc@plt")],
+    }
+    for d in DEPTHS:
+        caller, callee = f"hop{d - 1}", "walked_rounds" if d == 2 else f"hop{d - 2}"
+        site = call_returns(binary, caller, callee)[0]
+        texts[f"deep{d}"] = [*header[:1], f"option depth {d}", *header[1:], f"clause 0 0+{site:#x}"]
+    paths = {}
+    for name, lines in texts.items():
+        paths[name] = str(folder / f"{binary.name}.{name}.plan")
+        Path(paths[name]).write_text("\n".join(lines + ["end"]) + "\n")
+    return paths
 
 
-def configs():
-    """(label, binary kind -> env, mode) for every configuration measured."""
-    out = []
-    for base, base_lib in BASES.items():
-        out.append((f"{base} alone", base, None, "other"))
-    for base in ("glibc", "mimalloc"):
-        out.append((f"corral/{base}, no plan", base, {}, "other"))
-        out.append((f"corral/{base}, plan, ungrouped (direct -)", base, {"CORRAL_PLAN": "plan-"}, "other"))
-        out.append((f"corral/{base}, plan, ungrouped (not in plan)", base, {"CORRAL_PLAN": "plan"}, "other"))
-        out.append((f"corral/{base}, plan, grouped site", base, {"CORRAL_PLAN": "plan"}, "grouped"))
-        out.append((f"corral/{base}, random pools=1", base, {"CORRAL_RANDOM_POOLS": "1"}, "other"))
-    return out
-
-
-def environment(lib, base, corral_env, plan):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
-    preload = ([str(lib)] if corral_env is not None else []) + ([BASES[base]] if BASES[base] else [])
+def environment(lib: Path, config: Config, plan_paths: dict) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_") and k != "LD_PRELOAD"}
+    preload = ([str(lib)] if config.corral else []) + [str(p) for p in [BASE_LIBRARIES[config.base]] if p]
     if preload:
         env["LD_PRELOAD"] = " ".join(preload)
-    for k, v in (corral_env or {}).items():
-        env[k] = plan[v] if v in plan else v
+    if config.plan:
+        env["CORRAL_PLAN"] = plan_paths[config.plan]
+    env.update(dict(config.extra))
     return env
 
 
-def measure(binary, mode, env, pairs):
-    out = subprocess.run([str(binary), mode, str(pairs)], env=env, check=True, capture_output=True,
+def instructions(binary: Path, config: Config, env: dict, pairs: int) -> int:
+    """Instructions the whole program executes for `pairs` pairs (cachegrind)."""
+    done = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+                           str(binary), config.mode, str(pairs)], env=env, check=True, capture_output=True,
+                          text=True)
+    return int(re.search(r"I\s+refs:\s+([\d,]+)", done.stderr).group(1).replace(",", ""))
+
+
+def per_pair(binary: Path, config: Config, env: dict, pairs: int) -> float:
+    return (instructions(binary, config, env, 2 * pairs) - instructions(binary, config, env, pairs)) / pairs
+
+
+def nanoseconds(binary: Path, config: Config, env: dict, pairs: int) -> float:
+    out = subprocess.run([str(binary), config.mode, str(pairs)], env=env, check=True, capture_output=True,
                          text=True).stdout
     return float(out.split()[1])
 
 
-def grouped_share(binary, env, pairs, tmp):
-    """Fraction of allocations that landed in a group, from corral's stats."""
-    stats = Path(tmp) / "stats.json"
-    env = dict(env, CORRAL_STATS=str(stats))
-    subprocess.run([str(binary), "grouped", str(pairs)], env=env, check=True, capture_output=True)
+def grouped_share(binary: Path, config: Config, env: dict, folder: Path) -> float:
+    """Share of the program's allocations that corral's statistics put in a group."""
+    stats = folder / "stats.json"
+    subprocess.run([str(binary), config.mode, "100000"], env=dict(env, CORRAL_STATS=str(stats)), check=True,
+                   capture_output=True)
     s = json.loads(stats.read_text())
     grouped = sum(g["objects"] for g in s["groups"])
     return grouped / max(1, grouped + s["ungrouped"]["objects"])
@@ -90,39 +144,54 @@ def grouped_share(binary, env, pairs, tmp):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default=str(Path(__file__).resolve().parents[2] / "build"))
-    ap.add_argument("--runs", type=int, default=7)
-    ap.add_argument("--pairs", type=int, default=2_000_000)
+    ap.add_argument("--pairs", type=int, default=64 * 1024, help="pairs counted under cachegrind (and twice that)")
+    ap.add_argument("--runs", type=int, default=5, help="alternating timed runs")
+    ap.add_argument("--time-pairs", type=int, default=2_000_000)
+    ap.add_argument("--no-time", action="store_true", help="instruction counts only")
+    ap.add_argument("--json", help="also write the figures here")
     args = ap.parse_args()
     build = Path(args.build).resolve()
     lib = build / "runtime" / "libcorral.so"
-    binaries = {"fp": build / "runtime" / "bench_micro" / "pairs_fp",
-                "nofp": build / "runtime" / "bench_micro" / "pairs_nofp"}
+    binaries = {k: build / "runtime" / "bench_micro" / f"pairs_{k}" for k in BUILDS}
+    table = configs()
     with tempfile.TemporaryDirectory() as tmp:
-        plans = {}
+        folder = Path(tmp)
+        envs = {}
         for kind, binary in binaries.items():
-            plans[kind] = {"plan": str(Path(tmp) / f"{kind}.plan"), "plan-": str(Path(tmp) / f"{kind}-.plan")}
-            write_plan(binary, plans[kind]["plan"], False)
-            write_plan(binary, plans[kind]["plan-"], True)
-        table = configs()
-        for kind, binary in binaries.items():
-            share = grouped_share(binary, environment(lib, "glibc", {"CORRAL_PLAN": "plan"}, plans[kind]),
-                                  args.pairs // 10, tmp)
-            print(f"{kind}: the plan groups {100 * share:.1f}% of the grouped loop's allocations")
-        samples = {(label, kind): [] for label, *_ in table for kind in binaries}
-        for _ in range(args.runs):
-            for label, base, cenv, mode in table:
-                for kind, binary in binaries.items():
-                    env = environment(lib, base, cenv, plans[kind])
-                    samples[(label, kind)].append(measure(binary, mode, env, args.pairs))
-    medians = {key: statistics.median(v) for key, v in samples.items()}
-    print(f"\nns per malloc+free pair, 16..256 bytes, median of {args.runs} alternating runs "
-          f"of {args.pairs} pairs")
-    print(f"{'configuration':46} {'fp':>8} {'no-fp':>8}   {'fp - base':>9} {'no-fp - base':>12}")
-    for label, base, cenv, mode in table:
-        ref = [medians[(f"{base} alone", k)] for k in binaries]
-        row = [medians[(label, k)] for k in binaries]
-        delta = "" if cenv is None else f"{row[0] - ref[0]:+9.1f} {row[1] - ref[1]:+12.1f}"
-        print(f"{label:46} {row[0]:8.1f} {row[1]:8.1f}   {delta}")
+            plan_paths = plans(binary, folder)
+            for c in table:
+                envs[(c.label, kind)] = environment(lib, c, plan_paths)
+                if c.grouped:
+                    share = grouped_share(binary, c, envs[(c.label, kind)], folder)
+                    # the program's own few allocations (stdio) are not the loop's
+                    assert share > 0.99, f"{c.label} ({kind}) groups only {100 * share:.1f}%"
+        instr = {(c.label, k): per_pair(b, c, envs[(c.label, k)], args.pairs) for c in table
+                 for k, b in binaries.items()}
+        ns = {}
+        if not args.no_time:
+            samples = {key: [] for key in instr}
+            for _ in range(args.runs):
+                for c in table:
+                    for k, b in binaries.items():
+                        samples[(c.label, k)].append(nanoseconds(b, c, envs[(c.label, k)], args.time_pairs))
+            ns = {key: statistics.median(v) for key, v in samples.items()}
+    print(f"per malloc+free pair, 16..256 bytes: instructions (cachegrind, {args.pairs} vs {2 * args.pairs} "
+          f"pairs)" + ("" if args.no_time else f", ns (median of {args.runs} alternating runs)"))
+    print(f"{'configuration':50} {'instr fp':>9} {'no-fp':>7} {'x base':>7}" + ("" if args.no_time else
+                                                                                 f" {'ns fp':>7} {'no-fp':>7}"))
+    for c in table:
+        fp, nofp = instr[(c.label, "fp")], instr[(c.label, "nofp")]
+        ratio = fp / instr[(c.ref, "fp")]
+        line = f"{c.label:50} {fp:9.1f} {nofp:7.1f} {ratio:7.2f}"
+        if ns:
+            line += f" {ns[(c.label, 'fp')]:7.1f} {ns[(c.label, 'nofp')]:7.1f}"
+        print(line)
+    if args.json:
+        Path(args.json).write_text(json.dumps(
+            {"pairs": args.pairs, "configs": [
+                {"label": c.label, "base": c.base,
+                 "instructions": {k: instr[(c.label, k)] for k in BUILDS},
+                 "ns": {k: ns[(c.label, k)] for k in BUILDS} if ns else None} for c in table]}, indent=1))
 
 
 if __name__ == "__main__":

@@ -19,8 +19,8 @@ corral_lock_t _corral_heap_lock = CORRAL_LOCK_INIT;
 corral_layout_t _corral_layout;
 atomic_uint _corral_range_count;
 uintptr_t _corral_range_lo[CORRAL_MAX_RANGES], _corral_range_hi[CORRAL_MAX_RANGES];
-uintptr_t _corral_range_min = UINTPTR_MAX;
-uintptr_t _corral_plain_below;
+uintptr_t _corral_range_min = UINTPTR_MAX, _corral_range_max;
+uintptr_t _corral_mine_lo, _corral_mine_hi = UINTPTR_MAX;
 
 /* Under _corral_heap_lock. */
 static size_t range_carved;                      /* chunks carved from the last range */
@@ -61,7 +61,9 @@ static int add_range(void)
   /* Lower the filter before the range is published: a pointer of the new
    * range must never be mistaken for the next allocator's. */
   if (lo < _corral_range_min) __atomic_store_n(&_corral_range_min, lo, __ATOMIC_RELEASE);
-  if (lo < _corral_plain_below) __atomic_store_n(&_corral_plain_below, lo, __ATOMIC_RELEASE);
+  if (lo + size > _corral_range_max) __atomic_store_n(&_corral_range_max, lo + size, __ATOMIC_RELEASE);
+  if (lo < _corral_mine_lo) __atomic_store_n(&_corral_mine_lo, lo, __ATOMIC_RELEASE);
+  if (lo + size > _corral_mine_hi) __atomic_store_n(&_corral_mine_hi, lo + size, __ATOMIC_RELEASE);
   atomic_store_explicit(&_corral_range_count, n + 1, memory_order_release);
   _corral_note(1, "reserved %zu MiB of address space for groups", size >> 20);
   return 0;

@@ -6,6 +6,9 @@
 
 #include <stddef.h>
 
+/* Internal: every declaration below is of this library, not exported. */
+#pragma GCC visibility push(hidden)
+
 /* Once, from core's init, after options are read and ident has initialised:
  * loads CORRAL_WRAPPERS and maps the tables. */
 void _corral_dyn_init(void);
@@ -40,5 +43,7 @@ void _corral_dyn_stats_text(int fd);
 /* Group names and count while dynamic mode owns the groups. */
 unsigned _corral_dyn_group_count(void);
 const char *_corral_dyn_group_name(unsigned g);
+
+#pragma GCC visibility pop
 
 #endif

@@ -19,6 +19,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Internal: every declaration below is of this library, not exported. */
+#pragma GCC visibility push(hidden)
+
 #define DYNC_MAX_CHAIN 8          /* longest chain kept; DPA saw at most 4 */
 #define DYNC_NONE UINT32_MAX
 
@@ -83,5 +86,7 @@ uint32_t _corral_dync_intern(dync_t *t, const dync_chain_t *chain, int *created)
 
 /* Lock-free lookup of a chain's context; DYNC_NONE if not interned yet. */
 uint32_t _corral_dync_find_chain(const dync_t *t, const dync_chain_t *chain);
+
+#pragma GCC visibility pop
 
 #endif

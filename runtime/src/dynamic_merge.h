@@ -14,6 +14,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Internal: every declaration below is of this library, not exported. */
+#pragma GCC visibility push(hidden)
+
 #define DYNM_SIZE_MIXED UINT32_MAX   /* a pool whose objects differ in size */
 
 /* An SSG edge seen this many times links two pools (type I); a field must
@@ -59,5 +62,7 @@ uint32_t _corral_dynm_note_size(dynm_t *m, uint32_t c, uint32_t size);
  * pointer into an object of context `dst`. Returns 1 and fills `out` when the
  * evidence now justifies a merge (already performed), else 0. */
 int _corral_dynm_observe(dynm_t *m, uint32_t src, uint32_t offset, uint32_t dst, dynm_merge_t *out);
+
+#pragma GCC visibility pop
 
 #endif

@@ -11,6 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Internal: every declaration below is of this library, not exported. */
+#pragma GCC visibility push(hidden)
+
 #define DYNW_MAX_MODULES  64
 #define DYNW_MAX_WRAPPERS 65536
 #define DYNW_MAX_BYTES    (16u << 20)
@@ -63,5 +66,7 @@ size_t _corral_dynw_publish(dynw_list_t *list, dynw_view_t *view);
 
 /* The wrapper range holding `addr`, or NULL. */
 const dynw_range_t *_corral_dynw_find(const dynw_list_t *list, uintptr_t addr);
+
+#pragma GCC visibility pop
 
 #endif

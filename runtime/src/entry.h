@@ -14,6 +14,9 @@
 #include "internal.h"
 #include "next.h"
 
+/* Internal: every declaration below is of this library, not exported. */
+#pragma GCC visibility push(hidden)
+
 #define CORRAL_INLINE static inline __attribute__((always_inline))
 /* Largest alignment a group serves; larger ones go to the next allocator. */
 #define CORRAL_MAX_GROUP_ALIGN 4096
@@ -76,5 +79,7 @@ CORRAL_INLINE void *_corral_alloc_at(size_t size, size_t align, void *ret0, void
   if (CORRAL_UNLIKELY(!p)) errno = ENOMEM;
   return p;
 }
+
+#pragma GCC visibility pop
 
 #endif

@@ -11,6 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Internal: every declaration below is of this library, not exported. */
+#pragma GCC visibility push(hidden)
+
 #define CORRAL_GRANULE 16
 #define CORRAL_MAX_GROUPS 256     /* plan groups are 0..254; random pools up to 255 */
 #define CORRAL_MAX_RANGES 16
@@ -80,11 +83,22 @@ extern corral_layout_t _corral_layout;
 extern atomic_uint _corral_range_count;
 extern uintptr_t _corral_range_lo[CORRAL_MAX_RANGES], _corral_range_hi[CORRAL_MAX_RANGES];
 extern uintptr_t _corral_range_min;      /* lowest lo of all ranges (mmap grows down) */
-/* Every pointer below this belongs to the next allocator: it lies below all
- * group memory and below the bootstrap buffer. 0 until the runtime is ready,
- * so nothing takes the short way before the next allocator is known. The
- * entry points hand such pointers over without looking further. */
-extern uintptr_t _corral_plain_below;
+extern uintptr_t _corral_range_max;      /* highest reserved end of all ranges */
+/* Every pointer outside [_corral_mine_lo, _corral_mine_hi) belongs to the next
+ * allocator: the span holds all group memory and the bootstrap buffer. The
+ * entry points hand such pointers over without looking further. Below it
+ * lies glibc's heap; above it, mimalloc's segments. Until the runtime is
+ * ready the span is everything, so nothing takes the short way before the
+ * next allocator is known. Each bound only widens after that, before a new
+ * range is published: a reader that sees one bound new and one old still
+ * covers all published memory. */
+extern uintptr_t _corral_mine_lo, _corral_mine_hi;
+
+static inline int _corral_foreign(const void *p)
+{
+  return (uintptr_t)p < __atomic_load_n(&_corral_mine_lo, __ATOMIC_ACQUIRE) ||
+         (uintptr_t)p >= __atomic_load_n(&_corral_mine_hi, __ATOMIC_ACQUIRE);
+}
 
 /* Could p be group memory? A quick filter before _corral_chunk_of: false for
  * every pointer while no group has memory, and for pointers below every
@@ -186,5 +200,7 @@ typedef struct corral_group_totals_s {
 } corral_group_totals_t;
 void _corral_heap_totals(corral_group_totals_t *groups, unsigned ngroups,
                          uint64_t *ungrouped_objects, uint64_t *ungrouped_bytes);
+
+#pragma GCC visibility pop
 
 #endif

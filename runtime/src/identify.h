@@ -9,6 +9,9 @@
 
 #include <stddef.h>
 
+/* Internal: every declaration below is of this library, not exported. */
+#pragma GCC visibility push(hidden)
+
 /* Called once by core's init, after the options are read. Loads the plan named
  * by _corral_options.plan (nothing when unset), relocates its modules, and
  * warns once on a plan it cannot use (the program then runs ungrouped). */
@@ -36,5 +39,7 @@ void _corral_ident_after_dlopen(void);
  * The text form writes whole lines. Neither calls malloc. */
 void _corral_ident_stats_json(int fd);
 void _corral_ident_stats_text(int fd);
+
+#pragma GCC visibility pop
 
 #endif

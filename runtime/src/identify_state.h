@@ -8,6 +8,9 @@
 #include "identify_tables.h"
 #include "plan.h"
 
+/* Internal: every declaration below is of this library, not exported. */
+#pragma GCC visibility push(hidden)
+
 /* One per thread (up to IDENT_COUNTER_SLOTS - 1; later threads share the
  * last slot and may lose counts). Plain stores, no atomics: a slot has one
  * writer, so counting costs a few cycles. */
@@ -34,5 +37,7 @@ typedef struct ident_state_s {
 } ident_state_t;
 
 extern ident_state_t _corral_ident;
+
+#pragma GCC visibility pop
 
 #endif

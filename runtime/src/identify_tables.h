@@ -11,6 +11,9 @@
 #include "modules.h"
 #include "plan.h"
 
+/* Internal: every declaration below is of this library, not exported. */
+#pragma GCC visibility push(hidden)
+
 #define NO_RANK 0xff
 
 typedef struct direct_range_s {
@@ -83,5 +86,7 @@ int _corral_plan_bind(const plan_t *plan, const module_table_t *modules, plan_bi
 ident_tables_t *_corral_tables_build(const plan_t *plan, const plan_binding_t *b,
                                      const module_table_t *modules, int depth, int first_match,
                                      char *err, size_t errlen);
+
+#pragma GCC visibility pop
 
 #endif

@@ -5,6 +5,9 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
+/* Internal: every declaration below is of this library, not exported. */
+#pragma GCC visibility push(hidden)
+
 enum {
   CORRAL_STATE_NONE = 0,        /* nothing done yet */
   CORRAL_STATE_BOOT = 1,        /* resolving the next allocator: bootstrap buffer */
@@ -25,5 +28,7 @@ extern size_t _corral_forward_from;
 int _corral_init_slow(void);
 /* True on the thread that is running init (its allocations use the buffer). */
 int _corral_in_init(void);
+
+#pragma GCC visibility pop
 
 #endif

@@ -13,6 +13,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Internal: every declaration below is of this library, not exported. */
+#pragma GCC visibility push(hidden)
+
 #define CORRAL_EXPORT __attribute__((visibility("default")))
 #define CORRAL_LIKELY(x) __builtin_expect(!!(x), 1)
 #define CORRAL_UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -93,5 +96,7 @@ static inline uint64_t _corral_rdtsc(void)
  * i.e. ident writes `"identify":{...},"plan":{...}` with no leading or
  * trailing comma. The text table calls _corral_ident_stats_text(fd) after the
  * group lines; ident writes whole lines. */
+
+#pragma GCC visibility pop
 
 #endif

@@ -122,8 +122,10 @@ void *_corral_realloc_at(void *p, size_t size, void *ret0, void *fp0)
 
 /* malloc, calloc and realloc first test whether the request can concern
  * corral at all; if not they go straight to the next allocator, setting
- * errno where it failed (mimalloc's malloc and jemalloc's realloc leave it
- * alone). The rest continues in a *_rest function entered by a tail call:
+ * errno where it failed and the allocator did not: mimalloc leaves it alone
+ * for sizes above PTRDIFF_MAX (which nothing can serve), jemalloc's realloc
+ * always. malloc and calloc forward every other size by a tail jump. The
+ * rest continues in a *_rest function entered by a tail call:
  * its own return and frame address are then those of the program's call,
  * as the exported function's would have been (frame 0 for identification).
  * -O2 makes these sibling calls; the identification tests fail otherwise. */
@@ -140,14 +142,16 @@ static __attribute__((noinline)) void *malloc_rest(size_t size)
 
 CORRAL_EXPORT void *malloc(size_t size)
 {
-  if (CORRAL_LIKELY(size >= __atomic_load_n(&_corral_forward_from, __ATOMIC_ACQUIRE)))
+  if (CORRAL_LIKELY(size >= __atomic_load_n(&_corral_forward_from, __ATOMIC_ACQUIRE))) {
+    if (CORRAL_LIKELY(size <= PTRDIFF_MAX)) return _corral_next.malloc(size);
     return enomem_if_null(_corral_next.malloc(size));
+  }
   return malloc_rest(size);
 }
 
 CORRAL_EXPORT void free(void *p)
 {
-  if (CORRAL_LIKELY((uintptr_t)p < __atomic_load_n(&_corral_plain_below, __ATOMIC_ACQUIRE)))
+  if (CORRAL_LIKELY(_corral_foreign(p)))
     return _corral_next.free(p);
   _corral_free(p);
 }
@@ -169,8 +173,10 @@ CORRAL_EXPORT void *calloc(size_t n, size_t size)
     errno = ENOMEM;
     return NULL;
   }
-  if (CORRAL_LIKELY(total >= __atomic_load_n(&_corral_forward_from, __ATOMIC_ACQUIRE)))
+  if (CORRAL_LIKELY(total >= __atomic_load_n(&_corral_forward_from, __ATOMIC_ACQUIRE))) {
+    if (CORRAL_LIKELY(total <= PTRDIFF_MAX)) return _corral_next.calloc(n, size);
     return enomem_if_null(_corral_next.calloc(n, size));
+  }
   return calloc_rest(total);
 }
 
@@ -183,7 +189,7 @@ static __attribute__((noinline)) void *realloc_rest(void *p, size_t size)
  * realloc(p, 0) (free, return NULL) whatever the allocator underneath. */
 CORRAL_EXPORT void *realloc(void *p, size_t size)
 {
-  if (CORRAL_LIKELY((uintptr_t)p < __atomic_load_n(&_corral_plain_below, __ATOMIC_ACQUIRE) &&
+  if (CORRAL_LIKELY(_corral_foreign(p) &&
                     size >= __atomic_load_n(&_corral_forward_from, __ATOMIC_ACQUIRE) && size != 0))
     return enomem_if_null(_corral_next.realloc(p, size));
   return realloc_rest(p, size);

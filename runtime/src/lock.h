@@ -6,6 +6,9 @@
 #include <sched.h>
 #include <stdatomic.h>
 
+/* Internal: every declaration below is of this library, not exported. */
+#pragma GCC visibility push(hidden)
+
 typedef struct { atomic_flag held; } corral_lock_t;
 #define CORRAL_LOCK_INIT { ATOMIC_FLAG_INIT }
 
@@ -21,5 +24,7 @@ static inline void _corral_unlock(corral_lock_t *l)
 
 /* The one lock of the group heap (chunk.c). */
 extern corral_lock_t _corral_heap_lock;
+
+#pragma GCC visibility pop
 
 #endif

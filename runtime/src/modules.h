@@ -12,6 +12,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Internal: every declaration below is of this library, not exported. */
+#pragma GCC visibility push(hidden)
+
 #define MODULE_PATH_MAX    256
 #define MODULE_BUILDID_MAX 64   /* hex digits: enough for a 32-byte id */
 
@@ -42,5 +45,7 @@ const corral_module_t *_corral_module_of(const module_table_t *t, uintptr_t pc);
 
 /* File-name part of a path. */
 const char *_corral_basename(const char *path);
+
+#pragma GCC visibility pop
 
 #endif

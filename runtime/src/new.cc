@@ -10,10 +10,12 @@
 
 extern "C" {
 #include "next.h"
+#pragma GCC visibility push(hidden)
 void *_corral_new_alloc(std::size_t size, std::size_t align, void *ret0, void *fp0);
 void _corral_free(void *p) noexcept;            // C: never throws
 extern std::size_t _corral_forward_from;     // init.h
-extern std::uintptr_t _corral_plain_below;   // heap.h
+extern std::uintptr_t _corral_mine_lo, _corral_mine_hi;   // heap.h
+#pragma GCC visibility pop
 }
 
 #define CORRAL_EXPORT __attribute__((visibility("default")))
@@ -75,7 +77,9 @@ __attribute__((noinline)) void *new_rest_nothrow(std::size_t n) noexcept { retur
 inline void delete_at(void *p) noexcept
 {
   using free_fn = void (*)(void *) noexcept;
-  if (__builtin_expect(reinterpret_cast<std::uintptr_t>(p) < __atomic_load_n(&_corral_plain_below, __ATOMIC_ACQUIRE), 1))
+  auto a = reinterpret_cast<std::uintptr_t>(p);     // _corral_foreign (heap.h)
+  if (__builtin_expect(a < __atomic_load_n(&_corral_mine_lo, __ATOMIC_ACQUIRE) ||
+                       a >= __atomic_load_n(&_corral_mine_hi, __ATOMIC_ACQUIRE), 1))
     return reinterpret_cast<free_fn>(_corral_next.free)(p);
   _corral_free(p);
 }

@@ -6,6 +6,9 @@
 
 #include <stddef.h>
 
+/* Internal: every declaration below is of this library, not exported. */
+#pragma GCC visibility push(hidden)
+
 typedef struct corral_next_s {
   void *(*malloc)(size_t);
   void (*free)(void *);
@@ -33,5 +36,7 @@ static inline int _corral_is_boot(const void *p)
          (const unsigned char *)p >= _corral_boot_buffer;
 }
 size_t _corral_boot_size(const void *p);
+
+#pragma GCC visibility pop
 
 #endif

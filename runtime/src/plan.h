@@ -12,6 +12,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Internal: every declaration below is of this library, not exported. */
+#pragma GCC visibility push(hidden)
+
 #define PLAN_MAX_MODULES      64
 #define PLAN_MAX_GROUPS       255
 #define PLAN_MAX_CLAUSES      4096
@@ -79,5 +82,7 @@ int _corral_plan_parse(char *text, size_t len, plan_t *plan, char *err, size_t e
 char *_corral_plan_take_word(char **cursor);
 char *_corral_plan_take_rest(char **cursor);
 int _corral_plan_read_site(const char *s, plan_site_t *site);
+
+#pragma GCC visibility pop
 
 #endif

@@ -11,6 +11,9 @@
 #include "modules.h"
 #include "unwind_cfi.h"
 
+/* Internal: every declaration below is of this library, not exported. */
+#pragma GCC visibility push(hidden)
+
 /* Registers a walk needs at one frame: pc is a return address, sp and bp
  * the caller's rsp and rbp as they were right after that return. */
 /* The stack slots a walk read, so a later walk from the same place can be
@@ -184,5 +187,7 @@ void _corral_unwind_init(void);
 /* Forgets every cached rule: after a dlopen, a library may sit where a
  * dlclose'd one was, with other code at the same addresses. */
 void _corral_unwind_forget_rules(void);
+
+#pragma GCC visibility pop
 
 #endif

@@ -8,6 +8,9 @@
 
 #include <stdint.h>
 
+/* Internal: every declaration below is of this library, not exported. */
+#pragma GCC visibility push(hidden)
+
 typedef struct cfi_rule_s {
   int32_t cfa_off;          /* CFA = (cfa_on_bp ? rbp : rsp) + cfa_off */
   int16_t ra_off;           /* return address at CFA + ra_off */
@@ -25,5 +28,7 @@ int _corral_cfi_rule(const uint8_t *eh_frame_hdr, uintptr_t pc, cfi_rule_t *rule
  * that set up a frame at all (a sample of at most `sample` FDEs) move the
  * CFA to rbp. */
 int _corral_cfi_keeps_frame_pointers(const uint8_t *eh_frame_hdr, unsigned sample);
+
+#pragma GCC visibility pop
 
 #endif

@@ -50,6 +50,15 @@ static void test_malloc_sizes(void)
   CHECK(malloc(huge) == NULL && errno == ENOMEM, "malloc(SIZE_MAX) errno %d", errno);
   errno = 0;
   CHECK(malloc(huge - 4096) == NULL, "malloc(SIZE_MAX-4096)");
+  /* on both sides of PTRDIFF_MAX, where mimalloc stops setting errno itself */
+  for (size_t s = (size_t)PTRDIFF_MAX - 1; s != (size_t)PTRDIFF_MAX + 3; s++) {
+    errno = 0;
+    CHECK(malloc(s) == NULL && errno == ENOMEM, "malloc(%#zx) errno %d", s, errno);
+    errno = 0;
+    CHECK(calloc(1, s) == NULL && errno == ENOMEM, "calloc(1, %#zx) errno %d", s, errno);
+  }
+  errno = 0;
+  CHECK(malloc((size_t)1 << 50) == NULL && errno == ENOMEM, "malloc(1 PiB) errno %d", errno);
 }
 
 static void test_calloc(void)
