@@ -9,7 +9,7 @@ DEB_PACKAGES := build-essential valgrind libjemalloc2 libmimalloc2.0 libunwind-d
                 sqlite3 git binutils lua5.4 chromium
 PY_PACKAGES  := -e .[test]
 
-.PHONY: all setup deps-deb deps-py build runtime profiler bench demo test clean
+.PHONY: all setup deps-deb deps-py build runtime profiler bench demo test mutants clean
 
 all: build
 
@@ -48,6 +48,10 @@ TEST_PATHS := tests $(wildcard runtime/tests profiler/tests bench/tests)
 
 test: setup build
 	$(PYTHON) -m pytest -q $(TEST_PATHS)
+
+# Mutation testing (tests/mutants): not part of `make test`; about a minute a mutant.
+mutants: setup build
+	$(PYTHON) -m tests.mutants
 
 clean:
 	rm -rf $(BUILD)

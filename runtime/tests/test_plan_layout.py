@@ -5,15 +5,18 @@ share chunks in allocation order. The classes are the planner's
 
 import pytest
 
-from corral.plan.layout import size_class
+from corral.plan.layout import SIZE_CLASSES, size_class
 from ident_helpers import FP, HERE, compile_c, plan_text, run, site_range
 
 CHUNK = 1 << 20
-# Pairs on both sides of class boundaries: 16|17 bytes (1|2 granules),
-# 128|129 (the last exact class), 129|192 and 193|256 (two per doubling),
-# 3073|4096 (the last class holds everything from 3 KiB).
-PAIRS = [(16, 17), (1, 16), (128, 129), (129, 192), (192, 193), (193, 256), (257, 384),
-         (385, 512), (3072, 3073), (3073, 4096), (24, 40)]
+MAX_SIZE = 4096
+# Every class boundary up to the largest grouped size: (last size of a
+# class, first size of the next), found from the planner's classes.
+BOUNDARIES = [(s, s + 1) for s in range(1, MAX_SIZE) if size_class(s) != size_class(s + 1)]
+# Pairs within one class: both ends of a granule, of a two-per-doubling
+# class, and of the last class, which holds everything from 3 KiB.
+WITHIN = [(1, 16), (129, 144), (193, 256), (3073, 4096)]
+PAIRS = BOUNDARIES + WITHIN + [(24, 40)]
 
 
 @pytest.fixture(scope="module")
@@ -32,6 +35,11 @@ def layout_run(prog, tmp_path, layouts):
     lines = r.stdout.splitlines()
     assert lines[-1] == f"checked {80 * len(PAIRS)} wrong 0"
     return {tuple(int(x) for x in line.split()[:2]): line.split()[2] for line in lines[:-1]}
+
+
+def test_every_class_boundary_is_covered():
+    assert len(BOUNDARIES) == SIZE_CLASSES - 1
+    assert {size_class(s) for pair in PAIRS for s in pair} == set(range(SIZE_CLASSES))
 
 
 def test_by_size_separates_exactly_the_planners_classes(prog, tmp_path):

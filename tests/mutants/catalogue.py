@@ -1,0 +1,80 @@
+"""The breakages `make mutants` applies, one at a time, to a copy of the
+sources. Each is a small, plausible bug in a path the suite claims to
+cover; the suite must fail on every one. `before` must occur exactly once
+in `path` (so a mutant never silently stops applying after an edit)."""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    path: str
+    before: str
+    after: str
+    why: str        # what the suite must notice
+
+
+MUTANTS = [
+    Mutant("reallocarray-overflow", "runtime/src/interpose.c",
+           "CORRAL_EXPORT void *reallocarray(void *p, size_t n, size_t size)\n{\n  size_t total;\n"
+           "  if (__builtin_mul_overflow(n, size, &total)) {",
+           "CORRAL_EXPORT void *reallocarray(void *p, size_t n, size_t size)\n{\n  size_t total;\n"
+           "  if (((void)__builtin_mul_overflow(n, size, &total), 0)) {",
+           "reallocarray without its multiplication check"),
+    Mutant("stack-upper-bound", "runtime/src/unwind.h",
+           "return at >= s->lo && at <= s->hi - bytes && (at & 7) == 0;",
+           "return at >= s->lo && (at & 7) == 0;",
+           "the walk reads above the thread's stack"),
+    Mutant("double-free-key", "runtime/src/alloc.c",
+           "  if (CORRAL_UNLIKELY(((uint64_t *)p)[1] == c->key)) return double_free(c, p);\n",
+           "",
+           "a double free is no longer detected"),
+    Mutant("remote-free-key", "runtime/src/alloc.c",
+           "static __attribute__((noinline)) void free_remote(corral_chunk_t *c, void *p)\n{\n"
+           "  ((uint64_t *)p)[1] = c->key;\n",
+           "static __attribute__((noinline)) void free_remote(corral_chunk_t *c, void *p)\n{\n",
+           "a free by another thread does not mark the object free"),
+    Mutant("fresh-object-keeps-free-mark", "runtime/src/alloc.c",
+           "  ((uint64_t *)p)[1] = 0;\n  c->live++;\n  return p;\n}\n\n/* Owner, when the exact list",
+           "  c->live++;\n  return p;\n}\n\n/* Owner, when the exact list",
+           "a reused slot still looks free: its next free warns of a double free"),
+    Mutant("malloc-not-a-tail-call", "runtime/src/interpose.c",
+           "    return enomem_if_null(_corral_next.malloc(size));\n  }\n  return malloc_rest(size);\n",
+           "    return enomem_if_null(_corral_next.malloc(size));\n  }\n  void *p = malloc_rest(size);\n"
+           "  __asm__ __volatile__(\"\" : : \"r\"(p) : \"memory\");\n  return p;\n",
+           "identification sees a frame inside libcorral instead of the program's call site"),
+    Mutant("realloc-interior-pointer", "runtime/src/interpose.c",
+           "  if (why) {\n    _corral_warn(\"realloc of invalid pointer %p (%s)\", p, why);\n"
+           "    errno = ENOMEM;\n    return NULL;\n  }\n",
+           "",
+           "realloc of an interior pointer is passed on instead of refused"),
+    Mutant("realloc-copies-half", "runtime/src/interpose.c",
+           "  memcpy(q, p, old < size ? old : size);\n",
+           "  memcpy(q, p, (old < size ? old : size) / 2);\n",
+           "realloc that moves an object loses its contents"),
+    Mutant("posix-memalign-errno", "runtime/src/interpose.c",
+           "  errno = saved;                        /* posix_memalign leaves errno alone */\n",
+           "",
+           "posix_memalign changes errno"),
+    Mutant("no-alternate-stack", "runtime/src/unwind.c",
+           "return alternate_stack(sp, stack);",
+           "return -1;",
+           "a handler on sigaltstack is never walked"),
+    Mutant("no-fork-handlers", "runtime/src/init.c",
+           "  pthread_atfork(fork_prepare, fork_parent, fork_child);\n",
+           "",
+           "a child forked while another thread holds corral's locks"),
+    Mutant("first-match-always", "corral/plan/planner.py",
+           "first_match = bool(selectors) and first_match_holds(contexts, selectors, direct, depth)",
+           "first_match = bool(selectors)",
+           "the plan claims the nearest clause decides where it does not"),
+    Mutant("groups-unordered", "corral/plan/planner.py",
+           "    kept.sort(key=lambda g: -g.weight)      # the heaviest group is tried first at run time\n",
+           "",
+           "groups are not ordered heaviest first"),
+    Mutant("size-class-boundary", "runtime/src/size_class.h",
+           "(unsigned)(((k - 1) >> (top - 1)) & 1);",
+           "(unsigned)((k >> (top - 1)) & 1);",
+           "the runtime's two-per-doubling classes split one granule off from the planner's"),
+]
