@@ -47,7 +47,11 @@ def environment(copy: Path) -> dict:
 
 
 def build(copy: Path, env: dict) -> None:
-    subprocess.run(["make", "-s", "build"], cwd=copy, env=env, check=True, stdout=subprocess.DEVNULL)
+    """make build in the copy; its compiler output only if it fails."""
+    done = subprocess.run(["make", "-s", "build"], cwd=copy, env=env, capture_output=True, text=True)
+    if done.returncode:
+        print(done.stdout[-2000:] + done.stderr[-2000:])
+        raise subprocess.CalledProcessError(done.returncode, done.args)
 
 
 def pytest(copy: Path, env: dict, stop_first: bool) -> tuple[int, list[str]]:
