@@ -20,14 +20,28 @@ static __thread struct {
   int state;
 } thread_stack __attribute__((tls_model("initial-exec")));
 
+/* Queries of sigaltstack that may find "not on it" per thread: a thread
+ * that allocates from stacks of its own (makecontext coroutines) stops
+ * paying a system call per allocation after these. */
+#define ALT_STACK_MISSES 16
+static __thread unsigned alt_stack_misses __attribute__((tls_model("initial-exec")));
+
 /* A signal handler running on sigaltstack: walk within the alternate stack
- * (the walk ends at the signal frame). One system call, on this path only. */
+ * (the walk ends at the signal frame). One system call each time, never a
+ * cached answer: the alternate stack may have been replaced and freed. */
 static __attribute__((noinline)) int alternate_stack(uintptr_t sp, unwind_stack_t *stack)
 {
+  if (alt_stack_misses >= ALT_STACK_MISSES) return -1;
   stack_t alt;
-  if (sigaltstack(NULL, &alt) != 0 || !(alt.ss_flags & SS_ONSTACK)) return -1;
-  uintptr_t lo = (uintptr_t)alt.ss_sp, hi = lo + alt.ss_size;
-  if (sp < lo || sp >= hi) return -1;
+  uintptr_t lo = 0, hi = 0;
+  if (sigaltstack(NULL, &alt) == 0 && (alt.ss_flags & SS_ONSTACK)) {
+    lo = (uintptr_t)alt.ss_sp;
+    hi = lo + alt.ss_size;
+  }
+  if (sp < lo || sp >= hi) {
+    alt_stack_misses++;
+    return -1;
+  }
   stack->lo = sp;
   stack->hi = hi;
   return 0;

@@ -5,7 +5,10 @@
  *   direct_alloc -> malloc                  group 1 (frame 0 decides)
  *   anything else -> allocate -> malloc     ungrouped
  * Built with -DGETATTR_FAILS, pthread_getattr_np fails: no stack bounds, so
- * no walk is safe and group 0 is never chosen; frame 0 still decides. */
+ * no walk is safe and group 0 is never chosen; frame 0 still decides.
+ * A makecontext coroutine allocates too: its stack is neither the thread's
+ * nor an alternate signal stack, so it is not walked (ungrouped), past the
+ * runtime's budget of sigaltstack queries for such a thread. */
 #define IDENT_CHECK_DEFINE
 #include "ident_check.h"
 
@@ -14,6 +17,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ucontext.h>
 
 #ifdef GETATTR_FAILS
 int pthread_getattr_np(pthread_t thread, pthread_attr_t *attr)
@@ -79,6 +83,37 @@ static void rounds(int n)
   free(alt.ss_sp);
 }
 
+static ucontext_t coroutine, back;
+
+static void coroutine_main(void)
+{
+  for (int i = 0; i < 100; i++) {
+    void *deep = in_handler(), *direct = direct_alloc();
+    ident_expect(deep, -1);
+    ident_expect(direct, 1);
+    keep(deep, 0x44, 40);
+    keep(direct, 0x55, 56);
+  }
+}
+
+static void run_coroutine(void)
+{
+  static char stack[1 << 16] __attribute__((aligned(16)));
+  getcontext(&coroutine);
+  coroutine.uc_stack.ss_sp = stack;
+  coroutine.uc_stack.ss_size = sizeof stack;
+  coroutine.uc_link = &back;
+  makecontext(&coroutine, coroutine_main, 0);
+  swapcontext(&back, &coroutine);
+}
+
+static void *coroutine_thread(void *arg)
+{
+  (void)arg;
+  run_coroutine();
+  return NULL;
+}
+
 /* The handler counts in plain globals: one thread at a time. */
 static pthread_mutex_t one_at_a_time = PTHREAD_MUTEX_INITIALIZER;
 
@@ -108,6 +143,10 @@ int main(void)
   pthread_t threads[3];
   for (int t = 0; t < 3; t++) pthread_create(&threads[t], NULL, thread_main, NULL);
   for (int t = 0; t < 3; t++) pthread_join(threads[t], NULL);
+  /* in a thread of its own: a thread that allocated from such stacks stops
+   * asking for its alternate signal stack (docs/identification.md) */
+  pthread_create(&threads[0], NULL, coroutine_thread, NULL);
+  pthread_join(threads[0], NULL);
   for (unsigned i = 0; i < KEPT; i++) {
     unsigned char *p = kept[i];
     if (p && p[0] != p[1]) bad_contents++;
