@@ -214,7 +214,7 @@ static uint32_t context_by_full_walk(uintptr_t ret0, void *fp0, dync_chain_t *ch
   chain->wrapped = 1;
   unwind_stack_t stack;
   unwind_frame_t f;
-  if (_corral_unwind_stack((uintptr_t)fp0, &stack) == 0 && _corral_unwind_start((void *)ret0, fp0, &stack, &f) == 0) {
+  if (_corral_unwind_stack((uintptr_t)fp0, &stack) >= 0 && _corral_unwind_start((void *)ret0, fp0, &stack, &f) == 0) {
     const module_table_t *t = _corral_modules_current();
     while (chain->depth < DYNC_MAX_CHAIN) {
       uintptr_t callee_cfa = f.sp;
@@ -245,7 +245,7 @@ static uint32_t context_through_wrappers(const dync_site_t *s, uintptr_t ret0, v
   chain.depth = 1;
   chain.wrapped = 0;
   unwind_stack_t stack;
-  if (_corral_unwind_stack((uintptr_t)fp0, &stack) == 0) {
+  if (_corral_unwind_stack((uintptr_t)fp0, &stack) >= 0) {
     uintptr_t cfa = (uintptr_t)fp0 + 16;     /* the entry point's CFA: it keeps a frame pointer */
     uint64_t below = ret0 * 0x9e3779b97f4a7c15ull;
     while (s && chain.depth < DYNC_MAX_CHAIN) {

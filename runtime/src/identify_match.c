@@ -165,8 +165,8 @@ static __attribute__((noinline)) int walk_decide(const ident_tables_t *t, void *
   int group;
   unwind_stack_t stack;
   unwind_frame_t f;
-  if (_corral_unwind_stack((uintptr_t)fp0, &stack) || _corral_unwind_start(ret0, fp0, &stack, &f))
-    return -1;
+  int on = _corral_unwind_stack((uintptr_t)fp0, &stack);
+  if (on < 0 || _corral_unwind_start(ret0, fp0, &stack, &f)) return -1;
   unwind_trace_t trace;
   trace.n = 0;
   f.trace = &trace;
@@ -195,7 +195,9 @@ static __attribute__((noinline)) int walk_decide(const ident_tables_t *t, void *
   c->fp_steps += fp_steps;
   c->cfi_steps += cfi_steps;
   group = w.best == NO_RANK ? -1 : t->group_by_rank[w.best];
-  remember(t, (uintptr_t)ret0, (uintptr_t)fp0, &trace, group);
+  /* Not from an alternate signal stack: the program may free that memory
+   * while the replay set still points into it. */
+  if (on == 0) remember(t, (uintptr_t)ret0, (uintptr_t)fp0, &trace, group);
   return group;
 }
 

@@ -27,7 +27,7 @@ static __thread struct {
 static __thread unsigned alt_stack_misses __attribute__((tls_model("initial-exec")));
 
 /* A signal handler running on sigaltstack: walk within the alternate stack
- * (the walk ends at the signal frame). One system call each time, never a
+ * (the walk ends at the signal frame); 1 then. One system call each time, never a
  * cached answer: the alternate stack may have been replaced and freed. */
 static __attribute__((noinline)) int alternate_stack(uintptr_t sp, unwind_stack_t *stack)
 {
@@ -44,7 +44,7 @@ static __attribute__((noinline)) int alternate_stack(uintptr_t sp, unwind_stack_
   }
   stack->lo = sp;
   stack->hi = hi;
-  return 0;
+  return 1;
 }
 
 int _corral_unwind_stack(uintptr_t sp, unwind_stack_t *stack)

@@ -70,10 +70,11 @@ typedef struct unwind_stack_s {
 /* How a step went, for statistics. */
 enum { UNWIND_STOP = 0, UNWIND_BY_FP = 1, UNWIND_BY_CFI = 2 };
 
-/* The calling thread's stack bounds, clipped below at `sp`. Returns 0, or -1
- * when unknown: during the first lookup of this thread (pthread_getattr_np
- * may call malloc, which lands here again) or when `sp` is on another stack
- * (a signal handler's sigaltstack). */
+/* The bounds of the stack `sp` is on, clipped below at `sp`. Returns 0 for
+ * the calling thread's stack, 1 for its active sigaltstack (a signal
+ * handler's), or -1 when unknown: during the first lookup of this thread
+ * (pthread_getattr_np may call malloc, which lands here again) or when `sp`
+ * is on another stack (a coroutine's). */
 int _corral_unwind_stack(uintptr_t sp, unwind_stack_t *stack);
 
 /* The first frame of a walk from inside an entry point compiled with frame
