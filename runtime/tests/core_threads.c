@@ -1,7 +1,7 @@
 /* 8 threads, mixed operations on shared slots (malloc, free, realloc, calloc,
- * memalign): every object is filled with a
- * pattern derived from its address and size, checked by whichever thread
- * frees it (often another one). argv[1] = operations per thread. */
+ * memalign): every object is filled with a pattern derived from its address
+ * and size, checked by whichever thread frees it (often another one).
+ * argv[1] = operations per thread. */
 #define _GNU_SOURCE 1
 #include "core_check.h"
 

@@ -1,9 +1,9 @@
 """Walks through frames a frame-pointer walk cannot follow: a library built
 without frame pointers and a function of a frame-pointer program built
-without one, both with garbage in rbp (-16, aligned and above the stack) when they call the
-allocating code; in the main thread and in four threads. Every frame
-pointer is validated against the thread's stack, a failing one falls back
-to the frame's CFI rule: 100% of the allocations in their group, no fault."""
+without one, both with garbage in rbp (-16: aligned, above the stack) when
+they call the allocating code; in the main thread and in four threads.
+Every frame pointer is validated against the thread's stack, a failing one
+falls back to the frame's CFI rule: 100% of the allocations in their group, no fault."""
 
 import json
 

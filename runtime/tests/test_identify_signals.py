@@ -1,7 +1,8 @@
 """Allocation inside signal handlers, on the thread's own stack and on
 sigaltstack, in the main thread and in threads, and in a makecontext
 coroutine (ident_signal.c): the walk stays within the stack the handler runs
-on, a coroutine's own stack is not walked, frame-0 decisions hold everywhere, and where the thread's stack bounds cannot be had
+on, a coroutine's own stack is not walked, frame-0 decisions hold
+everywhere, and where the thread's stack bounds cannot be had
 (pthread_getattr_np fails) no walk is made at all: the program still runs,
 nothing deeper than frame 0 is grouped. Over every base allocator."""
 
@@ -9,10 +10,9 @@ import json
 
 import pytest
 
-from corral.allocators import BASE_LIBRARIES
-from ident_helpers import FP, HERE, LIB, compile_c, plan_text, run, site_range
+from core_helpers import BASES, corral_env
+from ident_helpers import FP, HERE, compile_c, plan_text, run, site_range
 
-BASES = ["glibc", "jemalloc", "mimalloc"]
 CHECKS = 1 + 500 * 8 + 100 * 2 + 3 * 20 * 10 * 8
 
 
@@ -26,7 +26,7 @@ def signal_plan(prog, tmp_path):
 
 
 def preload(base):
-    return " ".join(str(p) for p in (LIB, BASE_LIBRARIES[base]) if p)
+    return corral_env(base)["LD_PRELOAD"]
 
 
 @pytest.mark.parametrize("base", BASES)
