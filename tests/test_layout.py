@@ -24,9 +24,11 @@ def test_short_lived_objects_of_two_classes_are_laid_out_by_size():
     assert lay.lifetime_share == pytest.approx(0.01)
 
 
-def test_one_size_class_is_never_split():
+def test_one_size_class_is_laid_out_by_size_to_be_packed():
     lay = choose(doc(ctx(16), ctx(10)), [0, 1], turnover=0.25)
-    assert not lay.by_size and lay.classes == 1
+    assert lay.by_size and lay.classes == 1
+    lay = choose(doc(ctx(24, lifetime_each=RUN), ctx(20, lifetime_each=RUN)), [0, 1], turnover=0.25)
+    assert lay.by_size and lay.classes == 1
 
 
 def test_one_context_with_varying_sizes_spans_classes():
@@ -53,9 +55,9 @@ def test_turnover_zero_never_separates_sizes():
     assert not choose(doc(ctx(16), ctx(32)), [0, 1], turnover=0.0).by_size
 
 
-@pytest.mark.parametrize("size, cls", [(0, 0), (16, 0), (17, 1), (128, 7), (129, 8), (192, 8),
-                                       (193, 9), (256, 9), (257, 10), (3072, 16), (3073, 17),
-                                       (65536, 17)])
+@pytest.mark.parametrize("size, cls", [(0, 0), (16, 0), (17, 1), (24, 1), (25, 2), (128, 14), (129, 15),
+                                       (192, 15), (193, 16), (256, 16), (257, 17), (3072, 23), (3073, 24),
+                                       (4096, 24), (4097, 25), (65536, 32), (1 << 20, 32)])
 def test_size_classes(size, cls):
     assert size_class(size) == cls
 
@@ -77,7 +79,7 @@ def test_a_group_of_one_size_class_is_held_to_the_same_test_whatever_its_layout(
     d = doc(ctx(16, lifetime_each=RUN), ctx(16, lifetime_each=RUN), ctx(16))
     d["edges"] = [[0, 1, 500], [0, 0, 100], [1, 2, 450]]
     lay = choose(d, [0, 1], turnover=0.25)
-    assert not lay.by_size and (lay.same_class_kept, lay.same_class_cut) == (600, 450) and lay.pays
+    assert lay.by_size and (lay.same_class_kept, lay.same_class_cut) == (600, 450) and lay.pays
     d["edges"].append([2, 0, 200])
     assert not choose(d, [0, 1], turnover=0.25).pays
 
@@ -111,6 +113,7 @@ def test_the_plan_lays_out_a_short_lived_group_of_two_sizes_by_size():
 def test_long_lived_groups_stay_mixed():
     result = planned([16, 32, 64, 4096], EDGES, 0.5)
     assert sorted(result.members[0]) == [0, 1] and not result.plan.groups[0].by_size
+    assert "layout 0 mixed" in planfile.format_plan(result.plan)
 
 
 def test_a_group_that_would_cut_more_than_it_keeps_is_not_made(capsys):

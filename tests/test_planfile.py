@@ -17,6 +17,7 @@ group 1 tree
 clause 1 1+0x7a0..0x7f0
 direct 0+0x11c9 0
 direct 0+0x1400 -
+layout 0 mixed
 layout 1 by-size
 end
 """
@@ -37,7 +38,7 @@ def test_reads_the_documented_example():
 def test_round_trip_keeps_everything_and_paths_with_spaces():
     plan = Plan(options={"depth": 5},
                 modules=[PlanModule("abcd", "/opt/my prog/bin x"), PlanModule(None, "libc.so.6")],
-                groups=[PlanGroup(0, "a b", [(PlanSite(0, 0x10), PlanSite(1, 0x20))]),
+                groups=[PlanGroup(0, "a b", [(PlanSite(0, 0x10), PlanSite(1, 0x20))], by_size=False),
                         PlanGroup(1, "c", [(PlanSite(0, 0x50),)], by_size=True)],
                 direct=[(PlanSite(1, 0x30), None), (PlanSite(0, 0x40), 0)])
     text = planfile.format_plan(plan)

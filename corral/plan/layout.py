@@ -1,5 +1,8 @@
-"""Whether a group's objects share chunks whatever their size, or each size
-class gets chunks of its own (the plan's `layout GID by-size` record).
+"""Whether a group's objects share chunks whatever their size (the plan's
+`layout GID mixed`), or each size class gets chunks of its own (`layout GID
+by-size`). A group of one size class is laid out by size: its objects are
+packed as tightly as C allows (8-byte steps), where a mixed chunk places
+them in 16-byte granules.
 
 The runtime reuses a freed slot for an object of the same size only. In a
 group whose objects stay until late in the run that does not matter: they
@@ -13,16 +16,18 @@ lines than a size-class allocator would (docs/planner.md, "Layout").
 from dataclasses import dataclass
 
 GRANULE = 16
-SIZE_CLASSES = 18      # the runtime's CORRAL_SIZE_CLASSES (runtime/src/size_class.h)
+SMALL_MAX = 128
+SIZE_CLASSES = 33      # the runtime's CORRAL_SIZE_CLASSES (runtime/src/size_class.h)
 
 
 def size_class(size: int) -> int:
-    """The runtime's size class of an object of `size` bytes (size_class.h)."""
-    k = max(1, -(-size // GRANULE))
-    if k <= 8:
-        return k - 1
+    """The runtime's size class of an object of `size` bytes (size_class.h):
+    8-byte steps from 16 to 128 bytes, then two per doubling."""
+    if size <= SMALL_MAX:
+        return 0 if size <= 16 else (size + 7) // 8 - 2
+    k = -(-size // GRANULE)
     top = (k - 1).bit_length() - 1
-    c = 8 + 2 * (top - 3) + (((k - 1) >> (top - 1)) & 1)
+    c = 15 + 2 * (top - 3) + (((k - 1) >> (top - 1)) & 1)
     return min(c, SIZE_CLASSES - 1)
 
 
@@ -52,8 +57,8 @@ def _classes(context: dict) -> set[int]:
 
 
 def choose(doc: dict, members: list[int], turnover: float) -> Layout:
-    """By size when the group spans several size classes and its objects,
-    weighted by count, live on average less than `turnover` of the run.
+    """By size when the group has one size class, or its objects, weighted
+    by count, live on average less than `turnover` of the run.
     Objects never freed count as living the whole run. Unless the group
     stays a mixed group of several classes, also the same-class affinity it
     keeps and cuts (Layout.pays)."""
@@ -66,8 +71,8 @@ def choose(doc: dict, members: list[int], turnover: float) -> Layout:
         allocs += c["allocs"]
         lived += min(c["lifetime"], c["frees"] * run) / run + max(0, unfreed)
     share = lived / allocs if allocs else 1.0
-    by_size = len(classes) > 1 and share < turnover
-    if len(classes) > 1 and not by_size:
+    by_size = len(classes) == 1 or share < turnover
+    if not by_size:
         return Layout(False, len(classes), share)
     inside, contexts = set(members), doc["contexts"]
     kept = cut = 0.0

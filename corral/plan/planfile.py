@@ -46,7 +46,9 @@ class PlanGroup:
     gid: int
     name: str
     clauses: list[tuple[PlanSite, ...]] = field(default_factory=list)
-    by_size: bool = False     # `layout GID by-size`: each size class in chunks of its own
+    # `layout GID by-size` (also the runtime's default without a record): each
+    # size class in chunks of its own; False: `layout GID mixed`
+    by_size: bool = True
 
 
 @dataclass
@@ -73,7 +75,8 @@ def format_plan(plan: Plan) -> str:
         lines.append(f"group {g.gid} {group_name(g.name)}")
         lines += [f"clause {g.gid} " + " ".join(map(str, clause)) for clause in g.clauses]
     lines += [f"direct {site} {'-' if gid is None else gid}" for site, gid in plan.direct]
-    lines += [f"layout {g.gid} by-size" for g in plan.groups if g.by_size]
+    # Always written: CORRAL_MIXED changes what a group without a record gets.
+    lines += [f"layout {g.gid} {'by-size' if g.by_size else 'mixed'}" for g in plan.groups]
     lines.append("end")
     text = "\n".join(lines) + "\n"
     parse(text, "the plan being written")     # never write what the runtime would refuse

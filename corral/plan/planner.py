@@ -149,7 +149,7 @@ def to_plan(doc: dict, contexts: list[Context], selectors: list[Selector],
         plan.groups.append(planfile.PlanGroup(
             sel.gid, label,
             [tuple(plan_site(s) for s in clause) for clause in sel.clauses],
-            bool(by_size and by_size[sel.gid])))
+            by_size[sel.gid] if by_size else True))
     plan.direct = [(plan_site(site), gid) for site, gid in
                    sorted(direct.items(), key=lambda kv: (kv[0][0], kv[0][1]))]
     return plan

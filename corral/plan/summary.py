@@ -82,8 +82,8 @@ def print_summary(result: PlanResult, console: Console | None = None) -> None:
         console.print(f"not grouped (weight {group.weight:g} under the group threshold): "
                       f"contexts {contexts_text(group)}")
     for group, lay in result.unprofitable:
-        why = "its objects turn over, so it would be laid out by size class" if lay.by_size \
-            else "one size class"
+        why = "one size class" if lay.classes == 1 \
+            else "its objects turn over, so it would be laid out by size class"
         console.print(f"not grouped ({why}; it keeps {lay.same_class_kept:g} of same-class affinity "
                       f"and cuts {lay.same_class_cut:g}): contexts {contexts_text(group)}")
     for group, share in result.placed_already:

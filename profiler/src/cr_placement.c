@@ -24,7 +24,7 @@
 
 static UInt size_class(SizeT size)
 {
-   return corral_size_class(size ? (size + 15) / 16 : 1);
+   return corral_size_class(size);
 }
 
 typedef struct {

@@ -101,13 +101,32 @@ static corral_chunk_t *take_empty_chunk(void)
 
 static void update_peaks(unsigned g);
 
+/* A block chunk's blocks start at the alignment of its block size (the
+ * largest power of two dividing it, at most 4096): every block then has it. */
 static void reset_chunk(corral_chunk_t *c, unsigned pool, corral_heap_t *h)
 {
-  c->group = pool / CORRAL_SIZE_CLASSES;
+  unsigned g = pool / CORRAL_SIZE_CLASSES;
+  c->group = g;
   c->pool = (uint16_t)pool;
   c->in_retired = 0;
   c->live = 0;
-  c->bump = (char *)c + _corral_layout.header;
+  c->counted_allocs = c->drained = 0;
+  c->free = c->local_free = NULL;
+  c->limit = 0;
+  if (_corral_group_mixed[g]) {
+    c->block_size = 0;
+    c->div_magic = 0;
+    c->blocks = NULL;
+    c->bump = (char *)c + _corral_layout.header;
+  } else {
+    size_t bs = corral_class_size(pool % CORRAL_SIZE_CLASSES);
+    size_t align = bs & -bs;
+    if (align > 4096) align = 4096;
+    c->block_size = (uint32_t)bs;
+    c->div_magic = UINT64_MAX / bs + 1;
+    c->blocks = (char *)(((uintptr_t)c + sizeof *c + align - 1) & ~(uintptr_t)(align - 1));
+    c->bump = c->blocks;
+  }
   c->end = (char *)c + _corral_layout.chunk_size;
   atomic_store_explicit(&c->remote, 0, memory_order_relaxed);
   atomic_store_explicit(&c->balance, 0, memory_order_relaxed);
@@ -269,12 +288,13 @@ void _corral_heap_totals(corral_group_totals_t *groups, unsigned ngroups,
 
 int _corral_group_of_address(const void *p)
 {
-  const char *why;
-  corral_chunk_t *c = _corral_chunk_of(p, &why);
-  if (!c && why && strcmp(why, "not an object start") == 0) {
-    /* an interior pointer: still in the group's chunk */
+  corral_where_t where;
+  corral_chunk_t *c = _corral_chunk_of(p, &where);
+  if (where == CORRAL_NOT_A_START) {
+    /* an interior pointer: still in the group's chunk, unless in its header */
     c = (corral_chunk_t *)((uintptr_t)p & _corral_layout.chunk_mask);
-    if ((uintptr_t)p < (uintptr_t)c + _corral_layout.header) return -1;
+    uintptr_t first = c->block_size ? (uintptr_t)c->blocks : (uintptr_t)c + _corral_layout.header;
+    if ((uintptr_t)p < first) return -1;
   }
   return c ? (int)c->group : -1;
 }

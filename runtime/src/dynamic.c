@@ -422,14 +422,15 @@ static void scan_object(uint32_t src, const void *obj, uint32_t size) {
  * cross-thread free path on every object: give it back to the allocator
  * underneath. Judged at samples, on the allocating thread, which owns the
  * chunk `p` came from: `balance` counts the frees other threads pushed onto
- * it that its owner has not taken back yet, `live` the objects handed out
- * from it and not freed locally. Objects already pooled stay. */
+ * it that its owner has not taken back yet, `drained` those it took back,
+ * `counted_allocs` the objects it handed out. Objects already pooled stay. */
 static void judge_remote_frees(uint32_t id, void *p) {
   corral_chunk_t *chunk = (corral_chunk_t *)((uintptr_t)p & _corral_layout.chunk_mask);
   long undrained = atomic_load_explicit(&chunk->balance, memory_order_relaxed);
+  uint64_t remote = chunk->drained + (uint64_t)(undrained > 0 ? undrained : 0);
   dyn_ctx_t *c = &dyn.ctx[id];
   c->remote_checks++;
-  if (undrained > 0 && (size_t)undrained * 2 > chunk->live) c->remote_heavy++;
+  if (remote * 2 > chunk->counted_allocs) c->remote_heavy++;
   if (c->remote_checks < DYN_REMOTE_CHECKS || c->remote_heavy * 4 <= c->remote_checks * 3) return;
   uint32_t root = _corral_dynm_find(&dyn.merge, id);
   int g = dyn.ctx[root].group;

@@ -1,6 +1,7 @@
-/* Group memory: reserved ranges carved into size-aligned chunks, one current
- * chunk per (thread, group), object sizes in per-chunk bitmaps.
- * docs/runtime.md explains the layout and the reuse scheme. */
+/* Group memory: reserved ranges carved into size-aligned chunks. A chunk
+ * serves one pool of one thread at a time: a block chunk holds blocks of one
+ * size class (block.c), a mixed chunk objects of any size in allocation
+ * order (mixed.c). docs/runtime.md explains the layout and the reuse scheme. */
 #ifndef CORRAL_HEAP_H
 #define CORRAL_HEAP_H
 
@@ -14,12 +15,10 @@
 /* Internal: every declaration below is of this library, not exported. */
 #pragma GCC visibility push(hidden)
 
-#define CORRAL_GRANULE 16
+#define CORRAL_GRANULE 16         /* mixed chunks place objects in whole granules */
 #define CORRAL_MAX_GROUPS 256     /* plan groups are 0..254; random pools up to 255 */
 #define CORRAL_MAX_RANGES 16
-/* A group laid out by size keeps its size classes (size_class.h) in
- * separate chunks. A pool is a group's size class (class 0 for groups that
- * mix sizes). */
+/* A pool is a group's size class; a mixed group uses its class 0 only. */
 #define CORRAL_POOLS (CORRAL_MAX_GROUPS * CORRAL_SIZE_CLASSES)
 /* Added to a chunk's balance while it is retired (chunk.c). */
 #define CORRAL_RETIRED (1L << 40)
@@ -27,6 +26,9 @@
  * in `balance` (set from retirement until the next owner drains). */
 #define CORRAL_REMOTE_COUNTED ((uintptr_t)1)
 #define CORRAL_CHUNK_MAGIC 0x6c6172726f63u   /* "corral" */
+/* Blocks of a fresh chunk are linked onto its free list this many bytes'
+ * worth at a time (at least one block). */
+#define CORRAL_EXTEND_BYTES 4096
 
 struct corral_heap_s;
 
@@ -34,23 +36,32 @@ struct corral_heap_s;
  * the thread whose heap is `owner`; everything else is atomic or under the
  * global chunk lock (heap.c). */
 typedef struct corral_chunk_s {
-  /* read by every free, written only when the chunk changes hands */
+  /* read by every free, written when the chunk changes hands (`limit` also
+   * when a block chunk links more fresh blocks) */
   uint64_t magic;                          /* CORRAL_CHUNK_MAGIC while a group holds it */
   uint32_t group;
   uint16_t pool;                           /* group * CORRAL_SIZE_CLASSES + size class */
   uint16_t in_retired;                     /* on its pool's retired list (lock) */
   _Atomic(struct corral_heap_s *) owner;   /* thread heap allocating here, or NULL */
   uint64_t key;                            /* written into freed objects to spot double frees */
-  struct corral_chunk_s *next, *prev;      /* retired list or pool (lock) */
-  /* owner-only, written by every allocation: a line of its own, so frees
-   * from other threads do not keep taking it away from the owner */
-  _Alignas(64) size_t live;                /* objects not freed locally or drained */
+  uint64_t div_magic;                      /* block chunks: ceil(2^64 / block_size) */
+  char *blocks;                            /* block chunks: the first block */
+  uint32_t block_size;                     /* 0: a mixed chunk */
+  uint32_t limit;                          /* block chunks: bytes from `blocks` ever handed out */
+  /* owner-only, written by every allocation and local free: a line of its
+   * own, so frees from other threads do not keep taking it from the owner */
+  _Alignas(64) void *free;                 /* block chunks: blocks to hand out, linked by word 0 */
+  void *local_free;                        /* block chunks: the owner's frees, taken when `free` runs dry */
+  size_t live;                             /* objects not freed locally or drained */
   char *bump, *end;                        /* never-used space [bump, end) */
+  uint64_t counted_allocs;                 /* objects handed out while counting (_corral_track) */
+  uint64_t drained;                        /* objects drained from `remote` */
   /* any thread: written by every remote free */
   _Alignas(64) _Atomic(uintptr_t) remote;  /* stack of objects freed by other threads, | CORRAL_REMOTE_COUNTED */
   atomic_long balance;                     /* counted remote frees minus drained; retired: + CORRAL_RETIRED - live */
-  _Alignas(64) void *free_lists[];         /* [classes]: LIFO free objects of k granules at k-1;
-                                              then the start and end bitmaps */
+  struct corral_chunk_s *next, *prev;      /* retired list or pool (lock) */
+  _Alignas(64) void *free_lists[];         /* mixed chunks: [classes] LIFO free objects of k granules
+                                              at k-1; then the start and end bitmaps */
 } corral_chunk_t;
 
 typedef struct corral_group_counts_s {
@@ -72,9 +83,9 @@ typedef struct corral_heap_s {
 /* Layout, fixed at init from the options. */
 typedef struct corral_layout_s {
   size_t chunk_size, chunk_mask;
-  size_t classes;                          /* max_size / 16 */
-  size_t bitmap_words;                     /* per bitmap (two, interleaved) */
-  size_t header;                           /* bytes before the first object */
+  size_t classes;                          /* mixed chunks: max_size / 16 */
+  size_t bitmap_words;                     /* mixed chunks: per bitmap (two, interleaved) */
+  size_t header;                           /* mixed chunks: bytes before the first object */
 } corral_layout_t;
 
 extern corral_layout_t _corral_layout;
@@ -100,18 +111,9 @@ static inline int _corral_foreign(const void *p)
          (uintptr_t)p >= __atomic_load_n(&_corral_mine_hi, __ATOMIC_ACQUIRE);
 }
 
-/* Could p be group memory? A quick filter before _corral_chunk_of: false for
- * every pointer while no group has memory, and for pointers below every
- * range (the usual place of the next allocator's heap). */
-static inline int _corral_maybe_group(const void *p)
-{
-  return atomic_load_explicit(&_corral_range_count, memory_order_acquire) != 0 &&
-         (uintptr_t)p >= __atomic_load_n(&_corral_range_min, __ATOMIC_RELAXED);
-}
-
-/* The two bitmaps are interleaved word by word, so an object's start and end
- * bits usually share a cache line: word 2w holds the start bits of granules
- * 64w..64w+63, word 2w+1 their end bits. */
+/* The two bitmaps of a mixed chunk are interleaved word by word, so an
+ * object's start and end bits usually share a cache line: word 2w holds the
+ * start bits of granules 64w..64w+63, word 2w+1 their end bits. */
 static inline uint64_t *_corral_bits(corral_chunk_t *c)
 {
   return (uint64_t *)(c->free_lists + _corral_layout.classes);
@@ -128,52 +130,142 @@ static inline corral_heap_t *_corral_heap_get(void)
   return CORRAL_LIKELY(h != NULL) ? h : _corral_heap_create_for_thread();
 }
 
-/* Groups whose plan says "layout G by-size": their size classes go to
- * separate chunks. Others (and random or dynamic pools) mix all sizes in one
- * chunk, in allocation order. Set once, before the runtime is ready. */
-extern uint8_t _corral_group_by_size[CORRAL_MAX_GROUPS];
+/* Groups whose plan says "layout G mixed": all sizes share one chunk, in
+ * allocation order (mixed.c). Others (and random or dynamic pools) keep each
+ * size class in block chunks of its own (block.c). Set once, before the
+ * runtime is ready. */
+extern uint8_t _corral_group_mixed[CORRAL_MAX_GROUPS];
 
-/* Grouped allocation of `size` bytes aligned to `align` (power of two, <= 4096)
- * in group g; NULL if the group memory is exhausted. */
-void *_corral_group_alloc(unsigned g, size_t size, size_t align);
+/* Allocations and frees take the counted way: statistics were asked for or
+ * dynamic mode samples. Set once, before the runtime is ready. */
+extern int _corral_track;
+
+/* What a pointer is to group memory (_corral_chunk_of). */
+typedef enum {
+  CORRAL_NOT_GROUP = 0,      /* not in any chunk: the next allocator's, or the boot buffer's */
+  CORRAL_OBJECT,             /* the start of an object a group handed out */
+  CORRAL_IN_EMPTY_CHUNK,     /* in group memory no group holds */
+  CORRAL_NOT_A_START,        /* in a group's chunk, but not where an object starts */
+} corral_where_t;
+
+const char *_corral_where_text(corral_where_t w);
 
 static inline size_t _corral_granule_index(corral_chunk_t *c, const void *p)
 {
   return ((uintptr_t)p - (uintptr_t)c) / CORRAL_GRANULE;
 }
 
-/* The chunk holding grouped object p. NULL with *why == NULL: p is not in
- * corral's group memory at all. NULL with *why set: p is in it but is not an
- * object start (why says what is wrong, for the warning). */
-static inline corral_chunk_t *_corral_chunk_of(const void *p, const char **why)
+/* Is p a block start in block chunk c? An offset is a multiple of the block
+ * size exactly when offset * ceil(2^64 / size) wraps below the multiplier
+ * (offsets below 2^32; chunks are at most 256 MiB). Blocks never handed out
+ * (at or past `limit`) are not objects either. */
+static inline int _corral_block_start(corral_chunk_t *c, const void *p)
 {
-  *why = NULL;
+  uint64_t off = (uintptr_t)p - (uintptr_t)c->blocks;
+  return off < __atomic_load_n(&c->limit, __ATOMIC_RELAXED) && off * c->div_magic < c->div_magic;
+}
+
+/* The chunk of p if p is an object a group handed out (*where says
+ * CORRAL_OBJECT); otherwise NULL and *where says what p is. */
+static inline corral_chunk_t *_corral_chunk_of(const void *p, corral_where_t *where)
+{
   corral_chunk_t *c = (corral_chunk_t *)((uintptr_t)p & _corral_layout.chunk_mask);
   unsigned n = atomic_load_explicit(&_corral_range_count, memory_order_acquire);
   unsigned i = 0;
   while (i < n && (uintptr_t)c - _corral_range_lo[i] >=
                       __atomic_load_n(&_corral_range_hi[i], __ATOMIC_ACQUIRE) - _corral_range_lo[i])
     i++;
-  if (CORRAL_LIKELY(i == n)) return NULL;                 /* not group memory */
-  if (__atomic_load_n(&c->magic, __ATOMIC_ACQUIRE) != CORRAL_CHUNK_MAGIC) { *why = "in an empty chunk"; return NULL; }
-  if ((uintptr_t)p < (uintptr_t)c + _corral_layout.header || ((uintptr_t)p & (CORRAL_GRANULE - 1)) ||
-      !((__atomic_load_n(&_corral_bits(c)[2 * (_corral_granule_index(c, p) / 64)], __ATOMIC_RELAXED) >>
-         (_corral_granule_index(c, p) % 64)) & 1)) {
-    *why = "not an object start";
+  if (CORRAL_LIKELY(i == n)) {
+    *where = CORRAL_NOT_GROUP;
     return NULL;
   }
-  return c;
+  if (__atomic_load_n(&c->magic, __ATOMIC_ACQUIRE) != CORRAL_CHUNK_MAGIC) {
+    *where = CORRAL_IN_EMPTY_CHUNK;
+    return NULL;
+  }
+  int ok;
+  if (CORRAL_LIKELY(c->block_size != 0)) {
+    ok = _corral_block_start(c, p);
+  } else {
+    size_t g = _corral_granule_index(c, p);
+    ok = (uintptr_t)p >= (uintptr_t)c + _corral_layout.header && ((uintptr_t)p & (CORRAL_GRANULE - 1)) == 0 &&
+         ((__atomic_load_n(&_corral_bits(c)[2 * (g / 64)], __ATOMIC_RELAXED) >> (g % 64)) & 1);
+  }
+  *where = ok ? CORRAL_OBJECT : CORRAL_NOT_A_START;
+  return ok ? c : NULL;
 }
 
-/* Bytes of the object at p (granule multiple). */
-size_t _corral_object_size(corral_chunk_t *c, const void *p);
-void _corral_group_free(corral_chunk_t *c, void *p);
-/* Owner: moves the objects other threads freed onto c's local lists and
- * leaves `remote` empty with flag `counted` (0, or CORRAL_REMOTE_COUNTED). */
+/* Bytes of the object at p: its block size, or for a mixed chunk its
+ * granules (mixed.c). */
+size_t _corral_mixed_size(corral_chunk_t *c, const void *p);
+static inline size_t _corral_object_size(corral_chunk_t *c, const void *p)
+{
+  return c->block_size ? c->block_size : _corral_mixed_size(c, p);
+}
+
+/* ---- allocation and free (alloc.c; the fast paths here) ---------------- */
+
+/* Grouped allocation of `size` bytes in group g, aligned to `align` (0 for
+ * malloc's alignment, else a power of two <= 4096); NULL if the group memory
+ * is exhausted. */
+void *_corral_group_alloc_slow(unsigned g, size_t size, size_t align);
+void _corral_group_free_slow(corral_chunk_t *c, void *p);
+
+/* The owner's way: pop the head of the current block chunk's free list.
+ * Everything else (no chunk yet, list empty, a mixed group whose chunk never
+ * has a `free` list, an explicit alignment, counting) takes the slow way.
+ * Word 1 of a handed-out object is cleared: a free that finds the chunk's key
+ * there is a double free. */
+static inline __attribute__((always_inline)) void *_corral_group_alloc(unsigned g, size_t size, size_t align)
+{
+  corral_heap_t *h = _corral_tls_heap;
+  if (CORRAL_LIKELY(h != NULL && align == 0 && !_corral_track)) {
+    corral_chunk_t *c = h->cur[g * CORRAL_SIZE_CLASSES + corral_size_class(size)];
+    if (CORRAL_LIKELY(c != NULL)) {
+      void **p = (void **)c->free;
+      if (CORRAL_LIKELY(p != NULL)) {
+        c->free = p[0];
+        p[1] = NULL;
+        c->live++;
+        return p;
+      }
+    }
+  }
+  return _corral_group_alloc_slow(g, size, align);
+}
+
+/* The owner's free of a block: onto the chunk's local list, the key in word
+ * 1. Anything else (another thread's chunk, a mixed chunk, a double free,
+ * counting) takes the slow way. */
+static inline __attribute__((always_inline)) void _corral_group_free(corral_chunk_t *c, void *p)
+{
+  void **q = (void **)p;
+  corral_heap_t *h = _corral_tls_heap;
+  if (CORRAL_LIKELY(c->block_size != 0 && (uint64_t)q[1] != c->key && h != NULL &&
+                    atomic_load_explicit(&c->owner, memory_order_relaxed) == h && !_corral_track)) {
+    q[0] = c->local_free;
+    q[1] = (void *)c->key;
+    c->local_free = q;
+    c->live--;
+    return;
+  }
+  _corral_group_free_slow(c, p);
+}
+
+/* Owner: moves the objects other threads freed onto c's lists and leaves
+ * `remote` empty with flag `counted` (0, or CORRAL_REMOTE_COUNTED). */
 void _corral_chunk_drain(corral_chunk_t *c, uintptr_t counted);
 
 /* Group of any pointer into a chunk held by a group, or -1. */
 int _corral_group_of_address(const void *p);
+
+/* Block chunks (block.c): a block from pool's chunks; the drain of c's
+ * remote stack. Mixed chunks (mixed.c): the same for any size. */
+void *_corral_block_alloc(corral_heap_t *h, unsigned pool);
+long _corral_block_drain(corral_chunk_t *c, void *list);
+void *_corral_mixed_alloc(corral_heap_t *h, unsigned pool, size_t size, size_t align);
+long _corral_mixed_drain(corral_chunk_t *c, void *list);
+void _corral_mixed_free_local(corral_chunk_t *c, void *p);
 
 /* Chunk hand-overs (chunk.c). */
 void _corral_layout_init(void);

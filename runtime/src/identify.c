@@ -164,7 +164,8 @@ void _corral_ident_init(void)
     _corral_ident.loaded = 1;
     _corral_ident.group_count = plan->group_limit;
     for (unsigned g = 0; g < plan->group_limit && g < CORRAL_MAX_GROUPS; g++)
-      _corral_group_by_size[g] = plan->groups[g].by_size;
+      _corral_group_mixed[g] = plan->groups[g].layout ? plan->groups[g].layout == PLAN_LAYOUT_MIXED
+                                                       : _corral_options.mixed;
     _corral_note(1, "plan %s: %u groups, %zu clauses, %zu direct entries, %u of its modules loaded",
                  path, plan->group_count, plan->clause_count, plan->direct_count,
                  _corral_ident.tables->modules_matched);

@@ -11,6 +11,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <string.h>
 #include <sched.h>
 
 atomic_int _corral_state;
@@ -45,10 +46,13 @@ int _corral_init_slow(void)
   _corral_heap_init();
   _corral_ident_init();
   _corral_dyn_init();
+  _corral_track = _corral_options.stats != NULL || _corral_dyn_on;
   unsigned n = _corral_options.random_pools > 0 ? (unsigned)_corral_options.random_pools
                : _corral_dyn_on ? CORRAL_MAX_GROUPS - 1      /* dynamic pools appear as it runs */
                                 : _corral_group_count();
   _corral_ngroups = n < CORRAL_MAX_GROUPS ? n : CORRAL_MAX_GROUPS - 1;
+  if (_corral_options.random_pools > 0 || _corral_dyn_on)
+    memset(_corral_group_mixed, _corral_options.mixed, sizeof _corral_group_mixed);
   pthread_atfork(fork_prepare, fork_parent, fork_child);
   _corral_note(1, "ready: %u groups%s", _corral_ngroups,
                _corral_options.random_pools > 0 ? " (random pools)" : "");

@@ -59,6 +59,7 @@ typedef struct corral_options_s {
   const char *stats;       /* CORRAL_STATS: NULL, "stderr" or a JSON path with %p */
   int verbose;             /* CORRAL_VERBOSE: 0 quiet, 1 notes, 2 more */
   int random_pools;        /* CORRAL_RANDOM_POOLS: N > 0 = random group of N */
+  int mixed;               /* CORRAL_MIXED: groups without a `layout` record mix sizes (0) */
   size_t reserve;          /* CORRAL_RESERVE: bytes per reserved range (8 GiB) */
   /* dynamic mode (docs/dynamic.md) */
   int dynamic;             /* CORRAL_DYNAMIC */

@@ -37,31 +37,29 @@ void *_corral_alloc_early(size_t size, size_t align, int zero)
 void _corral_free(void *p)
 {
   if (CORRAL_UNLIKELY(!p)) return;
-  if (_corral_maybe_group(p)) {
-    const char *why;
-    corral_chunk_t *c = _corral_chunk_of(p, &why);
-    if (c) {
-      _corral_group_free(c, p);
-      return;
-    }
-    if (CORRAL_UNLIKELY(why != NULL)) {
-      _corral_warn("invalid free of %p (%s; ignored)", p, why);
-      return;
-    }
+  corral_where_t where;
+  corral_chunk_t *c = _corral_chunk_of(p, &where);
+  if (CORRAL_LIKELY(c != NULL)) {
+    _corral_group_free(c, p);
+    return;
+  }
+  if (CORRAL_UNLIKELY(where != CORRAL_NOT_GROUP)) {
+    _corral_warn("invalid free of %p (%s; ignored)", p, _corral_where_text(where));
+    return;
   }
   if (CORRAL_UNLIKELY(_corral_is_boot(p))) return;
   if (CORRAL_UNLIKELY(!_corral_next.free)) return;     /* nothing of the next allocator exists yet */
   _corral_next.free(p);
 }
 
-/* Usable size of any pointer: grouped from the bitmaps, else the owner's. */
+/* Usable size of any pointer: grouped from its chunk, else the owner's. */
 static size_t usable_size(void *p)
 {
   if (!p) return 0;
-  const char *why;
-  corral_chunk_t *c = _corral_chunk_of(p, &why);
+  corral_where_t where;
+  corral_chunk_t *c = _corral_chunk_of(p, &where);
   if (c) return _corral_object_size(c, p);
-  if (why) return 0;
+  if (where != CORRAL_NOT_GROUP) return 0;
   if (_corral_is_boot(p)) return _corral_boot_size(p);
   return _corral_next.malloc_usable_size ? _corral_next.malloc_usable_size(p) : 0;
 }
@@ -89,10 +87,10 @@ void *_corral_realloc_at(void *p, size_t size, void *ret0, void *fp0)
     if (!_corral_is_boot(p)) return _corral_next.realloc(p, size);
     return move_to(_corral_alloc_early(size, 16, 0), p, _corral_boot_size(p), size);
   }
-  const char *why;
-  corral_chunk_t *c = _corral_chunk_of(p, &why);
-  if (why) {
-    _corral_warn("realloc of invalid pointer %p (%s)", p, why);
+  corral_where_t where;
+  corral_chunk_t *c = _corral_chunk_of(p, &where);
+  if (where != CORRAL_OBJECT && where != CORRAL_NOT_GROUP) {
+    _corral_warn("realloc of invalid pointer %p (%s)", p, _corral_where_text(where));
     errno = ENOMEM;
     return NULL;
   }
@@ -100,7 +98,7 @@ void *_corral_realloc_at(void *p, size_t size, void *ret0, void *fp0)
     size_t old = _corral_object_size(c, p);
     if (size <= old) return p;          /* shrinking keeps the slot */
     /* Growing stays in the object's group while it fits max_size. */
-    void *q = size <= _corral_options.max_size ? _corral_group_alloc(c->group, size, 16) : NULL;
+    void *q = size <= _corral_options.max_size ? _corral_group_alloc(c->group, size, 0) : NULL;
     if (!q) {
       q = _corral_next.malloc(size);
       if (q) _corral_count_ungrouped(size);
@@ -110,7 +108,7 @@ void *_corral_realloc_at(void *p, size_t size, void *ret0, void *fp0)
   /* Ungrouped: the realloc call site may belong to a group. */
   int g = _corral_pick_group(size, ret0, fp0);
   if (g >= 0) {
-    void *q = _corral_group_alloc((unsigned)g, size, 16);
+    void *q = _corral_group_alloc((unsigned)g, size, 0);
     if (q) return move_to(q, p, usable_size(p), size);
   }
   void *q = _corral_next.realloc(p, size);

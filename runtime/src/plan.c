@@ -128,7 +128,7 @@ static int check_references(const plan_t *plan, char *err, size_t errlen)
         REFUSE("site in undeclared module %u", c->sites[k].module);
   }
   for (unsigned g = 0; g < PLAN_MAX_GROUPS; g++)
-    if (plan->groups[g].by_size && !plan->groups[g].name) REFUSE("layout of undeclared group %u", g);
+    if (plan->groups[g].layout && !plan->groups[g].name) REFUSE("layout of undeclared group %u", g);
   for (size_t i = 0; i < plan->direct_count; i++) {
     const plan_direct_t *d = &plan->directs[i];
     if (d->group >= 0 && !plan->groups[d->group].name) REFUSE("direct to undeclared group %d", d->group);
@@ -225,8 +225,8 @@ int _corral_plan_parse(char *text, size_t len, plan_t *plan, char *err, size_t e
       char *gid_s = take_word(&cursor), *mode = take_word(&cursor);
       if (!gid_s || !mode || take_word(&cursor)) REFUSE("line %u: layout needs GID MODE", lineno);
       if (read_index(gid_s, PLAN_MAX_GROUPS, &gid)) REFUSE("line %u: group index out of range", lineno);
-      if (strcmp(mode, "by-size") == 0) plan->groups[gid].by_size = 1;
-      else if (strcmp(mode, "mixed") == 0) plan->groups[gid].by_size = 0;
+      if (strcmp(mode, "by-size") == 0) plan->groups[gid].layout = PLAN_LAYOUT_BY_SIZE;
+      else if (strcmp(mode, "mixed") == 0) plan->groups[gid].layout = PLAN_LAYOUT_MIXED;
       else REFUSE("line %u: layout '%.20s' unknown (by-size or mixed)", lineno, mode);
     } else if (strcmp(kind, "option") == 0) {
       char *name = take_word(&cursor), *value = take_rest(&cursor);

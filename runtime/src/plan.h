@@ -22,6 +22,8 @@
 #define PLAN_MAX_DIRECT       65536
 #define PLAN_MAX_BYTES        (16u << 20)
 #define PLAN_MAX_OPTIONS      32
+#define PLAN_LAYOUT_BY_SIZE   1
+#define PLAN_LAYOUT_MIXED     2
 
 /* [lo, hi) in module `module`; an exact return address has hi = lo + 1. */
 typedef struct plan_site_s {
@@ -38,7 +40,7 @@ typedef struct plan_module_s {
 typedef struct plan_group_s {
   const char *name;         /* NULL if undeclared */
   uint8_t rank;             /* position among the group records: first match wins */
-  uint8_t by_size;          /* "layout GID by-size": size classes in separate chunks */
+  uint8_t layout;           /* "layout GID MODE": 0 none (by size), PLAN_LAYOUT_BY_SIZE or _MIXED */
 } plan_group_t;
 
 typedef struct plan_clause_s {

@@ -75,7 +75,8 @@ static void good_plan(void)
   CHECK(plan.clauses[1].sites[1].lo == 0x1388 && plan.clauses[1].sites[1].hi == 0x1389);
   CHECK(plan.clauses[2].sites[0].lo == 0x7a0 && plan.clauses[2].sites[0].hi == 0x7f0);
   CHECK(plan.direct_count == 2 && plan.directs[0].group == 0 && plan.directs[1].group == -1);
-  CHECK(plan.groups[3].by_size == 1 && plan.groups[0].by_size == 0);
+  CHECK(plan.groups[3].layout == PLAN_LAYOUT_BY_SIZE && plan.groups[0].layout == PLAN_LAYOUT_MIXED
+        && plan.groups[1].layout == 0);
   CHECK(plan.option_count == 1 && strcmp(plan.options[0].name, "depth") == 0
         && strcmp(plan.options[0].value, "6") == 0);
 

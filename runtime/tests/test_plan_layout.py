@@ -1,7 +1,8 @@
-"""A group laid out by size (`layout GID by-size`) keeps each size class in
-chunks of its own; without the record, or with `mixed`, a group's sizes
-share chunks in allocation order. The classes are the planner's
-(corral.plan.layout.size_class), so planner and runtime must agree on them."""
+"""A group laid out by size (`layout GID by-size`, or no record) keeps each
+size class in chunks of its own; with `mixed` (or no record and
+CORRAL_MIXED=1), a group's sizes share chunks in allocation order. The
+classes are the planner's (corral.plan.layout.size_class), so planner and
+runtime must agree on them."""
 
 import pytest
 
@@ -13,9 +14,9 @@ MAX_SIZE = 4096
 # Every class boundary up to the largest grouped size: (last size of a
 # class, first size of the next), found from the planner's classes.
 BOUNDARIES = [(s, s + 1) for s in range(1, MAX_SIZE) if size_class(s) != size_class(s + 1)]
-# Pairs within one class: both ends of a granule, of a two-per-doubling
-# class, and of the last class, which holds everything from 3 KiB.
-WITHIN = [(1, 16), (129, 144), (193, 256), (3073, 4096)]
+# Pairs within one class: both ends of the smallest, of an 8-byte step, of
+# two-per-doubling classes, and of the class that ends at 4096.
+WITHIN = [(1, 16), (17, 24), (129, 192), (193, 256), (3073, 4096)]
 PAIRS = BOUNDARIES + WITHIN + [(24, 40)]
 
 
@@ -25,12 +26,12 @@ def prog(tmp_path_factory):
     return compile_c(tmp / "plan_layout", [HERE / "plan_layout.c"], FP, libs=["-ldl"])
 
 
-def layout_run(prog, tmp_path, layouts):
+def layout_run(prog, tmp_path, layouts, **options):
     plan = tmp_path / "layout.plan"
     plan.write_text(plan_text(modules=[(prog, True)], groups={0: "made"},
                               directs=[(site_range(0, prog, "make"), 0)], layouts=layouts))
     args = [str(s) for pair in PAIRS for s in pair]
-    r = run([prog, str(CHUNK), *args], plan=plan)
+    r = run([prog, str(CHUNK), *args], plan=plan, **options)
     assert r.returncode == 0 and r.stderr == "", r.stdout + r.stderr
     lines = r.stdout.splitlines()
     assert lines[-1] == f"checked {80 * len(PAIRS)} wrong 0"
@@ -38,18 +39,20 @@ def layout_run(prog, tmp_path, layouts):
 
 
 def test_every_class_boundary_is_covered():
-    assert len(BOUNDARIES) == SIZE_CLASSES - 1
-    assert {size_class(s) for pair in PAIRS for s in pair} == set(range(SIZE_CLASSES))
+    assert len(BOUNDARIES) == size_class(MAX_SIZE)
+    assert {size_class(s) for pair in PAIRS for s in pair} == set(range(size_class(MAX_SIZE) + 1))
+    assert size_class(65536) == SIZE_CLASSES - 1      # the largest max_size has the last class
 
 
-def test_by_size_separates_exactly_the_planners_classes(prog, tmp_path):
-    got = layout_run(prog, tmp_path, [(0, "by-size")])
+@pytest.mark.parametrize("layouts", [[(0, "by-size")], []])
+def test_by_size_separates_exactly_the_planners_classes(prog, tmp_path, layouts):
+    got = layout_run(prog, tmp_path, layouts)
     expected = {(a, b): "same" if size_class(a) == size_class(b) else "apart" for a, b in PAIRS}
     assert got == expected
     assert set(got.values()) == {"same", "apart"}       # both kinds of pair are covered
 
 
-@pytest.mark.parametrize("layouts", [[], [(0, "mixed")]])
-def test_mixed_group_shares_chunks(prog, tmp_path, layouts):
-    got = layout_run(prog, tmp_path, layouts)
+@pytest.mark.parametrize("layouts,mixed", [([(0, "mixed")], None), ([], 1)])
+def test_mixed_group_shares_chunks(prog, tmp_path, layouts, mixed):
+    got = layout_run(prog, tmp_path, layouts, **({"env_extra": {"CORRAL_MIXED": "1"}} if mixed else {}))
     assert set(got.values()) == {"same"}, got

@@ -1,0 +1,94 @@
+/* Block chunks: a chunk of one size class, the design of mimalloc's pages.
+ *
+ * Blocks have no header. The owner thread pops blocks off `free`; its own
+ * frees go onto `local_free`, which becomes `free` when that runs dry; frees
+ * from other threads go onto the atomic `remote` stack, which the owner
+ * drains onto `free` then. Fresh space is linked onto `free` a few KiB at a
+ * time, so allocation only ever pops a list. Between them the lists keep
+ * reuse last-freed-first: a structure freed and built again lands on the
+ * blocks it just left. An object's size is its chunk's block size, and a
+ * free checks that p is a block start with one multiplication
+ * (_corral_block_start). The fast paths are in heap.h. */
+#include "heap.h"
+
+/* Owner: link fresh blocks onto c's free list; 0 when c has no space left. */
+static int extend(corral_chunk_t *c)
+{
+  size_t bs = c->block_size;
+  size_t avail = (size_t)(c->end - c->bump) / bs;
+  if (!avail) return 0;
+  size_t n = CORRAL_EXTEND_BYTES / bs;
+  if (n == 0) n = 1;
+  if (n > avail) n = avail;
+  char *first = c->bump;
+  for (size_t i = 0; i + 1 < n; i++) *(void **)(first + i * bs) = first + (i + 1) * bs;
+  *(void **)(first + (n - 1) * bs) = c->free;
+  c->free = first;
+  c->bump = first + n * bs;
+  /* Published before any of these blocks is handed out, so a thread that
+   * gets one and frees it sees it below the limit. */
+  __atomic_store_n(&c->limit, (uint32_t)(c->bump - c->blocks), __ATOMIC_RELEASE);
+  return 1;
+}
+
+long _corral_block_drain(corral_chunk_t *c, void *list)
+{
+  if (!list) return 0;
+  long n = 1;
+  void **last = list;
+  while (last[0]) {
+    last = last[0];
+    n++;
+  }
+  last[0] = c->free;
+  c->free = list;
+  return n;
+}
+
+/* Owner: give c's free list something, from the owner's frees, other
+ * threads' frees, or fresh space; 0 when c is full. */
+static int refill(corral_chunk_t *c)
+{
+  if (c->free) return 1;
+  if (c->local_free) {
+    c->free = c->local_free;
+    c->local_free = NULL;
+    return 1;
+  }
+  if (atomic_load_explicit(&c->remote, memory_order_relaxed) & ~CORRAL_REMOTE_COUNTED) {
+    _corral_chunk_drain(c, 0);
+    if (c->free) return 1;
+  }
+  return extend(c);
+}
+
+static inline void *pop(corral_chunk_t *c)
+{
+  void **p = c->free;
+  c->free = p[0];
+  p[1] = NULL;
+  c->live++;
+  return p;
+}
+
+/* The current chunk of the pool has nothing on its lists: refill it, or
+ * move to another chunk (retire this one, adopt one with freed space or take
+ * an empty one; an adopted chunk may still be full). */
+void *_corral_block_alloc(corral_heap_t *h, unsigned pool)
+{
+  corral_chunk_t *c = h->cur[pool];
+  if (c && refill(c)) return pop(c);
+  for (int attempt = 0; attempt < 2; attempt++) {
+    if (c) {
+      h->cur[pool] = NULL;
+      _corral_chunk_retire(c);
+    }
+    int adopted;
+    c = _corral_chunk_acquire(h, pool, attempt == 0, &adopted);
+    if (!c) return NULL;
+    h->cur[pool] = c;
+    if (adopted) _corral_chunk_drain(c, 0);
+    if (refill(c)) return pop(c);
+  }
+  return NULL;
+}
