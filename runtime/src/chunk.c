@@ -223,7 +223,7 @@ void _corral_chunk_retire(corral_chunk_t *c)
   c->next = retired[c->pool];
   if (c->next) c->next->prev = c;
   retired[c->pool] = c;
-  atomic_store_explicit(&c->owner, NULL, memory_order_release);
+  atomic_store_explicit(&c->owner, CORRAL_UNOWNED, memory_order_release);
   long add = CORRAL_RETIRED - (long)c->live;
   if (atomic_fetch_add(&c->balance, add) + add == CORRAL_RETIRED)
     release_locked(c);                   /* every object already came back */

@@ -10,6 +10,8 @@
 
 corral_heap_t *_corral_heaps;                  /* registry, under _corral_heap_lock */
 __thread corral_heap_t *_corral_tls_heap __attribute__((tls_model("initial-exec")));
+__thread corral_heap_t *_corral_tls_fast __attribute__((tls_model("initial-exec")));
+uint8_t _corral_class_of8[CORRAL_TABLE_MAX / 8 + 1];
 static pthread_key_t exit_key;
 static int exit_key_ok;
 
@@ -30,7 +32,7 @@ static void thread_exit(void *arg)
   corral_heap_t *h = arg;
   if (!h) return;
   retire_all(h);
-  _corral_tls_heap = NULL;
+  _corral_tls_heap = _corral_tls_fast = NULL;
   _corral_lock(&_corral_heap_lock);
   h->dead = 1;
   _corral_unlock(&_corral_heap_lock);
@@ -39,6 +41,7 @@ static void thread_exit(void *arg)
 void _corral_heap_init(void)
 {
   _corral_layout_init();
+  for (size_t i = 0; i <= CORRAL_TABLE_MAX / 8; i++) _corral_class_of8[i] = (uint8_t)corral_size_class(i * 8);
   exit_key_ok = pthread_key_create(&exit_key, thread_exit) == 0;
 }
 
@@ -69,6 +72,7 @@ corral_heap_t *_corral_heap_create_for_thread(void)
   corral_heap_t *h = heap_create();
   if (!h) return NULL;
   _corral_tls_heap = h;
+  if (!_corral_track) _corral_tls_fast = h;
   if (exit_key_ok) pthread_setspecific(exit_key, h);
   return h;
 }

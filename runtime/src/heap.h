@@ -26,6 +26,9 @@
  * in `balance` (set from retirement until the next owner drains). */
 #define CORRAL_REMOTE_COUNTED ((uintptr_t)1)
 #define CORRAL_CHUNK_MAGIC 0x6c6172726f63u   /* "corral" */
+/* Owner of a chunk no thread allocates in: not NULL, so that a thread
+ * without a heap never takes the owner's way. */
+#define CORRAL_UNOWNED ((struct corral_heap_s *)1)
 /* Blocks of a fresh chunk are linked onto its free list this many bytes'
  * worth at a time (at least one block). */
 #define CORRAL_EXTEND_BYTES 4096
@@ -42,7 +45,7 @@ typedef struct corral_chunk_s {
   uint32_t group;
   uint16_t pool;                           /* group * CORRAL_SIZE_CLASSES + size class */
   uint16_t in_retired;                     /* on its pool's retired list (lock) */
-  _Atomic(struct corral_heap_s *) owner;   /* thread heap allocating here, or NULL */
+  _Atomic(struct corral_heap_s *) owner;   /* thread heap allocating here, or CORRAL_UNOWNED */
   uint64_t key;                            /* written into freed objects to spot double frees */
   uint64_t div_magic;                      /* block chunks: ceil(2^64 / block_size) */
   char *blocks;                            /* block chunks: the first block */
@@ -121,8 +124,11 @@ static inline uint64_t *_corral_bits(corral_chunk_t *c)
 
 void _corral_heap_init(void);
 
-/* The calling thread's heap (created on first use; NULL if out of memory). */
+/* The calling thread's heap (created on first use; NULL if out of memory).
+ * _corral_tls_fast is the same heap while nothing is counted, else NULL:
+ * the fast paths test it alone. */
 extern __thread corral_heap_t *_corral_tls_heap __attribute__((tls_model("initial-exec")));
+extern __thread corral_heap_t *_corral_tls_fast __attribute__((tls_model("initial-exec")));
 corral_heap_t *_corral_heap_create_for_thread(void);
 static inline corral_heap_t *_corral_heap_get(void)
 {
@@ -167,17 +173,23 @@ static inline int _corral_block_start(corral_chunk_t *c, const void *p)
 
 /* The chunk of p if p is an object a group handed out (*where says
  * CORRAL_OBJECT); otherwise NULL and *where says what p is. */
-static inline corral_chunk_t *_corral_chunk_of(const void *p, corral_where_t *where)
+static inline __attribute__((always_inline)) int _corral_in_range(uintptr_t c, unsigned i)
+{
+  return c - _corral_range_lo[i] < __atomic_load_n(&_corral_range_hi[i], __ATOMIC_ACQUIRE) - _corral_range_lo[i];
+}
+
+static inline __attribute__((always_inline)) corral_chunk_t *_corral_chunk_of(const void *p, corral_where_t *where)
 {
   corral_chunk_t *c = (corral_chunk_t *)((uintptr_t)p & _corral_layout.chunk_mask);
-  unsigned n = atomic_load_explicit(&_corral_range_count, memory_order_acquire);
-  unsigned i = 0;
-  while (i < n && (uintptr_t)c - _corral_range_lo[i] >=
-                      __atomic_load_n(&_corral_range_hi[i], __ATOMIC_ACQUIRE) - _corral_range_lo[i])
-    i++;
-  if (CORRAL_LIKELY(i == n)) {
-    *where = CORRAL_NOT_GROUP;
-    return NULL;
+  /* The first range first, without the count: before it exists its bounds
+   * are both 0, and nothing lies in [0, 0). */
+  if (CORRAL_UNLIKELY(!_corral_in_range((uintptr_t)c, 0))) {
+    unsigned n = atomic_load_explicit(&_corral_range_count, memory_order_acquire), i = 1;
+    while (i < n && !_corral_in_range((uintptr_t)c, i)) i++;
+    if (CORRAL_LIKELY(i >= n)) {
+      *where = CORRAL_NOT_GROUP;
+      return NULL;
+    }
   }
   if (__atomic_load_n(&c->magic, __ATOMIC_ACQUIRE) != CORRAL_CHUNK_MAGIC) {
     *where = CORRAL_IN_EMPTY_CHUNK;
@@ -216,11 +228,20 @@ void _corral_group_free_slow(corral_chunk_t *c, void *p);
  * has a `free` list, an explicit alignment, counting) takes the slow way.
  * Word 1 of a handed-out object is cleared: a free that finds the chunk's key
  * there is a double free. */
+/* Classes of sizes up to 1024 by 8-byte steps, from corral_size_class. */
+#define CORRAL_TABLE_MAX 1024
+extern uint8_t _corral_class_of8[CORRAL_TABLE_MAX / 8 + 1];
+
+static inline unsigned _corral_class(size_t size)
+{
+  return CORRAL_LIKELY(size <= CORRAL_TABLE_MAX) ? _corral_class_of8[(size + 7) >> 3] : corral_size_class(size);
+}
+
 static inline __attribute__((always_inline)) void *_corral_group_alloc(unsigned g, size_t size, size_t align)
 {
-  corral_heap_t *h = _corral_tls_heap;
-  if (CORRAL_LIKELY(h != NULL && align == 0 && !_corral_track)) {
-    corral_chunk_t *c = h->cur[g * CORRAL_SIZE_CLASSES + corral_size_class(size)];
+  corral_heap_t *h = _corral_tls_fast;
+  if (CORRAL_LIKELY(h != NULL && align == 0)) {
+    corral_chunk_t *c = h->cur[g * CORRAL_SIZE_CLASSES + _corral_class(size)];
     if (CORRAL_LIKELY(c != NULL)) {
       void **p = (void **)c->free;
       if (CORRAL_LIKELY(p != NULL)) {
@@ -240,9 +261,8 @@ static inline __attribute__((always_inline)) void *_corral_group_alloc(unsigned 
 static inline __attribute__((always_inline)) void _corral_group_free(corral_chunk_t *c, void *p)
 {
   void **q = (void **)p;
-  corral_heap_t *h = _corral_tls_heap;
-  if (CORRAL_LIKELY(c->block_size != 0 && (uint64_t)q[1] != c->key && h != NULL &&
-                    atomic_load_explicit(&c->owner, memory_order_relaxed) == h && !_corral_track)) {
+  if (CORRAL_LIKELY(c->block_size != 0 && (uint64_t)q[1] != c->key &&
+                    atomic_load_explicit(&c->owner, memory_order_relaxed) == _corral_tls_fast)) {
     q[0] = c->local_free;
     q[1] = (void *)c->key;
     c->local_free = q;

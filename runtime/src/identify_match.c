@@ -2,6 +2,7 @@
  * the plan's selectors are decided. See docs/identification.md. */
 #include <string.h>
 
+#include "heap.h"
 #include "dynamic.h"
 #include "identify.h"
 #include "identify_state.h"
@@ -45,8 +46,8 @@ static inline int direct_lookup(const ident_tables_t *t, uintptr_t pc, int *grou
 {
   if (t->direct_mask) {
     size_t s = (pc * 0x9E3779B97F4A7C15ull >> 20) & t->direct_mask;
-    for (uintptr_t key; (key = t->direct_keys[s]) != 0; s = (s + 1) & t->direct_mask)
-      if (key == pc) { *group = t->direct_groups[s]; return 1; }
+    for (uintptr_t key; (key = t->direct[s].key) != 0; s = (s + 1) & t->direct_mask)
+      if (key == pc) { *group = (int)t->direct[s].group; return 1; }
   }
   size_t lo = 0, hi = t->direct_range_count;
   while (lo < hi) {
@@ -248,10 +249,16 @@ static inline __attribute__((always_inline)) int identify_with(const ident_table
   return group;
 }
 
+/* Without statistics nothing is counted on the way to a decision: a
+ * frame-0 decision is one hash probe. */
 int _corral_identify(void *ret0, void *fp0, size_t size)
 {
-  (void)size;
   const ident_tables_t *t = __atomic_load_n(&_corral_ident.tables, __ATOMIC_ACQUIRE);
   if (!t) return CORRAL_UNLIKELY(_corral_dyn_on) ? _corral_dyn_identify(ret0, fp0, size) : -1;   /* no plan */
-  return identify_with(t, ret0, fp0);
+  if (CORRAL_UNLIKELY(_corral_track)) return identify_with(t, ret0, fp0);
+  int group;
+  if (direct_lookup(t, (uintptr_t)ret0, &group)) return group;
+  if (t->first_rank == NO_RANK) return -1;
+  if (replay(t, (uintptr_t)ret0, (uintptr_t)fp0, &group)) return group;
+  return walk_decide(t, ret0, fp0, counters());
 }

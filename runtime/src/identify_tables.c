@@ -114,7 +114,7 @@ ident_tables_t *_corral_tables_build(const plan_t *plan, const plan_binding_t *b
   size_t memberships_cap = occurrences * (2 * occurrences + 1);
   if (memberships_cap > (1u << 22)) memberships_cap = 1u << 22;   /* lazily touched pages */
   size_t bytes = sizeof(ident_tables_t) + 16 * 16
-    + slots * (sizeof(uintptr_t) + sizeof(int16_t))
+    + slots * sizeof(direct_entry_t)
     + ranges * sizeof(direct_range_t)
     + occurrences * 3 * sizeof(span_t)          /* scratch: sites, boundaries */
     + (2 * occurrences + 1) * (sizeof(uintptr_t) + sizeof(uint32_t))
@@ -135,8 +135,7 @@ ident_tables_t *_corral_tables_build(const plan_t *plan, const plan_binding_t *b
   memcpy(t->group_by_rank, plan->group_by_rank, sizeof t->group_by_rank);
 
   /* Direct entries of loaded modules. */
-  t->direct_keys = carve(&c, slots * sizeof(uintptr_t));
-  t->direct_groups = carve(&c, slots * sizeof(int16_t));
+  t->direct = carve(&c, slots * sizeof(direct_entry_t));
   t->direct_mask = slots ? slots - 1 : 0;
   t->direct_ranges = carve(&c, ranges * sizeof(direct_range_t));
   for (size_t i = 0; i < plan->direct_count; i++) {
@@ -145,10 +144,10 @@ ident_tables_t *_corral_tables_build(const plan_t *plan, const plan_binding_t *b
     uintptr_t lo = d->site.lo + b->bias[d->site.module], hi = d->site.hi + b->bias[d->site.module];
     if (hi - lo == 1) {
       size_t s = (lo * 0x9E3779B97F4A7C15ull >> 20) & t->direct_mask;
-      while (t->direct_keys[s] && t->direct_keys[s] != lo) s = (s + 1) & t->direct_mask;
-      if (t->direct_keys[s]) continue;            /* a repeated entry: the first one stands */
-      t->direct_keys[s] = lo;
-      t->direct_groups[s] = d->group;
+      while (t->direct[s].key && t->direct[s].key != lo) s = (s + 1) & t->direct_mask;
+      if (t->direct[s].key) continue;             /* a repeated entry: the first one stands */
+      t->direct[s].key = lo;
+      t->direct[s].group = d->group;
     } else {
       direct_range_t *r = &t->direct_ranges[t->direct_range_count++];
       r->lo = lo; r->hi = hi; r->group = d->group;

@@ -16,6 +16,12 @@
 
 #define NO_RANK 0xff
 
+/* Key and group in one slot: a probe reads one cache line. */
+typedef struct direct_entry_s {
+  uintptr_t key;
+  intptr_t group;
+} direct_entry_t;
+
 typedef struct direct_range_s {
   uintptr_t lo, hi;
   int16_t group;
@@ -27,8 +33,7 @@ typedef struct ident_tables_s {
   int first_match;                  /* the first frame completing a clause decides */
 
   /* direct: exact frame-0 addresses (open addressing, key 0 = empty) ... */
-  uintptr_t *direct_keys;
-  int16_t *direct_groups;
+  direct_entry_t *direct;
   size_t direct_mask;               /* slots - 1; slots == 0 without entries */
   /* ... and ranges, sorted, not overlapping */
   direct_range_t *direct_ranges;

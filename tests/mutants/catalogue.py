@@ -35,17 +35,22 @@ MUTANTS = [
            "  ((uint64_t *)p)[1] = c->key;\n",
            "static __attribute__((noinline)) void free_remote(corral_chunk_t *c, void *p)\n{\n",
            "a free by another thread does not mark the object free"),
-    Mutant("fresh-object-keeps-free-mark", "runtime/src/alloc.c",
-           "  ((uint64_t *)p)[1] = 0;\n  c->live++;\n  return p;\n}\n\n/* Owner, when the exact list",
-           "  c->live++;\n  return p;\n}\n\n/* Owner, when the exact list",
-           "a reused slot still looks free: its next free warns of a double free"),
+    Mutant("fresh-object-keeps-free-mark", "runtime/src/heap.h",
+           "        c->free = p[0];\n        p[1] = NULL;\n        c->live++;\n",
+           "        c->free = p[0];\n        c->live++;\n",
+           "a reused block still looks free: its next free warns of a double free"),
+    Mutant("block-start-unchecked", "runtime/src/heap.h",
+           "return off < __atomic_load_n(&c->limit, __ATOMIC_RELAXED) && off * c->div_magic < c->div_magic;",
+           "return off < __atomic_load_n(&c->limit, __ATOMIC_RELAXED);",
+           "a free of a pointer inside a block is taken for the block's own"),
     Mutant("malloc-not-a-tail-call", "runtime/src/interpose.c",
            "    return enomem_if_null(_corral_next.malloc(size));\n  }\n  return malloc_rest(size);\n",
            "    return enomem_if_null(_corral_next.malloc(size));\n  }\n  void *p = malloc_rest(size);\n"
            "  __asm__ __volatile__(\"\" : : \"r\"(p) : \"memory\");\n  return p;\n",
            "identification sees a frame inside libcorral instead of the program's call site"),
     Mutant("realloc-interior-pointer", "runtime/src/interpose.c",
-           "  if (why) {\n    _corral_warn(\"realloc of invalid pointer %p (%s)\", p, why);\n"
+           "  if (where != CORRAL_OBJECT && where != CORRAL_NOT_GROUP) {\n"
+           "    _corral_warn(\"realloc of invalid pointer %p (%s)\", p, _corral_where_text(where));\n"
            "    errno = ENOMEM;\n    return NULL;\n  }\n",
            "",
            "realloc of an interior pointer is passed on instead of refused"),
