@@ -10,6 +10,8 @@
 
 #include "heap.h"
 #include "identify.h"
+#include "identify_state.h"
+#include "identify_tables.h"
 #include "init.h"
 #include "internal.h"
 #include "next.h"
@@ -52,7 +54,14 @@ CORRAL_INLINE int _corral_pick_group(size_t size, void *ret0, void *fp0)
     _corral_rng = x;
     return (int)(((x >> 32) * _corral_ngroups) >> 32);   /* no division */
   }
-  int g = _corral_identify(ret0, fp0, size);
+  /* A frame-0 decision without a call: the direct table's first probe. */
+  const ident_tables_t *t = __atomic_load_n(&_corral_ident.tables, __ATOMIC_ACQUIRE);
+  int g;
+  if (CORRAL_LIKELY(t != NULL && !_corral_track && t->direct_mask != 0) &&
+      t->direct[((uintptr_t)ret0 * CORRAL_DIRECT_HASH >> 20) & t->direct_mask].key == (uintptr_t)ret0)
+    g = (int)t->direct[((uintptr_t)ret0 * CORRAL_DIRECT_HASH >> 20) & t->direct_mask].group;
+  else
+    g = _corral_identify(ret0, fp0, size);
   return g < (int)_corral_ngroups ? g : -1;
 }
 

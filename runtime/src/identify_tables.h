@@ -16,7 +16,9 @@
 
 #define NO_RANK 0xff
 
-/* Key and group in one slot: a probe reads one cache line. */
+/* Key and group in one slot: a probe reads one cache line. The slot of a
+ * key is (key * CORRAL_DIRECT_HASH >> 20) & mask, then linear probing. */
+#define CORRAL_DIRECT_HASH 0x9E3779B97F4A7C15ull
 typedef struct direct_entry_s {
   uintptr_t key;
   intptr_t group;
