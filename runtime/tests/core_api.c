@@ -171,6 +171,31 @@ static void test_realloc(void)
   free(p);                               /* still valid after the failed realloc */
 }
 
+/* Grouped blocks are packed as C allows (docs/runtime.md, "Packing"): a
+ * size's usable size is its class's block, and 24-byte blocks sit 24 bytes
+ * apart, so some start at 8 mod 16. Random pools only: a plan's group may
+ * mix sizes in granules. */
+static void test_packing(void)
+{
+  if (!grouped_expected || !getenv("CORRAL_RANDOM_POOLS")) return;
+  size_t sizes[][2] = { {1, 16}, {17, 24}, {20, 24}, {33, 40}, {121, 128}, {129, 192}, {200, 256}, {3000, 3072} };
+  for (unsigned i = 0; i < sizeof sizes / sizeof *sizes && sizes[i][0] <= max_size; i++) {
+    void *p = malloc(sizes[i][0]);
+    CHECK(malloc_usable_size(p) == sizes[i][1], "usable size of malloc(%zu): %zu, not %zu", sizes[i][0],
+          malloc_usable_size(p), sizes[i][1]);
+    free(p);
+  }
+  void *q[16];
+  int odd = 0;
+  for (int i = 0; i < 16; i++) {
+    q[i] = malloc(24);
+    CHECK(((uintptr_t)q[i] & 7) == 0, "malloc(24) = %p", q[i]);
+    odd += ((uintptr_t)q[i] & 15) == 8;
+  }
+  CHECK(odd > 0, "no 24-byte block at 8 mod 16: not packed");
+  for (int i = 0; i < 16; i++) free(q[i]);
+}
+
 /* Freed space comes back within the group: once the blocks the chunk has
  * already linked (at most 4 KiB of them) are handed out, the block freed
  * last is the next one. */
@@ -198,5 +223,6 @@ int main(void)
   test_aligned();
   test_realloc();
   test_reuse();
+  test_packing();
   return core_summary();
 }
