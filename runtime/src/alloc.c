@@ -68,17 +68,7 @@ void *_corral_group_alloc_slow(unsigned g, size_t size, size_t align)
      * to 4096), so a size rounded up to the alignment finds a class whose
      * blocks have it (docs/runtime.md, "Packing"). */
     if (align > 8) size = ((size ? size : 1) + align - 1) & ~(align - 1);
-    unsigned pool = g * CORRAL_SIZE_CLASSES + corral_size_class(size);
-    corral_chunk_t *c = h->cur[pool];
-    if (CORRAL_LIKELY(c != NULL && c->free != NULL)) {
-      void **q = c->free;
-      c->free = q[0];
-      q[1] = NULL;
-      c->live++;
-      p = q;
-    } else {
-      p = _corral_block_alloc(h, pool);
-    }
+    p = _corral_block_alloc(h, g * CORRAL_SIZE_CLASSES + corral_size_class(size));
   }
   if (CORRAL_UNLIKELY(!p)) return NULL;
   return _corral_track ? count_alloc(h, g, p) : p;
