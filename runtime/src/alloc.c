@@ -105,12 +105,6 @@ void _corral_group_free_slow(corral_chunk_t *c, void *p)
     h->counts[c->group].freed_bytes += _corral_object_size(c, p);
   }
   if (h == NULL || atomic_load_explicit(&c->owner, memory_order_relaxed) != h) return free_remote(c, p);
-  if (c->block_size) {
-    ((void **)p)[0] = c->local_free;
-    ((uint64_t *)p)[1] = c->key;
-    c->local_free = p;
-    c->live--;
-    return;
-  }
-  _corral_mixed_free_local(c, p);
+  if (c->block_size) _corral_block_free_local(c, p);
+  else _corral_mixed_free_local(c, p);
 }

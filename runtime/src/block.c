@@ -62,33 +62,16 @@ static int refill(corral_chunk_t *c)
   return extend(c);
 }
 
-static inline void *pop(corral_chunk_t *c)
-{
-  void **p = c->free;
-  c->free = p[0];
-  p[1] = NULL;
-  c->live++;
-  return p;
-}
-
 /* The current chunk of the pool has nothing on its lists: refill it, or
  * move to another chunk (retire this one, adopt one with freed space or take
  * an empty one; an adopted chunk may still be full). */
 void *_corral_block_alloc(corral_heap_t *h, unsigned pool)
 {
   corral_chunk_t *c = h->cur[pool];
-  if (c && refill(c)) return pop(c);
+  if (c && refill(c)) return _corral_block_pop(c);
   for (int attempt = 0; attempt < 2; attempt++) {
-    if (c) {
-      h->cur[pool] = NULL;
-      _corral_chunk_retire(c);
-    }
-    int adopted;
-    c = _corral_chunk_acquire(h, pool, attempt == 0, &adopted);
-    if (!c) return NULL;
-    h->cur[pool] = c;
-    if (adopted) _corral_chunk_drain(c, 0);
-    if (refill(c)) return pop(c);
+    if (!(c = _corral_chunk_replace(h, pool, attempt == 0))) return NULL;
+    if (refill(c)) return _corral_block_pop(c);
   }
   return NULL;
 }

@@ -211,6 +211,20 @@ corral_chunk_t *_corral_chunk_acquire(corral_heap_t *h, unsigned pool, int may_a
   return c;
 }
 
+corral_chunk_t *_corral_chunk_replace(corral_heap_t *h, unsigned pool, int may_adopt)
+{
+  corral_chunk_t *c = h->cur[pool];
+  if (c) {
+    h->cur[pool] = NULL;
+    _corral_chunk_retire(c);
+  }
+  int adopted;
+  if (!(c = _corral_chunk_acquire(h, pool, may_adopt, &adopted))) return NULL;
+  h->cur[pool] = c;
+  if (adopted) _corral_chunk_drain(c, 0);
+  return c;
+}
+
 /* The owner stops allocating in c (it is full, or the thread exits). */
 void _corral_chunk_retire(corral_chunk_t *c)
 {

@@ -56,10 +56,11 @@ CORRAL_INLINE int _corral_pick_group(size_t size, void *ret0, void *fp0)
   }
   /* A frame-0 decision without a call: the direct table's first probe. */
   const ident_tables_t *t = __atomic_load_n(&_corral_ident.tables, __ATOMIC_ACQUIRE);
+  const direct_entry_t *e;
   int g;
   if (CORRAL_LIKELY(t != NULL && !_corral_track && t->direct_mask != 0) &&
-      t->direct[((uintptr_t)ret0 * CORRAL_DIRECT_HASH >> 20) & t->direct_mask].key == (uintptr_t)ret0)
-    g = (int)t->direct[((uintptr_t)ret0 * CORRAL_DIRECT_HASH >> 20) & t->direct_mask].group;
+      (e = &t->direct[_corral_direct_slot(t, (uintptr_t)ret0)])->key == (uintptr_t)ret0)
+    g = (int)e->group;
   else
     g = _corral_identify(ret0, fp0, size);
   return g < (int)_corral_ngroups ? g : -1;

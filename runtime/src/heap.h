@@ -171,13 +171,13 @@ static inline int _corral_block_start(corral_chunk_t *c, const void *p)
   return off < __atomic_load_n(&c->limit, __ATOMIC_RELAXED) && off * c->div_magic < c->div_magic;
 }
 
-/* The chunk of p if p is an object a group handed out (*where says
- * CORRAL_OBJECT); otherwise NULL and *where says what p is. */
 static inline __attribute__((always_inline)) int _corral_in_range(uintptr_t c, unsigned i)
 {
   return c - _corral_range_lo[i] < __atomic_load_n(&_corral_range_hi[i], __ATOMIC_ACQUIRE) - _corral_range_lo[i];
 }
 
+/* The chunk of p if p is an object a group handed out (*where says
+ * CORRAL_OBJECT); otherwise NULL and *where says what p is. */
 static inline __attribute__((always_inline)) corral_chunk_t *_corral_chunk_of(const void *p, corral_where_t *where)
 {
   corral_chunk_t *c = (corral_chunk_t *)((uintptr_t)p & _corral_layout.chunk_mask);
@@ -223,11 +223,6 @@ static inline size_t _corral_object_size(corral_chunk_t *c, const void *p)
 void *_corral_group_alloc_slow(unsigned g, size_t size, size_t align);
 void _corral_group_free_slow(corral_chunk_t *c, void *p);
 
-/* The owner's way: pop the head of the current block chunk's free list.
- * Everything else (no chunk yet, list empty, a mixed group whose chunk never
- * has a `free` list, an explicit alignment, counting) takes the slow way.
- * Word 1 of a handed-out object is cleared: a free that finds the chunk's key
- * there is a double free. */
 /* Classes of sizes up to 1024 by 8-byte steps, from corral_size_class. */
 #define CORRAL_TABLE_MAX 1024
 extern uint8_t _corral_class_of8[CORRAL_TABLE_MAX / 8 + 1];
@@ -237,36 +232,48 @@ static inline unsigned _corral_class(size_t size)
   return CORRAL_LIKELY(size <= CORRAL_TABLE_MAX) ? _corral_class_of8[(size + 7) >> 3] : corral_size_class(size);
 }
 
+/* Owner: the head of block chunk c's non-empty free list. Word 1 of a
+ * handed-out block is cleared: a free that finds the chunk's key there is a
+ * double free. */
+static inline __attribute__((always_inline)) void *_corral_block_pop(corral_chunk_t *c)
+{
+  void **p = (void **)c->free;
+  c->free = p[0];
+  p[1] = NULL;
+  c->live++;
+  return p;
+}
+
+/* Owner: block p of c onto the local list, the key in word 1. */
+static inline __attribute__((always_inline)) void _corral_block_free_local(corral_chunk_t *c, void *p)
+{
+  void **q = (void **)p;
+  q[0] = c->local_free;
+  q[1] = (void *)c->key;
+  c->local_free = q;
+  c->live--;
+}
+
+/* The owner's way: pop the head of the current block chunk's free list.
+ * Everything else (no chunk yet, list empty, a mixed group whose chunk never
+ * has a `free` list, an explicit alignment, counting) takes the slow way. */
 static inline __attribute__((always_inline)) void *_corral_group_alloc(unsigned g, size_t size, size_t align)
 {
   corral_heap_t *h = _corral_tls_fast;
   if (CORRAL_LIKELY(h != NULL && align == 0)) {
     corral_chunk_t *c = h->cur[g * CORRAL_SIZE_CLASSES + _corral_class(size)];
-    if (CORRAL_LIKELY(c != NULL)) {
-      void **p = (void **)c->free;
-      if (CORRAL_LIKELY(p != NULL)) {
-        c->free = p[0];
-        p[1] = NULL;
-        c->live++;
-        return p;
-      }
-    }
+    if (CORRAL_LIKELY(c != NULL && c->free != NULL)) return _corral_block_pop(c);
   }
   return _corral_group_alloc_slow(g, size, align);
 }
 
-/* The owner's free of a block: onto the chunk's local list, the key in word
- * 1. Anything else (another thread's chunk, a mixed chunk, a double free,
- * counting) takes the slow way. */
+/* The owner's free of a block. Anything else (another thread's chunk, a
+ * mixed chunk, a double free, counting) takes the slow way. */
 static inline __attribute__((always_inline)) void _corral_group_free(corral_chunk_t *c, void *p)
 {
-  void **q = (void **)p;
-  if (CORRAL_LIKELY(c->block_size != 0 && (uint64_t)q[1] != c->key &&
+  if (CORRAL_LIKELY(c->block_size != 0 && ((uint64_t *)p)[1] != c->key &&
                     atomic_load_explicit(&c->owner, memory_order_relaxed) == _corral_tls_fast)) {
-    q[0] = c->local_free;
-    q[1] = (void *)c->key;
-    c->local_free = q;
-    c->live--;
+    _corral_block_free_local(c, p);
     return;
   }
   _corral_group_free_slow(c, p);
@@ -289,6 +296,10 @@ void _corral_mixed_free_local(corral_chunk_t *c, void *p);
 
 /* Chunk hand-overs (chunk.c). */
 void _corral_layout_init(void);
+/* Retire h's current chunk of the pool (if any) and make another current:
+ * a retired one with freed space (if may_adopt; drained), else an empty
+ * one. NULL when out of memory. */
+corral_chunk_t *_corral_chunk_replace(corral_heap_t *h, unsigned pool, int may_adopt);
 corral_chunk_t *_corral_chunk_acquire(corral_heap_t *h, unsigned pool, int may_adopt, int *adopted);
 void _corral_chunk_retire(corral_chunk_t *c);
 void _corral_chunk_release(corral_chunk_t *c);

@@ -45,7 +45,7 @@ static ident_counters_t *counters(void)
 static inline int direct_lookup(const ident_tables_t *t, uintptr_t pc, int *group)
 {
   if (t->direct_mask) {
-    size_t s = (pc * CORRAL_DIRECT_HASH >> 20) & t->direct_mask;
+    size_t s = _corral_direct_slot(t, pc);
     for (uintptr_t key; (key = t->direct[s].key) != 0; s = (s + 1) & t->direct_mask)
       if (key == pc) { *group = (int)t->direct[s].group; return 1; }
   }

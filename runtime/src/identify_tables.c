@@ -143,7 +143,7 @@ ident_tables_t *_corral_tables_build(const plan_t *plan, const plan_binding_t *b
     if (!b->loaded[d->site.module]) continue;
     uintptr_t lo = d->site.lo + b->bias[d->site.module], hi = d->site.hi + b->bias[d->site.module];
     if (hi - lo == 1) {
-      size_t s = (lo * CORRAL_DIRECT_HASH >> 20) & t->direct_mask;
+      size_t s = _corral_direct_slot(t, lo);
       while (t->direct[s].key && t->direct[s].key != lo) s = (s + 1) & t->direct_mask;
       if (t->direct[s].key) continue;             /* a repeated entry: the first one stands */
       t->direct[s].key = lo;

@@ -65,6 +65,12 @@ typedef struct ident_tables_s {
 #define IDENT_MAX_DEPTH 64
 
 /* The segment holding pc, or (size_t)-1 when pc is in no site. */
+/* The first slot to probe for frame-0 address pc (t->direct_mask != 0). */
+static inline size_t _corral_direct_slot(const ident_tables_t *t, uintptr_t pc)
+{
+  return (pc * CORRAL_DIRECT_HASH >> 20) & t->direct_mask;
+}
+
 static inline size_t _corral_tables_segment_of(const ident_tables_t *t, uintptr_t pc)
 {
   size_t a = 0, b = t->seg_count;          /* first boundary > pc */

@@ -122,15 +122,7 @@ void *_corral_mixed_alloc(corral_heap_t *h, unsigned pool, size_t size, size_t a
     if ((p = split_alloc(c, k, align))) return p;
   }
   for (int attempt = 0; attempt < 2; attempt++) {
-    if (c) {
-      h->cur[pool] = NULL;
-      _corral_chunk_retire(c);
-    }
-    int adopted;
-    c = _corral_chunk_acquire(h, pool, attempt == 0, &adopted);
-    if (!c) return NULL;
-    h->cur[pool] = c;
-    if (adopted) _corral_chunk_drain(c, 0);
+    if (!(c = _corral_chunk_replace(h, pool, attempt == 0))) return NULL;
     if ((p = chunk_alloc(c, k, align)) || (p = split_alloc(c, k, align))) return p;
   }
   return NULL;
