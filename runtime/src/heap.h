@@ -223,13 +223,14 @@ static inline size_t _corral_object_size(corral_chunk_t *c, const void *p)
 void *_corral_group_alloc_slow(unsigned g, size_t size, size_t align);
 void _corral_group_free_slow(corral_chunk_t *c, void *p);
 
-/* Classes of sizes up to 1024 by 8-byte steps, from corral_size_class. */
-#define CORRAL_TABLE_MAX 1024
+/* Classes of every size a group takes (max_size is at most 65536) by
+ * 8-byte steps, from corral_size_class: one load, no branch. */
+#define CORRAL_TABLE_MAX 65536
 extern uint8_t _corral_class_of8[CORRAL_TABLE_MAX / 8 + 1];
 
 static inline unsigned _corral_class(size_t size)
 {
-  return CORRAL_LIKELY(size <= CORRAL_TABLE_MAX) ? _corral_class_of8[(size + 7) >> 3] : corral_size_class(size);
+  return _corral_class_of8[(size + 7) >> 3];
 }
 
 /* Owner: the head of block chunk c's non-empty free list. Word 1 of a
@@ -254,15 +255,25 @@ static inline __attribute__((always_inline)) void _corral_block_free_local(corra
   c->live--;
 }
 
-/* The owner's way: pop the head of the current block chunk's free list.
- * Everything else (no chunk yet, list empty, a mixed group whose chunk never
- * has a `free` list, an explicit alignment, counting) takes the slow way. */
-static inline __attribute__((always_inline)) void *_corral_group_alloc(unsigned g, size_t size, size_t align)
+/* The owner's way: pop the head of the current block chunk's free list of
+ * the group whose first pool is pool0 (group * CORRAL_SIZE_CLASSES). NULL
+ * when anything else is needed (no chunk yet, list empty, a mixed group
+ * whose chunk never has a `free` list, counting): the slow way then. */
+static inline __attribute__((always_inline)) void *_corral_pool_pop(unsigned pool0, size_t size)
 {
   corral_heap_t *h = _corral_tls_fast;
-  if (CORRAL_LIKELY(h != NULL && align == 0)) {
-    corral_chunk_t *c = h->cur[g * CORRAL_SIZE_CLASSES + _corral_class(size)];
+  if (CORRAL_LIKELY(h != NULL)) {
+    corral_chunk_t *c = h->cur[pool0 + _corral_class(size)];
     if (CORRAL_LIKELY(c != NULL && c->free != NULL)) return _corral_block_pop(c);
+  }
+  return NULL;
+}
+
+static inline __attribute__((always_inline)) void *_corral_group_alloc(unsigned g, size_t size, size_t align)
+{
+  if (CORRAL_LIKELY(align == 0)) {
+    void *p = _corral_pool_pop(g * CORRAL_SIZE_CLASSES, size);
+    if (CORRAL_LIKELY(p != NULL)) return p;
   }
   return _corral_group_alloc_slow(g, size, align);
 }

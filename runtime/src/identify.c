@@ -20,6 +20,22 @@
 #include "unwind.h"
 
 ident_state_t _corral_ident;
+const ident_tables_t *_corral_direct_tables;
+static int direct_open;
+
+/* The tables go to identification, and to the entry points' own frame-0
+ * probe once that is open and the tables have direct entries. */
+static void publish(const ident_tables_t *t)
+{
+  __atomic_store_n(&_corral_ident.tables, t, __ATOMIC_RELEASE);
+  __atomic_store_n(&_corral_direct_tables, direct_open && t && t->direct_mask ? t : NULL, __ATOMIC_RELEASE);
+}
+
+void _corral_ident_open_direct(void)
+{
+  direct_open = 1;
+  publish(_corral_ident.tables);
+}
 
 /* ---------------------------------------------------------------------------
    Loading
@@ -126,7 +142,7 @@ static int relocate(const module_table_t *modules)
     refuse(err);
     return -1;
   }
-  __atomic_store_n(&_corral_ident.tables, t, __ATOMIC_RELEASE);
+  publish(t);
   return 0;
 }
 
@@ -182,7 +198,7 @@ void _corral_ident_after_dlopen(void)
   if (modules && relocate(modules) != 0) {
     /* Stale now: allocations from here on are ungrouped. */
     _corral_ident.loaded = 0;
-    __atomic_store_n(&_corral_ident.tables, NULL, __ATOMIC_RELEASE);
+    publish(NULL);
   }
   __atomic_store_n(&_corral_ident.rebuilding, 0, __ATOMIC_RELEASE);
 }

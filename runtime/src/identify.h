@@ -24,6 +24,13 @@ void _corral_ident_init(void);
  * is loaded (one predictable branch) and when the `direct` table decides. */
 int _corral_identify(void *ret0, void *fp0, size_t size);
 
+/* The tables while the entry points may decide frame 0 themselves
+ * (interpose.c's malloc): a plan with direct entries, nothing counted, no
+ * random pools, the runtime ready. NULL otherwise. Opened by init. */
+struct ident_tables_s;
+extern const struct ident_tables_s *_corral_direct_tables;
+void _corral_ident_open_direct(void);
+
 /* Number of groups of the loaded plan (0 without one), and a group's label. */
 unsigned _corral_group_count(void);
 const char *_corral_group_name(unsigned g);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "size_class.h"
 
 /* ---------------------------------------------------------------------------
    Binding plan modules to loaded ones
@@ -148,6 +149,7 @@ ident_tables_t *_corral_tables_build(const plan_t *plan, const plan_binding_t *b
       if (t->direct[s].key) continue;             /* a repeated entry: the first one stands */
       t->direct[s].key = lo;
       t->direct[s].group = d->group;
+      t->direct[s].pool = d->group >= 0 ? d->group * CORRAL_SIZE_CLASSES : -1;
     } else {
       direct_range_t *r = &t->direct_ranges[t->direct_range_count++];
       r->lo = lo; r->hi = hi; r->group = d->group;

@@ -16,12 +16,14 @@
 
 #define NO_RANK 0xff
 
-/* Key and group in one slot: a probe reads one cache line. The slot of a
- * key is (key * CORRAL_DIRECT_HASH >> 20) & mask, then linear probing. */
+/* Key, group and the group's first pool in one slot: a probe reads one
+ * cache line. The slot of a key is (key * CORRAL_DIRECT_HASH >> 20) & mask,
+ * then linear probing. */
 #define CORRAL_DIRECT_HASH 0x9E3779B97F4A7C15ull
 typedef struct direct_entry_s {
   uintptr_t key;
-  intptr_t group;
+  int32_t group;                    /* -1: ungrouped */
+  int32_t pool;                     /* group * CORRAL_SIZE_CLASSES, -1 when ungrouped */
 } direct_entry_t;
 
 typedef struct direct_range_s {

@@ -64,6 +64,7 @@ int _corral_init_slow(void)
   __atomic_store_n(&_corral_forward_from,
                    _corral_options.stats ? SIZE_MAX : _corral_ngroups ? _corral_options.max_size + 1 : 0,
                    __ATOMIC_RELEASE);
+  if (!_corral_track && _corral_options.random_pools <= 0) _corral_ident_open_direct();
   initialising = 0;
   atomic_store(&_corral_state, CORRAL_STATE_READY);
   return CORRAL_STATE_READY;

@@ -133,16 +133,37 @@ static inline void *enomem_if_null(void *p)
   return p;
 }
 
+/* Out of line, so that malloc's short ways need no frame. */
+static __attribute__((noinline, cold)) void *malloc_huge(size_t size)
+{
+  return enomem_if_null(_corral_next.malloc(size));
+}
+
 static __attribute__((noinline)) void *malloc_rest(size_t size)
 {
   return _corral_alloc_at(size, 0, __builtin_return_address(0), __builtin_frame_address(0), 0);
 }
 
+/* Frame 0 decided here when the direct table's first probe has it: an
+ * ungrouped site goes on to the next allocator, a grouped one pops its
+ * pool's current chunk. Anything else (a miss, a collision, an empty list)
+ * takes malloc_rest, which decides again from scratch. Kept free of calls
+ * other than tail calls, so that it needs no frame. */
 CORRAL_EXPORT void *malloc(size_t size)
 {
   if (CORRAL_LIKELY(size >= __atomic_load_n(&_corral_forward_from, __ATOMIC_ACQUIRE))) {
     if (CORRAL_LIKELY(size <= PTRDIFF_MAX)) return _corral_next.malloc(size);
-    return enomem_if_null(_corral_next.malloc(size));
+    return malloc_huge(size);
+  }
+  const ident_tables_t *t = __atomic_load_n(&_corral_direct_tables, __ATOMIC_ACQUIRE);
+  if (CORRAL_LIKELY(t != NULL)) {
+    uintptr_t ret0 = (uintptr_t)__builtin_return_address(0);
+    const direct_entry_t *e = &t->direct[_corral_direct_slot(t, ret0)];
+    if (CORRAL_LIKELY(e->key == ret0)) {
+      if (e->pool < 0) return _corral_next.malloc(size);     /* size <= max_size: errno is the next's */
+      void *p = _corral_pool_pop((unsigned)e->pool, size);
+      if (CORRAL_LIKELY(p != NULL)) return p;
+    }
   }
   return malloc_rest(size);
 }
