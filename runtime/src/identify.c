@@ -28,7 +28,8 @@ static int direct_open;
 static void publish(const ident_tables_t *t)
 {
   __atomic_store_n(&_corral_ident.tables, t, __ATOMIC_RELEASE);
-  __atomic_store_n(&_corral_direct_tables, direct_open && t && t->direct_mask ? t : NULL, __ATOMIC_RELEASE);
+  __atomic_store_n(&_corral_direct_tables, direct_open && t && (t->direct_mask || t->no_walk) ? t : NULL,
+                   __ATOMIC_RELEASE);
 }
 
 void _corral_ident_open_direct(void)
@@ -125,6 +126,29 @@ static plan_t *parse_plan(char *text, size_t len, char *err, size_t errlen)
   return plan;
 }
 
+/* Redirects the calls of t's stub sites (those of loaded modules). */
+static void install_stubs(ident_tables_t *t, const module_table_t *modules)
+{
+  corral_stub_request_t req[CORRAL_STUB_SITES];
+  unsigned n = 0;
+  for (unsigned k = 0; k < CORRAL_STUB_SITES; k++) {
+    if (!t->stub_ret[k]) continue;
+    const corral_module_t *m = _corral_module_of(modules, t->stub_ret[k]);
+    if (!m) {
+      t->stub_reasons[CORRAL_STUB_NOT_DIRECT]++;
+      continue;
+    }
+    req[n++] = (corral_stub_request_t){k, t->stub_ret[k], m, CORRAL_STUB_OK};
+  }
+  _corral_stubs_install(req, n);
+  for (unsigned i = 0; i < n; i++) {
+    t->stub_reasons[req[i].result]++;
+    if (req[i].result == CORRAL_STUB_OK) t->stub_installed |= (uint64_t)1 << req[i].k;
+    else _corral_note(1, "site %#lx: no stub (%s); walked", (unsigned long)req[i].ret,
+                      _corral_stub_refusal_text(req[i].result));
+  }
+}
+
 /* Binds and builds against the current module table; publishes the tables.
  * Returns 0, or -1 having refused the plan. */
 static int relocate(const module_table_t *modules)
@@ -142,6 +166,8 @@ static int relocate(const module_table_t *modules)
     refuse(err);
     return -1;
   }
+  if (_corral_options.stubs) install_stubs(t, modules);
+  _corral_tables_stub_clauses(t);
   publish(t);
   return 0;
 }

@@ -25,8 +25,9 @@ void _corral_ident_init(void);
 int _corral_identify(void *ret0, void *fp0, size_t size);
 
 /* The tables while the entry points may decide frame 0 themselves
- * (interpose.c's malloc): a plan with direct entries, nothing counted, no
- * random pools, the runtime ready. NULL otherwise. Opened by init. */
+ * (interpose.c's malloc): a plan with direct entries or one that never
+ * needs a walk, nothing counted, no random pools, the runtime ready. NULL
+ * otherwise. Opened by init. */
 struct ident_tables_s;
 extern const struct ident_tables_s *_corral_direct_tables;
 void _corral_ident_open_direct(void);

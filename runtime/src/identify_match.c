@@ -8,6 +8,7 @@
 #include "identify_state.h"
 #include "identify_tables.h"
 #include "internal.h"
+#include "stub_decide.h"
 #include "unwind.h"
 
 /* Sites seen and clauses partly matched during one walk. Overflow (a walk
@@ -211,6 +212,10 @@ static inline __attribute__((always_inline)) int decide(const ident_tables_t *t,
     return group;
   }
   if (t->first_rank == NO_RANK) return -1;
+  if (t->stub_installed && _corral_stub_decide(t, (uintptr_t)fp0, &group)) {
+    c->stub_decisions++;
+    return group;
+  }
   /* A replay needs no stack bounds: it reads only slots a walk of this
    * thread validated, and they stay mapped while the thread runs. */
   if (replay(t, (uintptr_t)ret0, (uintptr_t)fp0, &group)) {
@@ -259,6 +264,7 @@ int _corral_identify(void *ret0, void *fp0, size_t size)
   int group;
   if (direct_lookup(t, (uintptr_t)ret0, &group)) return group;
   if (t->first_rank == NO_RANK) return -1;
+  if (t->stub_installed && _corral_stub_decide(t, (uintptr_t)fp0, &group)) return group;
   if (replay(t, (uintptr_t)ret0, (uintptr_t)fp0, &group)) return group;
   return walk_decide(t, ret0, fp0, counters());
 }

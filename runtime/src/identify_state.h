@@ -16,8 +16,8 @@
  * writer, so counting costs a few cycles. */
 typedef struct ident_counters_s {
   uint64_t calls, direct_hits, walks, frames, fp_steps, cfi_steps, grouped;
-  uint64_t sampled, sampled_cycles, replays;
-  char pad[64 - 10 * sizeof(uint64_t) % 64];
+  uint64_t sampled, sampled_cycles, replays, stub_decisions;
+  char pad[64 - 11 * sizeof(uint64_t) % 64];
 } ident_counters_t;
 
 #define IDENT_COUNTER_SLOTS 256

@@ -25,6 +25,7 @@ static void sum_counters(ident_counters_t *sum)
     sum->sampled += c->sampled;
     sum->sampled_cycles += c->sampled_cycles;
     sum->replays += c->replays;
+    sum->stub_decisions += c->stub_decisions;
   }
 }
 
@@ -46,11 +47,12 @@ void _corral_ident_stats_json(int fd)
   ident_counters_t s;
   sum_counters(&s);
   double cycles = s.sampled ? (double)s.sampled_cycles / (double)s.sampled : 0.0;
-  _corral_fdprintf(fd, "\"identify\":{\"calls\":%llu,\"direct_hits\":%llu,\"replays\":%llu,\"walks\":%llu,"
+  _corral_fdprintf(fd, "\"identify\":{\"calls\":%llu,\"direct_hits\":%llu,\"stub_decisions\":%llu,"
+                   "\"replays\":%llu,\"walks\":%llu,"
                    "\"frames\":%llu,\"fp_steps\":%llu,\"cfi_steps\":%llu,\"grouped\":%llu,"
                    "\"sampled\":%llu,\"cycles_per_call\":%.1f},",
                    (unsigned long long)s.calls, (unsigned long long)s.direct_hits,
-                   (unsigned long long)s.replays, (unsigned long long)s.walks, (unsigned long long)s.frames,
+                   (unsigned long long)s.stub_decisions, (unsigned long long)s.replays, (unsigned long long)s.walks, (unsigned long long)s.frames,
                    (unsigned long long)s.fp_steps, (unsigned long long)s.cfi_steps,
                    (unsigned long long)s.grouped, (unsigned long long)s.sampled, cycles);
   char path[1100], message[600];
@@ -68,9 +70,16 @@ void _corral_ident_stats_json(int fd)
   if (plan)
     _corral_fdprintf(fd, ",\"groups\":%u,\"clauses\":%zu,\"direct\":%zu",
                      plan->group_count, plan->clause_count, plan->direct_count);
-  if (t)
+  if (t) {
     _corral_fdprintf(fd, ",\"modules_loaded\":%u,\"sites\":%zu,\"depth\":%d,\"table_bytes\":%zu",
                      t->modules_matched, t->site_count, t->depth, t->bytes);
+    /* Stub sites by outcome: "installed" and each reason a site is walked. */
+    _corral_fdprintf(fd, ",\"stub_sites\":{");
+    for (int r = 0; r < CORRAL_STUB_REASONS; r++)
+      _corral_fdprintf(fd, "%s\"%s\":%u", r ? "," : "", _corral_stub_refusal_text((corral_stub_refusal_t)r),
+                       t->stub_reasons[r]);
+    _corral_fdprintf(fd, "},\"stub_clauses\":%zu", t->stub_clause_count);
+  }
   _corral_fdprintf(fd, "}");
 }
 
@@ -85,9 +94,17 @@ void _corral_ident_stats_text(int fd)
   _corral_fdprintf(fd, "plan: %s (%s%s%s)\n", _corral_ident.path,
                    _corral_ident.loaded ? "loaded" : "not used",
                    _corral_ident.message[0] ? ": " : "", _corral_ident.message);
-  _corral_fdprintf(fd, "identify: %llu calls, %llu direct, %llu replayed, %llu walks, %.2f frames/walk "
+  const ident_tables_t *t = __atomic_load_n(&_corral_ident.tables, __ATOMIC_ACQUIRE);
+  if (t) {
+    unsigned walked = 0;
+    for (int r = CORRAL_STUB_OK + 1; r < CORRAL_STUB_REASONS; r++) walked += t->stub_reasons[r];
+    _corral_fdprintf(fd, "stubs: %u sites instrumented, %u walked; %zu clauses decided by stubs\n",
+                     t->stub_reasons[CORRAL_STUB_OK], walked, t->stub_clause_count);
+  }
+  _corral_fdprintf(fd, "identify: %llu calls, %llu direct, %llu by stubs, %llu replayed, %llu walks, %.2f frames/walk "
                    "(%llu fp, %llu cfi steps), %llu grouped, %.0f cycles/call (1/%d sampled)\n",
-                   (unsigned long long)s.calls, (unsigned long long)s.direct_hits, (unsigned long long)s.replays,
+                   (unsigned long long)s.calls, (unsigned long long)s.direct_hits,
+                   (unsigned long long)s.stub_decisions, (unsigned long long)s.replays,
                    (unsigned long long)s.walks, s.walks ? (double)s.frames / (double)s.walks : 0.0,
                    (unsigned long long)s.fp_steps, (unsigned long long)s.cfi_steps,
                    (unsigned long long)s.grouped,

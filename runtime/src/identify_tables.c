@@ -109,7 +109,7 @@ ident_tables_t *_corral_tables_build(const plan_t *plan, const plan_binding_t *b
     if (plan->directs[i].site.hi - plan->directs[i].site.lo == 1) exact++;
     else ranges++;
   }
-  size_t slots = 0;
+  size_t slots = 1;                /* without entries one empty slot, which the entry points may probe */
   if (exact) for (slots = 16; slots < 2 * exact; slots *= 2) {}
   /* Segment memberships: each site is cut by at most 2 * occurrences boundaries. */
   size_t memberships_cap = occurrences * (2 * occurrences + 1);
@@ -121,7 +121,8 @@ ident_tables_t *_corral_tables_build(const plan_t *plan, const plan_binding_t *b
     + (2 * occurrences + 1) * (sizeof(uintptr_t) + sizeof(uint32_t))
     + memberships_cap * sizeof(uint32_t) + ranges * sizeof(span_t)
     + (occurrences + 1) * sizeof(uint32_t) * 2
-    + plan->clause_count * 2;
+    + plan->clause_count * 2
+    + plan->clause_count * (sizeof(uint64_t) + sizeof(struct stub_clause_s)) + 16;
   bytes = (bytes + 4095) & ~(size_t)4095;
   char *block = _corral_os_map(bytes);
   if (!block) { snprintf(err, errlen, "no memory for its tables (%zu bytes)", bytes); return NULL; }
@@ -164,6 +165,30 @@ ident_tables_t *_corral_tables_build(const plan_t *plan, const plan_binding_t *b
     for (size_t i = 0; i < n; i++) {
       if (i && scratch[i].lo < scratch[i - 1].hi) { snprintf(err, errlen, "overlapping direct ranges"); goto fail; }
       t->direct_ranges[i] = (direct_range_t){scratch[i].lo, scratch[i].hi, (int16_t)(int32_t)scratch[i].tag};
+    }
+  }
+
+  /* Stub sites: the distinct exact sites of all clauses, in file order. */
+  {
+    plan_site_t seen[CORRAL_STUB_SITES];
+    unsigned nseen = 0;
+    t->clause_stub_mask = carve(&c, plan->clause_count * sizeof(uint64_t));
+    t->stub_clauses = carve(&c, plan->clause_count * sizeof(struct stub_clause_s));
+    for (size_t i = 0; i < plan->clause_count; i++) {
+      const plan_clause_t *cl = &plan->clauses[i];
+      uint64_t mask = 0;
+      for (unsigned k = 0; k < cl->nsites; k++) {
+        const plan_site_t *s = &cl->sites[k];
+        unsigned q = 0;
+        while (q < nseen && !(seen[q].module == s->module && seen[q].lo == s->lo && seen[q].hi == s->hi)) q++;
+        if (q == nseen && s->hi - s->lo == 1 && nseen < CORRAL_STUB_SITES) {
+          seen[nseen++] = *s;
+          if (b->loaded[s->module]) t->stub_ret[q] = s->lo + b->bias[s->module];
+        }
+        if (q == nseen || s->hi - s->lo != 1) { mask = 0; break; }    /* a range, or past the stub sites */
+        mask |= (uint64_t)1 << q;
+      }
+      t->clause_stub_mask[i] = mask;
     }
   }
 
@@ -253,3 +278,27 @@ fail:
   return NULL;
 }
 
+
+void _corral_tables_stub_clauses(ident_tables_t *t)
+{
+  t->stub_clause_count = 0;
+  t->walk_first_rank = NO_RANK;
+  /* In rank order; within a rank, file order (a stable insertion). */
+  for (size_t i = 0; i < t->clause_count; i++) {
+    if (!t->clause_need[i]) continue;                  /* not live */
+    uint64_t mask = t->clause_stub_mask[i];
+    uint8_t rank = t->clause_rank[i];
+    if (!mask || (mask & ~t->stub_installed)) {
+      if (rank < t->walk_first_rank) t->walk_first_rank = rank;
+      continue;
+    }
+    size_t j = t->stub_clause_count++;
+    while (j > 0 && t->stub_clauses[j - 1].rank > rank) {
+      t->stub_clauses[j] = t->stub_clauses[j - 1];
+      j--;
+    }
+    t->stub_clauses[j].mask = mask;
+    t->stub_clauses[j].rank = rank;
+  }
+  t->no_walk = t->walk_first_rank == NO_RANK && t->direct_range_count == 0;
+}

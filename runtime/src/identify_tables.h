@@ -10,6 +10,7 @@
 
 #include "modules.h"
 #include "plan.h"
+#include "stubs.h"
 
 /* Internal: every declaration below is of this library, not exported. */
 #pragma GCC visibility push(hidden)
@@ -59,6 +60,25 @@ typedef struct ident_tables_s {
   uint8_t group_by_rank[PLAN_MAX_GROUPS];
   uint8_t first_rank;               /* smallest rank of a live clause, NO_RANK if none */
 
+  /* Stubs (stubs.h). Stub site k is the k-th distinct exact clause site of
+   * the plan (file order, the first CORRAL_STUB_SITES): its return address
+   * here (0 if its module is not loaded). stub_installed has bit k when the
+   * call got its stub. Per clause, the mask of its sites when each has a
+   * stub index (0 otherwise); the live clauses stubs decide alone, in rank
+   * order; and the first rank of a live clause they cannot (NO_RANK: none,
+   * so no allocation needs a walk). */
+  uintptr_t stub_ret[CORRAL_STUB_SITES];
+  uint64_t stub_installed;
+  uint64_t *clause_stub_mask;
+  struct stub_clause_s { uint64_t mask; uint8_t rank; } *stub_clauses;
+  size_t stub_clause_count;
+  uint8_t walk_first_rank;
+  /* No allocation needs a walk: every live clause is decided by stubs and
+   * no direct entry is a range. A frame 0 missing from the direct table
+   * with no stub site noted live is then ungrouped at once. */
+  uint8_t no_walk;
+  uint8_t stub_reasons[CORRAL_STUB_REASONS];   /* sites per outcome, for statistics */
+
   /* For statistics. */
   unsigned modules_matched;
   size_t bytes;
@@ -101,6 +121,10 @@ int _corral_plan_bind(const plan_t *plan, const module_table_t *modules, plan_bi
 ident_tables_t *_corral_tables_build(const plan_t *plan, const plan_binding_t *b,
                                      const module_table_t *modules, int depth, int first_match,
                                      char *err, size_t errlen);
+
+/* After the stubs were installed (t->stub_installed set): the clauses
+ * stubs decide alone, and the first rank of the others. */
+void _corral_tables_stub_clauses(ident_tables_t *t);
 
 #pragma GCC visibility pop
 

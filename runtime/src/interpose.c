@@ -3,6 +3,7 @@
  * identification; everything not grouped goes to the next allocator.
  * C++ operators are in new.cc, dlopen in dlopen.c. */
 #include "entry.h"
+#include "stub_decide.h"
 
 #include <errno.h>
 #include <string.h>
@@ -146,9 +147,32 @@ static __attribute__((noinline)) void *malloc_rest(size_t size)
 
 /* Frame 0 decided here when the direct table's first probe has it: an
  * ungrouped site goes on to the next allocator, a grouped one pops its
- * pool's current chunk. Anything else (a miss, a collision, an empty list)
- * takes malloc_rest, which decides again from scratch. Kept free of calls
- * other than tail calls, so that it needs no frame. */
+ * pool's current chunk. A frame 0 not in the table (its slot is empty) is
+ * ungrouped at once when the plan needs no walk and no stub site is live.
+ * Anything else (a collision, a live site, an empty list) takes
+ * malloc_rest, which decides again from scratch. Kept free of calls other
+ * than tail calls, so that it needs no frame. An empty table has one
+ * zeroed slot (direct_mask 0), which no return address matches. */
+/* A plan that needs no walk, a frame 0 not in the direct table, and a stub
+ * site noted live: the stubs decide here, without the way through
+ * identification's entry. Entered by a tail call, like malloc_rest. */
+static __attribute__((noinline, cold)) void *malloc_at(size_t size, void *ret0, void *fp0)
+{
+  return _corral_alloc_at(size, 0, ret0, fp0, 0);
+}
+
+static __attribute__((noinline)) void *malloc_stubbed(size_t size, const ident_tables_t *t)
+{
+  void *ret0 = __builtin_return_address(0), *fp0 = __builtin_frame_address(0);
+  int g;
+  if (CORRAL_LIKELY(_corral_stub_decide(t, (uintptr_t)fp0, &g))) {
+    if (g < 0) return _corral_next.malloc(size);
+    void *p = _corral_pool_pop((unsigned)g * CORRAL_SIZE_CLASSES, size);
+    if (CORRAL_LIKELY(p != NULL)) return p;
+  }
+  return malloc_at(size, ret0, fp0);
+}
+
 CORRAL_EXPORT void *malloc(size_t size)
 {
   if (CORRAL_LIKELY(size >= __atomic_load_n(&_corral_forward_from, __ATOMIC_ACQUIRE))) {
@@ -163,6 +187,9 @@ CORRAL_EXPORT void *malloc(size_t size)
       if (e->pool < 0) return _corral_next.malloc(size);     /* size <= max_size: errno is the next's */
       void *p = _corral_pool_pop((unsigned)e->pool, size);
       if (CORRAL_LIKELY(p != NULL)) return p;
+    } else if (e->key == 0 && t->no_walk) {
+      if (!(_corral_stub_notes.live & t->stub_installed)) return _corral_next.malloc(size);
+      return malloc_stubbed(size, t);
     }
   }
   return malloc_rest(size);

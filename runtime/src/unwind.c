@@ -13,12 +13,8 @@
    Stack bounds, cached per thread
 --------------------------------------------------------------------------- */
 
-enum { STACK_UNKNOWN = 0, STACK_LOOKING, STACK_KNOWN, STACK_FAILED };
-
-static __thread struct {
-  uintptr_t lo, hi;
-  int state;
-} thread_stack __attribute__((tls_model("initial-exec")));
+__thread corral_thread_stack_t _corral_thread_stack __attribute__((tls_model("initial-exec")));
+#define thread_stack _corral_thread_stack
 
 /* Queries of sigaltstack that may find "not on it" per thread: a thread
  * that allocates from stacks of its own (makecontext coroutines) stops

@@ -67,6 +67,22 @@ typedef struct unwind_stack_s {
   uintptr_t lo, hi;         /* readable stack: [lo, hi) */
 } unwind_stack_t;
 
+/* This thread's own stack, looked up once (_corral_unwind_stack). */
+enum { STACK_UNKNOWN = 0, STACK_LOOKING, STACK_KNOWN, STACK_FAILED };
+typedef struct corral_thread_stack_s {
+  uintptr_t lo, hi;
+  int state;
+} corral_thread_stack_t;
+extern __thread corral_thread_stack_t _corral_thread_stack __attribute__((tls_model("initial-exec")));
+
+/* The top of this thread's stack when sp lies on it and it is known, else
+ * 0 (ask _corral_unwind_stack). */
+static inline uintptr_t _corral_stack_top(uintptr_t sp)
+{
+  const corral_thread_stack_t *s = &_corral_thread_stack;
+  return s->state == STACK_KNOWN && sp >= s->lo && sp < s->hi ? s->hi : 0;
+}
+
 /* How a step went, for statistics. */
 enum { UNWIND_STOP = 0, UNWIND_BY_FP = 1, UNWIND_BY_CFI = 2 };
 

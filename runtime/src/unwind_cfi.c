@@ -302,6 +302,20 @@ int _corral_cfi_rule(const uint8_t *eh_frame_hdr, uintptr_t pc, cfi_rule_t *rule
   return 0;
 }
 
+int _corral_cfi_function_start(const uint8_t *eh_frame_hdr, uintptr_t pc)
+{
+  hdr_table_t t;
+  if (open_table(eh_frame_hdr, &t)) return 0;
+  uintptr_t lo = 0, hi = t.count;
+  while (lo < hi) {
+    uintptr_t mid = (lo + hi) / 2, start = t.base + (uintptr_t)(intptr_t)t.pairs[2 * mid];
+    if (start == pc) return 1;
+    if (start < pc) lo = mid + 1;
+    else hi = mid;
+  }
+  return 0;
+}
+
 int _corral_cfi_keeps_frame_pointers(const uint8_t *eh_frame_hdr, unsigned sample)
 {
   hdr_table_t t;

@@ -24,6 +24,9 @@ typedef struct cfi_rule_s {
  * (a CFA expression, a CFA in another register). */
 int _corral_cfi_rule(const uint8_t *eh_frame_hdr, uintptr_t pc, cfi_rule_t *rule);
 
+/* 1 if an FDE of the table starts exactly at pc (pc starts a function). */
+int _corral_cfi_function_start(const uint8_t *eh_frame_hdr, uintptr_t pc);
+
 /* Whether the module's code keeps frame pointers: at least 90% of its FDEs
  * that set up a frame at all (a sample of at most `sample` FDEs) move the
  * CFA to rbp. */

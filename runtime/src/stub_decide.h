@@ -1,0 +1,76 @@
+/* The decision of the sites stubs noted live (stubs.h), inlined into
+ * identification and into malloc's own way for plans that need no walk. */
+#ifndef CORRAL_STUB_DECIDE_H
+#define CORRAL_STUB_DECIDE_H
+
+#include <stdint.h>
+
+#include "identify_tables.h"
+#include "internal.h"
+#include "stubs.h"
+#include "unwind.h"
+
+/* Internal: every declaration below is of this library, not exported. */
+#pragma GCC visibility push(hidden)
+
+/* 1 with *group set when the noted sites decide; 0 when a walk must (a
+ * clause without stubs could still match first, or the stack's bounds are
+ * unknown: an alternate signal stack). A noted site is live while the slot
+ * its stub saw lies between this call's frame and the top of the thread's
+ * stack and still holds the site's return address; the others are dropped
+ * from the notes. Unlike a walk, a live site counts at any depth. */
+static inline __attribute__((always_inline)) int _corral_stub_decide(const ident_tables_t *t, uintptr_t fp0, int *group)
+{
+  corral_stub_notes_t *notes = &_corral_stub_notes;
+  uint64_t noted = notes->live & t->stub_installed;
+  uint8_t best = NO_RANK;
+  if (noted) {
+    uintptr_t hi = _corral_stack_top(fp0);
+    if (CORRAL_UNLIKELY(!hi)) {
+      unwind_stack_t stack;
+      if (_corral_unwind_stack(fp0, &stack) != 0) return 0;
+      hi = stack.hi;
+    }
+    uintptr_t lo = fp0 + 8;                       /* the entry point's return address slot */
+    uint64_t dead = 0;
+    for (uint64_t m = noted; m; m &= m - 1) {
+      unsigned k = (unsigned)__builtin_ctzll(m);
+      uintptr_t sp = notes->sp[k];
+      if (sp - lo > hi - 8 - lo || *(const uintptr_t *)sp != t->stub_ret[k]) dead |= (uint64_t)1 << k;
+    }
+    /* Not an atomic and: only this thread writes its notes. A signal
+     * handler's stub that notes a site between the load and the store is
+     * lost, which only costs that site's liveness until its next call. */
+    if (dead) __atomic_store_n(&notes->live, __atomic_load_n(&notes->live, __ATOMIC_RELAXED) & ~dead,
+                               __ATOMIC_RELAXED);
+    uint64_t live = noted & ~dead;
+    uintptr_t nearest = UINTPTR_MAX;
+    for (size_t i = 0; i < t->stub_clause_count && live; i++) {
+      uint64_t cm = t->stub_clauses[i].mask;
+      if ((live & cm) != cm) continue;
+      if (!t->first_match) {                      /* rank order: the first match wins */
+        best = t->stub_clauses[i].rank;
+        break;
+      }
+      /* The nearest completed clause wins: the one whose outermost site
+       * is closest to this call (a walk would complete it first). */
+      uintptr_t outer = 0;
+      for (uint64_t m = cm; m; m &= m - 1) {
+        uintptr_t sp = notes->sp[__builtin_ctzll(m)];
+        if (sp > outer) outer = sp;
+      }
+      if (outer < nearest) {
+        nearest = outer;
+        best = t->stub_clauses[i].rank;
+      }
+    }
+  }
+  if (t->walk_first_rank != NO_RANK && (t->first_match || best == NO_RANK || t->walk_first_rank < best))
+    return 0;
+  *group = best == NO_RANK ? -1 : t->group_by_rank[best];
+  return 1;
+}
+
+#pragma GCC visibility pop
+
+#endif
