@@ -138,12 +138,15 @@ static void install_stubs(ident_tables_t *t, const module_table_t *modules)
       t->stub_reasons[CORRAL_STUB_NOT_DIRECT]++;
       continue;
     }
-    req[n++] = (corral_stub_request_t){k, t->stub_ret[k], m, CORRAL_STUB_OK};
+    req[n++] = (corral_stub_request_t){k, t->stub_ret[k], m, CORRAL_STUB_OK, 0};
   }
   _corral_stubs_install(req, n);
   for (unsigned i = 0; i < n; i++) {
     t->stub_reasons[req[i].result]++;
-    if (req[i].result == CORRAL_STUB_OK) t->stub_installed |= (uint64_t)1 << req[i].k;
+    if (req[i].result == CORRAL_STUB_OK) {
+      t->stub_installed |= (uint64_t)1 << req[i].k;
+      t->stub_recursive |= (uint64_t)req[i].recursive << req[i].k;
+    }
     else _corral_note(1, "site %#lx: no stub (%s); walked", (unsigned long)req[i].ret,
                       _corral_stub_refusal_text(req[i].result));
   }

@@ -92,6 +92,37 @@ static void visit_frame(const ident_tables_t *t, walk_t *w, uintptr_t pc)
   for (uint32_t q = t->seg_first[j]; q < t->seg_first[j + 1]; q++) count_site(t, w, t->seg_sites[q]);
 }
 
+/* Stub sites a walk found live, noted again as their stubs would: the note
+ * a deeper call of a site replaced (recursion) is back, and the next
+ * allocation needs no walk. A replay of the walk notes them again too. Only
+ * from walks on the thread's own stack, where stubs note. */
+#define RENOTES 4
+typedef struct renotes_s {
+  unsigned n;
+  uint8_t k[RENOTES];
+  uintptr_t slot[RENOTES];
+} renotes_t;
+
+static void renote_one(unsigned k, uintptr_t slot)
+{
+  _corral_stub_notes.sp[k] = slot;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);      /* the slot before the bit, as a stub writes them */
+  _corral_stub_notes.live |= (uint64_t)1 << k;
+}
+
+static void renote(const ident_tables_t *t, uintptr_t pc, uintptr_t slot, renotes_t *r)
+{
+  for (uint64_t m = t->stub_installed; m; m &= m - 1) {
+    unsigned k = (unsigned)__builtin_ctzll(m);
+    if (t->stub_ret[k] != pc) continue;
+    renote_one(k, slot);
+    if (r->n < RENOTES) {
+      r->k[r->n] = (uint8_t)k;
+      r->slot[r->n++] = slot;
+    }
+  }
+}
+
 /* ---------------------------------------------------------------------------
    Replays: a walk is a function of the tables, ret0, fp0 and the stack slots
    it read. A loop that allocates through the same chain from the same stack
@@ -108,6 +139,7 @@ typedef struct replay_s {
   uintptr_t ret0, fp0;
   const ident_tables_t *tables;
   int group;
+  renotes_t renotes;
   unsigned n;
   uintptr_t at[UNWIND_TRACE_MAX], word[UNWIND_TRACE_MAX];
 } replay_t;
@@ -129,6 +161,7 @@ static inline int replay(const ident_tables_t *t, uintptr_t ret0, uintptr_t fp0,
     unsigned i = 0;
     while (i < r->n && *(const uintptr_t *)r->at[i] == r->word[i]) i++;
     if (i == r->n) {
+      for (unsigned j = 0; j < r->renotes.n; j++) renote_one(r->renotes.k[j], r->renotes.slot[j]);
       *group = r->group;
       return 1;
     }
@@ -141,7 +174,7 @@ static inline int replay(const ident_tables_t *t, uintptr_t ret0, uintptr_t fp0,
  * reused stack starts with zeroed replays), so replaying them later from the
  * same thread cannot fault. */
 static void remember(const ident_tables_t *t, uintptr_t ret0, uintptr_t fp0, const unwind_trace_t *trace,
-                     int group)
+                     int group, const renotes_t *renotes)
 {
   if (trace->n > UNWIND_TRACE_MAX) return;
   replay_t *r = &replay_set(ret0, fp0)[replay_victim++ % REPLAY_WAYS];
@@ -155,6 +188,7 @@ static void remember(const ident_tables_t *t, uintptr_t ret0, uintptr_t fp0, con
   r->fp0 = fp0;
   r->tables = t;
   r->group = group;
+  r->renotes = *renotes;
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   r->ret0 = ret0;
 }
@@ -175,12 +209,15 @@ static __attribute__((noinline)) int walk_decide(const ident_tables_t *t, void *
   c->walks++;
   const corral_module_t *module = NULL;
   walk_t w;
+  renotes_t renotes;
+  renotes.n = 0;
   w.nsites = w.nclauses = 0;
   w.best = NO_RANK;
   unsigned frames = 0, fp_steps = 0, cfi_steps = 0;   /* counted locally: no store per frame */
   for (;;) {
     frames++;
     visit_frame(t, &w, f.pc);
+    if (t->stub_installed && on == 0) renote(t, f.pc, f.sp - 8, &renotes);
     /* Decided once the first group in plan order matched: nothing deeper can
      * beat it. Otherwise a later frame may still complete an earlier group,
      * unless the plan says the nearest match is always the answer (the
@@ -199,7 +236,7 @@ static __attribute__((noinline)) int walk_decide(const ident_tables_t *t, void *
   group = w.best == NO_RANK ? -1 : t->group_by_rank[w.best];
   /* Not from an alternate signal stack: the program may free that memory
    * while the replay set still points into it. */
-  if (on == 0) remember(t, (uintptr_t)ret0, (uintptr_t)fp0, &trace, group);
+  if (on == 0) remember(t, (uintptr_t)ret0, (uintptr_t)fp0, &trace, group, &renotes);
   return group;
 }
 

@@ -69,6 +69,7 @@ typedef struct ident_tables_s {
    * so no allocation needs a walk). */
   uintptr_t stub_ret[CORRAL_STUB_SITES];
   uint64_t stub_installed;
+  uint64_t stub_recursive;          /* sites whose call is to their own function */
   uint64_t *clause_stub_mask;
   struct stub_clause_s { uint64_t mask; uint8_t rank; } *stub_clauses;
   size_t stub_clause_count;

@@ -14,8 +14,9 @@
 #pragma GCC visibility push(hidden)
 
 /* 1 with *group set when the noted sites decide; 0 when a walk must (a
- * clause without stubs could still match first, or the stack's bounds are
- * unknown: an alternate signal stack). A noted site is live while the slot
+ * clause without stubs could still match first, a site may be live above
+ * its last note, or the stack's bounds are unknown: an alternate signal
+ * stack). A noted site is live while the slot
  * its stub saw lies between this call's frame and the top of the thread's
  * stack and still holds the site's return address; the others are dropped
  * from the notes. Unlike a walk, a live site counts at any depth. */
@@ -44,6 +45,16 @@ static inline __attribute__((always_inline)) int _corral_stub_decide(const ident
     if (dead) __atomic_store_n(&notes->live, __atomic_load_n(&notes->live, __ATOMIC_RELAXED) & ~dead,
                                __ATOMIC_RELAXED);
     uint64_t live = noted & ~dead;
+    /* A recursive site's call that returned may have replaced the note of
+     * an older call of it that is still live further up. Where that could
+     * complete a clause, a walk decides, and notes again the sites it
+     * finds (identify_match.c). Other sites cannot be live twice. */
+    uint64_t unsure = dead & t->stub_recursive;
+    if (CORRAL_UNLIKELY(unsure))
+      for (size_t i = 0; i < t->stub_clause_count; i++) {
+        uint64_t cm = t->stub_clauses[i].mask;
+        if ((cm & unsure) && ((live | unsure) & cm) == cm) return 0;
+      }
     uintptr_t nearest = UINTPTR_MAX;
     for (size_t i = 0; i < t->stub_clause_count && live; i++) {
       uint64_t cm = t->stub_clauses[i].mask;

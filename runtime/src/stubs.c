@@ -36,6 +36,7 @@ typedef struct stub_page_s {
 static stub_page_t pages[MAX_PAGES];
 static unsigned npages;
 static uintptr_t installed[CORRAL_STUB_SITES];    /* the return address site k's stub serves */
+static uint8_t installed_recursive[CORRAL_STUB_SITES];
 
 const char *_corral_stub_refusal_text(corral_stub_refusal_t r)
 {
@@ -257,9 +258,14 @@ void _corral_stubs_install(corral_stub_request_t *req, unsigned n)
     corral_stub_request_t *r = &req[i];
     stub[i] = NULL;
     if (r->k >= CORRAL_STUB_SITES || i >= CORRAL_STUB_SITES) { r->result = CORRAL_STUB_NOT_DIRECT; continue; }
-    if (installed[r->k] == r->ret) { r->result = CORRAL_STUB_OK; continue; }
+    if (installed[r->k] == r->ret) {
+      r->result = CORRAL_STUB_OK;
+      r->recursive = installed_recursive[r->k];
+      continue;
+    }
     uintptr_t target = call_target(r->ret, r->m, all, &r->result);
     if (!target) continue;
+    r->recursive = target == _corral_cfi_function_of(r->m->eh_frame_hdr, r->ret - 1);
     stub[i] = stub_room(r->ret);
     if (!stub[i]) { r->result = CORRAL_STUB_OUT_OF_REACH; continue; }
     write_stub(stub[i], r->k, target);
@@ -286,6 +292,9 @@ void _corral_stubs_install(corral_stub_request_t *req, unsigned n)
   for (unsigned i = 0; i < n; i++) {
     if (!stub[i]) continue;
     req[i].result = patch_call(req[i].ret, stub[i], alone);
-    if (req[i].result == CORRAL_STUB_OK) installed[req[i].k] = req[i].ret;
+    if (req[i].result == CORRAL_STUB_OK) {
+      installed[req[i].k] = req[i].ret;
+      installed_recursive[req[i].k] = (uint8_t)req[i].recursive;
+    }
   }
 }

@@ -53,6 +53,7 @@ typedef struct corral_stub_request_s {
   uintptr_t ret;
   const corral_module_t *m;
   corral_stub_refusal_t result;     /* out */
+  int recursive;                    /* out: the call is to its own function */
 } corral_stub_request_t;
 
 /* Writes the stubs, seals them executable with unwind information, then

@@ -302,6 +302,19 @@ int _corral_cfi_rule(const uint8_t *eh_frame_hdr, uintptr_t pc, cfi_rule_t *rule
   return 0;
 }
 
+uintptr_t _corral_cfi_function_of(const uint8_t *eh_frame_hdr, uintptr_t pc)
+{
+  hdr_table_t t;
+  if (open_table(eh_frame_hdr, &t) || t.count == 0) return 0;
+  uintptr_t lo = 0, hi = t.count;          /* last entry whose start <= pc */
+  while (lo < hi) {
+    uintptr_t mid = (lo + hi) / 2;
+    if (t.base + (uintptr_t)(intptr_t)t.pairs[2 * mid] <= pc) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo ? t.base + (uintptr_t)(intptr_t)t.pairs[2 * (lo - 1)] : 0;
+}
+
 int _corral_cfi_function_start(const uint8_t *eh_frame_hdr, uintptr_t pc)
 {
   hdr_table_t t;

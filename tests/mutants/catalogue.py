@@ -16,6 +16,14 @@ class Mutant:
 
 
 MUTANTS = [
+    Mutant("stub-renote-dropped", "runtime/src/identify_match.c",
+           "    if (t->stub_installed && on == 0) renote(t, f.pc, f.sp - 8, &renotes);\n",
+           "",
+           "after recursion through a stubbed site the outer call is forgotten"),
+    Mutant("stub-stale-note-trusted", "runtime/src/stub_decide.h",
+           "      if (sp - lo > hi - 8 - lo || *(const uintptr_t *)sp != t->stub_ret[k]) dead |= (uint64_t)1 << k;\n",
+           "      if (sp - lo > hi - 8 - lo) dead |= (uint64_t)1 << k;\n",
+           "a site whose call returned still counts as live"),
     Mutant("reallocarray-overflow", "runtime/src/interpose.c",
            "CORRAL_EXPORT void *reallocarray(void *p, size_t n, size_t size)\n{\n  size_t total;\n"
            "  if (__builtin_mul_overflow(n, size, &total)) {",

@@ -1,0 +1,122 @@
+"""Clause sites redirected to stubs (runtime/src/stubs.c): the program
+ident_stubs.cc checks the group of every allocation through a site left
+normally, by longjmp, by a C++ exception, re-entered by recursion, by a
+signal handler, in threads, after fork, in a shared library linked at start
+and in a dlopen'd one, and through an indirect call, which gets no stub and
+is walked. PIE and non-PIE, over every base allocator, and with stubs off
+(the walk decides the same, but for the handler: a walk stops at the signal
+frame)."""
+
+import json
+
+import pytest
+from capstone import CS_ARCH_X86, CS_MODE_64, Cs
+
+from corral import elf
+from core_helpers import BASES, corral_env
+from ident_helpers import FP, HERE, NOFP, call_returns, compile_c, function, plan_text, run
+
+GROUPS = {0: "outer", 1: "rec", 2: "jump", 3: "signal", 4: "lib_a", 5: "indirect", 6: "throw", 7: "lib_b"}
+
+
+def indirect_call_return(path, name):
+    """Return address of the first indirect call in function `name`."""
+    start, end = function(path, name)
+    text_at, text = elf.text_bytes(str(path))
+    for insn in Cs(CS_ARCH_X86, CS_MODE_64).disasm(text[start - text_at:end - text_at], start):
+        if insn.mnemonic == "call" and not insn.op_str.startswith("0x"):
+            return insn.address + insn.size
+    raise AssertionError(f"no indirect call in {name}")
+
+
+def build(tmp_path, flags, pie):
+    libs = {}
+    for key in ("a", "b"):
+        libs[key] = compile_c(tmp_path / f"libident_stubs_{key}.so", [HERE / "ident_stubs_lib.c"],
+                              [*flags, f"-DNAME(x)=lib_{key}_##x"], shared=True)
+    prog = compile_c(tmp_path / "ident_stubs", [HERE / "ident_stubs.cc"], [*flags, f"-I{HERE}"], cxx=True,
+                     pie=pie, libs=[str(libs["a"]), f"-Wl,-rpath,{tmp_path}", "-ldl", "-pthread"])
+    return prog, libs
+
+
+def write_plan(tmp_path, prog, libs, indirect=True):
+    def site(module, path, caller, callee):
+        return f"{module}+{call_returns(path, caller, callee)[0]:#x}"
+    clauses = [
+        (0, [site(0, prog, "outer", "middle")]),
+        (1, [site(0, prog, "rec", "rec")]),
+        (2, [site(0, prog, "jump_outer", "jump_inner")]),
+        (3, [site(0, prog, "sig_outer", "sig_inner")]),
+        (4, [site(1, libs["a"], "lib_a_outer", "lib_a_middle")]),
+        (5, [f"0+{indirect_call_return(prog, 'indirect_outer'):#x}"]),
+        (6, [site(0, prog, "throw_outer", "throw_inner")]),
+        (7, [site(2, libs["b"], "lib_b_outer", "lib_b_middle")]),
+    ]
+    if not indirect:
+        clauses = [c for c in clauses if c[0] != 5]
+    plan = tmp_path / "stubs.plan"
+    plan.write_text(plan_text(modules=[(prog, True), (libs["a"], True), (libs["b"], True)],
+                              groups=GROUPS if indirect else {g: n for g, n in GROUPS.items() if g != 5},
+                              clauses=clauses))
+    return plan
+
+
+def run_checks(tmp_path, base, pie, stubs, flags=FP, indirect=True):
+    prog, libs = build(tmp_path, flags, pie)
+    plan = write_plan(tmp_path, prog, libs, indirect)
+    outer_site = call_returns(prog, "outer", "middle")[0]
+    stats = tmp_path / "stats.json"
+    env = dict(corral_env(base), CORRAL_STATS=str(stats), CORRAL_STUBS=str(int(stubs)))
+    r = run([prog, libs["b"], f"{outer_site:x}", int(stubs), int(indirect)], plan=plan, env_extra=env)
+    return r, json.loads(stats.read_text())
+
+
+@pytest.mark.parametrize("base", BASES)
+@pytest.mark.parametrize("pie", [True, False], ids=["pie", "no-pie"])
+def test_sites_with_stubs_decide_every_exit_and_entry(tmp_path, base, pie):
+    r, s = run_checks(tmp_path, base, pie, stubs=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.startswith("stub_fde 1\n"), r.stdout      # redirected, with unwind information
+    assert r.stdout.endswith(" wrong 0\n"), r.stdout
+    plan = s["plan"]
+    assert plan["stub_sites"]["installed"] == 7
+    assert plan["stub_sites"]["not a direct call"] == 1       # the indirect call: walked
+    assert plan["stub_clauses"] == 7
+    # the indirect site's clause is walked wherever it could match first
+    assert s["identify"]["stub_decisions"] > 0
+    for g in (0, 1, 2, 3, 4, 5, 6, 7):
+        assert s["groups"][g]["objects"] > 0, (g, s["groups"][g])
+
+
+@pytest.mark.parametrize("base", BASES)
+def test_without_stubs_the_walk_decides_the_same(tmp_path, base):
+    r, s = run_checks(tmp_path, base, pie=True, stubs=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.startswith("stub_fde 0\n"), r.stdout      # the call is untouched
+    assert r.stdout.endswith(" wrong 0\n"), r.stdout
+    assert s["plan"]["stub_sites"]["installed"] == 0
+    assert s["identify"]["stub_decisions"] == 0
+
+
+def test_without_frame_pointers(tmp_path):
+    r, s = run_checks(tmp_path, "mimalloc", pie=True, stubs=True, flags=NOFP)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.startswith("stub_fde 1\n") and r.stdout.endswith(" wrong 0\n"), r.stdout
+    assert s["plan"]["stub_sites"]["installed"] == 7
+
+
+@pytest.mark.parametrize("base", BASES)
+def test_plan_of_stubbed_sites_only_walks_for_recursion(tmp_path, base):
+    """Every clause has stubs: decisions need no walk, but where a site's
+    last note was left by a deeper call of it (rec): that walk notes the
+    outer call again, so the next allocation in the same frame is decided
+    by the stubs."""
+    r, s = run_checks(tmp_path, base, pie=True, stubs=True, indirect=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.startswith("stub_fde 1\n") and r.stdout.endswith(" wrong 0\n"), r.stdout
+    ident = s["identify"]
+    assert s["plan"]["stub_clauses"] == 7
+    # rec(TOP) runs 20 times in main, 4 threads and a child: at most one
+    # walk per level and call of rec (the stats are the parent's)
+    assert 0 < ident["walks"] + ident["replays"] <= (20 + 4) * 5
+    assert ident["stub_decisions"] > 10 * (ident["walks"] + ident["replays"])
