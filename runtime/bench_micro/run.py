@@ -53,12 +53,15 @@ def configs() -> list[Config]:
         c = f"corral/{base}"
         out += [
             Config(f"{c}, no plan", base, True, None, "other"),
-            Config(f"{c}, plan, site not in plan (walked)", base, True, "plan", "other"),
+            Config(f"{c}, plan, site not in plan", base, True, "plan", "other"),
             Config(f"{c}, plan, site listed direct -", base, True, "plan-", "other"),
             Config(f"{c}, random pools=1 (no identification)", base, True, None, "other",
                    (("CORRAL_RANDOM_POOLS", "1"),), grouped=True),
             Config(f"{c}, grouped by frame 0 (direct)", base, True, "plan", "grouped", grouped=True),
-            *(Config(f"{c}, grouped at depth {d} (walk)", base, True, f"deep{d}", "deep", grouped=True)
+            *(Config(f"{c}, grouped at depth {d} (stub)", base, True, f"deep{d}", "deep", grouped=True)
+              for d in DEPTHS),
+            *(Config(f"{c}, grouped at depth {d} (walk)", base, True, f"deep{d}", "deep",
+                     (("CORRAL_STUBS", "0"),), grouped=True)
               for d in DEPTHS),
         ]
     return out
