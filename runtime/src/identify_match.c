@@ -240,26 +240,28 @@ static __attribute__((noinline)) int walk_decide(const ident_tables_t *t, void *
   return group;
 }
 
+/* The decision; c is this thread's counters, or NULL where nothing is
+ * counted (decide is inlined, so the tests of c fold away). */
 static inline __attribute__((always_inline)) int decide(const ident_tables_t *t, void *ret0, void *fp0,
                                                         ident_counters_t *c)
 {
   int group;
   if (direct_lookup(t, (uintptr_t)ret0, &group)) {
-    c->direct_hits++;
+    if (c) c->direct_hits++;
     return group;
   }
   if (t->first_rank == NO_RANK) return -1;
   if (t->stub_installed && _corral_stub_decide(t, (uintptr_t)fp0, &group)) {
-    c->stub_decisions++;
+    if (c) c->stub_decisions++;
     return group;
   }
   /* A replay needs no stack bounds: it reads only slots a walk of this
    * thread validated, and they stay mapped while the thread runs. */
   if (replay(t, (uintptr_t)ret0, (uintptr_t)fp0, &group)) {
-    c->replays++;
+    if (c) c->replays++;
     return group;
   }
-  return walk_decide(t, ret0, fp0, c);
+  return walk_decide(t, ret0, fp0, c ? c : counters());
 }
 
 /* ---------------------------------------------------------------------------
@@ -298,10 +300,5 @@ int _corral_identify(void *ret0, void *fp0, size_t size)
   const ident_tables_t *t = __atomic_load_n(&_corral_ident.tables, __ATOMIC_ACQUIRE);
   if (!t) return CORRAL_UNLIKELY(_corral_dyn_on) ? _corral_dyn_identify(ret0, fp0, size) : -1;   /* no plan */
   if (CORRAL_UNLIKELY(_corral_track)) return identify_with(t, ret0, fp0);
-  int group;
-  if (direct_lookup(t, (uintptr_t)ret0, &group)) return group;
-  if (t->first_rank == NO_RANK) return -1;
-  if (t->stub_installed && _corral_stub_decide(t, (uintptr_t)fp0, &group)) return group;
-  if (replay(t, (uintptr_t)ret0, (uintptr_t)fp0, &group)) return group;
-  return walk_decide(t, ret0, fp0, counters());
+  return decide(t, ret0, fp0, NULL);
 }

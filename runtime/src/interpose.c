@@ -145,22 +145,15 @@ static __attribute__((noinline)) void *malloc_rest(size_t size)
   return _corral_alloc_at(size, 0, __builtin_return_address(0), __builtin_frame_address(0), 0);
 }
 
-/* Frame 0 decided here when the direct table's first probe has it: an
- * ungrouped site goes on to the next allocator, a grouped one pops its
- * pool's current chunk. A frame 0 not in the table (its slot is empty) is
- * ungrouped at once when the plan needs no walk and no stub site is live.
- * Anything else (a collision, a live site, an empty list) takes
- * malloc_rest, which decides again from scratch. Kept free of calls other
- * than tail calls, so that it needs no frame. An empty table has one
- * zeroed slot (direct_mask 0), which no return address matches. */
-/* A plan that needs no walk, a frame 0 not in the direct table, and a stub
- * site noted live: the stubs decide here, without the way through
- * identification's entry. Entered by a tail call, like malloc_rest. */
+/* Out of line, so that malloc_stubbed's own way saves no registers for it. */
 static __attribute__((noinline, cold)) void *malloc_at(size_t size, void *ret0, void *fp0)
 {
   return _corral_alloc_at(size, 0, ret0, fp0, 0);
 }
 
+/* A plan that needs no walk, a frame 0 not in the direct table, and a stub
+ * site noted live: the stubs decide here, without the way through
+ * identification's entry. Entered by a tail call, like malloc_rest. */
 static __attribute__((noinline)) void *malloc_stubbed(size_t size, const ident_tables_t *t)
 {
   void *ret0 = __builtin_return_address(0), *fp0 = __builtin_frame_address(0);
@@ -173,6 +166,14 @@ static __attribute__((noinline)) void *malloc_stubbed(size_t size, const ident_t
   return malloc_at(size, ret0, fp0);
 }
 
+/* Frame 0 decided here when the direct table's first probe has it: an
+ * ungrouped site goes on to the next allocator, a grouped one pops its
+ * pool's current chunk. A frame 0 not in the table (its slot is empty) is
+ * ungrouped at once when the plan needs no walk and no stub site is live.
+ * Anything else (a collision, a live site, an empty list) takes
+ * malloc_rest, which decides again from scratch. Kept free of calls other
+ * than tail calls, so that it needs no frame. An empty table has one
+ * zeroed slot (direct_mask 0), which no return address matches. */
 CORRAL_EXPORT void *malloc(size_t size)
 {
   if (CORRAL_LIKELY(size >= __atomic_load_n(&_corral_forward_from, __ATOMIC_ACQUIRE))) {

@@ -277,16 +277,23 @@ static int open_table(const uint8_t *hdr, hdr_table_t *t)
   return 0;
 }
 
+/* 1 + the index of the last entry starting at or before pc; 0 if none. */
+static uintptr_t entry_after(const hdr_table_t *t, uintptr_t pc)
+{
+  uintptr_t lo = 0, hi = t->count;
+  while (lo < hi) {
+    uintptr_t mid = (lo + hi) / 2;
+    if (t->base + (uintptr_t)(intptr_t)t->pairs[2 * mid] <= pc) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 int _corral_cfi_rule(const uint8_t *eh_frame_hdr, uintptr_t pc, cfi_rule_t *rule)
 {
   hdr_table_t t;
   if (open_table(eh_frame_hdr, &t) || t.count == 0) return -1;
-  uintptr_t lo = 0, hi = t.count;          /* last entry whose start <= pc */
-  while (lo < hi) {
-    uintptr_t mid = (lo + hi) / 2;
-    if (t.base + (uintptr_t)(intptr_t)t.pairs[2 * mid] <= pc) lo = mid + 1;
-    else hi = mid;
-  }
+  uintptr_t lo = entry_after(&t, pc);
   if (lo == 0) return -1;
   fde_t f;
   if (parse_fde((const uint8_t *)(t.base + (uintptr_t)(intptr_t)t.pairs[2 * (lo - 1) + 1]), &f)) return -1;
@@ -306,27 +313,13 @@ uintptr_t _corral_cfi_function_of(const uint8_t *eh_frame_hdr, uintptr_t pc)
 {
   hdr_table_t t;
   if (open_table(eh_frame_hdr, &t) || t.count == 0) return 0;
-  uintptr_t lo = 0, hi = t.count;          /* last entry whose start <= pc */
-  while (lo < hi) {
-    uintptr_t mid = (lo + hi) / 2;
-    if (t.base + (uintptr_t)(intptr_t)t.pairs[2 * mid] <= pc) lo = mid + 1;
-    else hi = mid;
-  }
+  uintptr_t lo = entry_after(&t, pc);
   return lo ? t.base + (uintptr_t)(intptr_t)t.pairs[2 * (lo - 1)] : 0;
 }
 
 int _corral_cfi_function_start(const uint8_t *eh_frame_hdr, uintptr_t pc)
 {
-  hdr_table_t t;
-  if (open_table(eh_frame_hdr, &t)) return 0;
-  uintptr_t lo = 0, hi = t.count;
-  while (lo < hi) {
-    uintptr_t mid = (lo + hi) / 2, start = t.base + (uintptr_t)(intptr_t)t.pairs[2 * mid];
-    if (start == pc) return 1;
-    if (start < pc) lo = mid + 1;
-    else hi = mid;
-  }
-  return 0;
+  return pc != 0 && _corral_cfi_function_of(eh_frame_hdr, pc) == pc;
 }
 
 int _corral_cfi_keeps_frame_pointers(const uint8_t *eh_frame_hdr, unsigned sample)
