@@ -87,6 +87,6 @@ int main(int argc, char **argv)
   free(mailbox);
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
-  printf("ops_per_s %.0f peak_rss_kib %ld\n", total_ops / elapsed, ru.ru_maxrss);
+  printf("ops_per_s %.0f peak_rss_kib %ld ops %llu\n", total_ops / elapsed, ru.ru_maxrss, total_ops);
   return 0;
 }

@@ -1,6 +1,10 @@
 """Threaded churn (churn.c, larson-like): replacements per second with every
-small object pooled (CORRAL_RANDOM_POOLS over mimalloc) against mimalloc
-alone, in alternating runs, and each configuration's peak resident set.
+small object pooled against mimalloc alone, in alternating runs, and each
+configuration's peak resident set. Pooled two ways over mimalloc: by a plan
+whose one group holds every malloc call of the program (`direct` entries,
+the way a profiled program runs), and by random pools (CORRAL_RANDOM_POOLS:
+each allocation in one of N pools at random, which scatters what mimalloc
+keeps together).
 
     make -C runtime bench-micro && python3 runtime/bench_micro/churn.py [--threads N]
 """
@@ -9,6 +13,8 @@ import argparse
 import os
 import statistics
 import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 from corral.allocators import BASE_LIBRARIES
@@ -24,6 +30,18 @@ def run(binary: Path, threads: int, seconds: float, preload: list[str], extra: d
     return float(out[1]), int(out[3])
 
 
+def plan_for(binary: Path, folder: Path) -> Path:
+    """A plan grouping every malloc call of churn.c's worker and main."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from run import call_returns
+    sites = [a for f in ("worker", "main") for a in call_returns(binary, f, "malloc@plt")]
+    lines = ["corral-plan 1", f"module 0 - {binary.name}", "group 0 churn"]
+    lines += [f"clause 0 0+{a:#x}" for a in sites] + [f"direct 0+{a:#x} 0" for a in sites]
+    path = folder / "churn.plan"
+    path.write_text("\n".join(lines + ["end"]) + "\n")
+    return path
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 2)
@@ -33,8 +51,10 @@ def main() -> None:
     args = ap.parse_args()
     binary = BUILD / "runtime" / "bench_micro" / "churn"
     mimalloc = str(BASE_LIBRARIES["mimalloc"])
+    plan = plan_for(binary, Path(tempfile.mkdtemp(prefix="corral-churn-")))
     configs = {
         "mimalloc alone": ([mimalloc], {}),
+        "corral/mimalloc, one group (plan)": ([str(RUNTIME_LIB), mimalloc], {"CORRAL_PLAN": str(plan)}),
         f"corral/mimalloc, random pools={args.pools}": ([str(RUNTIME_LIB), mimalloc],
                                                          {"CORRAL_RANDOM_POOLS": str(args.pools)}),
     }

@@ -43,7 +43,7 @@ void _corral_chunk_drain(corral_chunk_t *c, uintptr_t counted)
 static __attribute__((noinline)) void *count_alloc(corral_heap_t *h, unsigned g, void *p)
 {
   corral_group_counts_t *n = &h->counts[g];
-  corral_chunk_t *c = (corral_chunk_t *)((uintptr_t)p & _corral_layout.chunk_mask);
+  corral_chunk_t *c = _corral_chunk_header((uintptr_t)p);
   c->counted_allocs++;
   n->objects++;
   n->bytes += _corral_object_size(c, p);

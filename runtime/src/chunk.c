@@ -18,7 +18,7 @@
 corral_lock_t _corral_heap_lock = CORRAL_LOCK_INIT;
 corral_layout_t _corral_layout;
 atomic_uint _corral_range_count;
-uintptr_t _corral_range_lo[CORRAL_MAX_RANGES], _corral_range_hi[CORRAL_MAX_RANGES];
+uintptr_t _corral_range_lo[CORRAL_MAX_RANGES], _corral_range_carved[CORRAL_MAX_RANGES];
 uintptr_t _corral_range_min = UINTPTR_MAX, _corral_range_max;
 uintptr_t _corral_mine_lo, _corral_mine_hi = UINTPTR_MAX;
 
@@ -37,6 +37,7 @@ void _corral_layout_init(void)
   corral_layout_t *l = &_corral_layout;
   l->chunk_size = _corral_options.chunk_size;
   l->chunk_mask = ~(l->chunk_size - 1);
+  l->colour_shift = (unsigned)__builtin_ctzl(l->chunk_size) - 6;
   l->classes = _corral_options.max_size / CORRAL_GRANULE;
   l->bitmap_words = l->chunk_size / CORRAL_GRANULE / 64;
   size_t h = sizeof(corral_chunk_t) + l->classes * sizeof(void *) + 2 * l->bitmap_words * 8;
@@ -56,7 +57,7 @@ static int add_range(void)
   if (lo > (uintptr_t)raw) _corral_os_unmap(raw, lo - (uintptr_t)raw);
   _corral_os_unmap((char *)lo + size, (uintptr_t)raw + cs - lo);
   _corral_range_lo[n] = lo;
-  _corral_range_hi[n] = lo;          /* grows as chunks are carved */
+  _corral_range_carved[n] = 0;       /* grows as chunks are carved */
   range_carved = 0;
   /* Lower the filter before the range is published: a pointer of the new
    * range must never be mistaken for the next allocator's. */
@@ -90,13 +91,13 @@ static corral_chunk_t *take_empty_chunk(void)
     if (add_range() < 0) return NULL;
     n = atomic_load(&_corral_range_count);
   }
-  c = (corral_chunk_t *)(_corral_range_lo[n - 1] + range_carved * cs);
-  if (_corral_os_commit(c, cs) != 0) return NULL;
+  uintptr_t base = _corral_range_lo[n - 1] + range_carved * cs;
+  if (_corral_os_commit((void *)base, cs) != 0) return NULL;
   range_carved++;
   /* Publish the carved end only now, so a stray pointer is never read from
    * PROT_NONE memory (_corral_chunk_of checks against it). */
-  __atomic_store_n(&_corral_range_hi[n - 1], (uintptr_t)c + cs, __ATOMIC_RELEASE);
-  return c;
+  __atomic_store_n(&_corral_range_carved[n - 1], base + cs - _corral_range_lo[n - 1], __ATOMIC_RELEASE);
+  return _corral_chunk_header(base);
 }
 
 static void update_peaks(unsigned g);
@@ -127,7 +128,7 @@ static void reset_chunk(corral_chunk_t *c, unsigned pool, corral_heap_t *h)
     c->blocks = (char *)(((uintptr_t)c + sizeof *c + align - 1) & ~(uintptr_t)(align - 1));
     c->bump = c->blocks;
   }
-  c->end = (char *)c + _corral_layout.chunk_size;
+  c->end = (char *)_corral_chunk_base(c) + _corral_layout.chunk_size;
   atomic_store_explicit(&c->remote, 0, memory_order_relaxed);
   atomic_store_explicit(&c->balance, 0, memory_order_relaxed);
   c->key = (chunk_key_seed ^ (uintptr_t)c) * 0x9e3779b97f4a7c15ull + _corral_rdtsc();
@@ -151,13 +152,14 @@ static void release_locked(corral_chunk_t *c)
   unsigned g = c->group;
   if (c->in_retired) retired_remove(c);
   group_chunks[g]--;
+  __atomic_store_n(&c->limit, 0, __ATOMIC_RELAXED);   /* free's first way tests only this */
   __atomic_store_n(&c->magic, 0, __ATOMIC_RELEASE);
   if (spare_count < _corral_options.max_spare) {
     c->next = spare_chunks;
     spare_chunks = c;
     spare_count++;
   } else {
-    _corral_os_purge(c, _corral_layout.chunk_size);
+    _corral_os_purge((void *)_corral_chunk_base(c), _corral_layout.chunk_size);
     c->next = purged_chunks;
     purged_chunks = c;
   }
@@ -306,7 +308,7 @@ int _corral_group_of_address(const void *p)
   corral_chunk_t *c = _corral_chunk_of(p, &where);
   if (where == CORRAL_NOT_A_START) {
     /* an interior pointer: still in the group's chunk, unless in its header */
-    c = (corral_chunk_t *)((uintptr_t)p & _corral_layout.chunk_mask);
+    c = _corral_chunk_header((uintptr_t)p);
     uintptr_t first = c->block_size ? (uintptr_t)c->blocks : (uintptr_t)c + _corral_layout.header;
     if ((uintptr_t)p < first) return -1;
   }

@@ -425,7 +425,7 @@ static void scan_object(uint32_t src, const void *obj, uint32_t size) {
  * it that its owner has not taken back yet, `drained` those it took back,
  * `counted_allocs` the objects it handed out. Objects already pooled stay. */
 static void judge_remote_frees(uint32_t id, void *p) {
-  corral_chunk_t *chunk = (corral_chunk_t *)((uintptr_t)p & _corral_layout.chunk_mask);
+  corral_chunk_t *chunk = _corral_chunk_header((uintptr_t)p);
   long undrained = atomic_load_explicit(&chunk->balance, memory_order_relaxed);
   uint64_t remote = chunk->drained + (uint64_t)(undrained > 0 ? undrained : 0);
   dyn_ctx_t *c = &dyn.ctx[id];

@@ -86,6 +86,7 @@ typedef struct corral_heap_s {
 /* Layout, fixed at init from the options. */
 typedef struct corral_layout_s {
   size_t chunk_size, chunk_mask;
+  unsigned colour_shift;                   /* log2(chunk_size) - 6: see _corral_chunk_header */
   size_t classes;                          /* mixed chunks: max_size / 16 */
   size_t bitmap_words;                     /* mixed chunks: per bitmap (two, interleaved) */
   size_t header;                           /* mixed chunks: bytes before the first object */
@@ -93,9 +94,9 @@ typedef struct corral_layout_s {
 
 extern corral_layout_t _corral_layout;
 
-/* Reserved ranges, carved from the start; [lo, hi) is the carved part. */
+/* Reserved ranges, carved from the start; [lo, lo + carved) is the carved part. */
 extern atomic_uint _corral_range_count;
-extern uintptr_t _corral_range_lo[CORRAL_MAX_RANGES], _corral_range_hi[CORRAL_MAX_RANGES];
+extern uintptr_t _corral_range_lo[CORRAL_MAX_RANGES], _corral_range_carved[CORRAL_MAX_RANGES];
 extern uintptr_t _corral_range_min;      /* lowest lo of all ranges (mmap grows down) */
 extern uintptr_t _corral_range_max;      /* highest reserved end of all ranges */
 /* Every pointer outside [_corral_mine_lo, _corral_mine_hi) belongs to the next
@@ -156,6 +157,25 @@ typedef enum {
 
 const char *_corral_where_text(corral_where_t w);
 
+/* Chunk headers are coloured: the header of the k-th chunk of a range sits
+ * (k mod 64) cache lines past the chunk's start. Chunks are aligned to their
+ * size, so uncoloured headers would all share one set of every cache
+ * indexed by low address bits, and a program with more chunks in use than
+ * the cache has ways (4 pools of 30 size classes are 120 chunks; an L1 has 8
+ * to 12 ways) would miss on most header reads. The offset costs an
+ * allocation nothing (thread heaps hold header pointers) and a free two
+ * instructions. The space before a header (at most 4 KiB) is never used. */
+#define CORRAL_COLOURS_MASK ((uintptr_t)63 << 6)
+static inline __attribute__((always_inline)) corral_chunk_t *_corral_chunk_header(uintptr_t p)
+{
+  return (corral_chunk_t *)((p & _corral_layout.chunk_mask) + ((p >> _corral_layout.colour_shift) & CORRAL_COLOURS_MASK));
+}
+
+static inline uintptr_t _corral_chunk_base(const corral_chunk_t *c)
+{
+  return (uintptr_t)c & _corral_layout.chunk_mask;
+}
+
 static inline size_t _corral_granule_index(corral_chunk_t *c, const void *p)
 {
   return ((uintptr_t)p - (uintptr_t)c) / CORRAL_GRANULE;
@@ -173,24 +193,25 @@ static inline int _corral_block_start(corral_chunk_t *c, const void *p)
 
 static inline __attribute__((always_inline)) int _corral_in_range(uintptr_t c, unsigned i)
 {
-  return c - _corral_range_lo[i] < __atomic_load_n(&_corral_range_hi[i], __ATOMIC_ACQUIRE) - _corral_range_lo[i];
+  return c - _corral_range_lo[i] < __atomic_load_n(&_corral_range_carved[i], __ATOMIC_ACQUIRE);
 }
 
 /* The chunk of p if p is an object a group handed out (*where says
  * CORRAL_OBJECT); otherwise NULL and *where says what p is. */
 static inline __attribute__((always_inline)) corral_chunk_t *_corral_chunk_of(const void *p, corral_where_t *where)
 {
-  corral_chunk_t *c = (corral_chunk_t *)((uintptr_t)p & _corral_layout.chunk_mask);
+  uintptr_t base = (uintptr_t)p & _corral_layout.chunk_mask;
   /* The first range first, without the count: before it exists its bounds
    * are both 0, and nothing lies in [0, 0). */
-  if (CORRAL_UNLIKELY(!_corral_in_range((uintptr_t)c, 0))) {
+  if (CORRAL_UNLIKELY(!_corral_in_range(base, 0))) {
     unsigned n = atomic_load_explicit(&_corral_range_count, memory_order_acquire), i = 1;
-    while (i < n && !_corral_in_range((uintptr_t)c, i)) i++;
+    while (i < n && !_corral_in_range(base, i)) i++;
     if (CORRAL_LIKELY(i >= n)) {
       *where = CORRAL_NOT_GROUP;
       return NULL;
     }
   }
+  corral_chunk_t *c = _corral_chunk_header((uintptr_t)p);
   if (__atomic_load_n(&c->magic, __ATOMIC_ACQUIRE) != CORRAL_CHUNK_MAGIC) {
     *where = CORRAL_IN_EMPTY_CHUNK;
     return NULL;
@@ -248,9 +269,10 @@ static inline __attribute__((always_inline)) void *_corral_block_pop(corral_chun
 /* Owner: block p of c onto the local list, the key in word 1. */
 static inline __attribute__((always_inline)) void _corral_block_free_local(corral_chunk_t *c, void *p)
 {
-  void **q = (void **)p;
-  q[0] = c->local_free;
-  q[1] = (void *)c->key;
+  void **q = (void **)p, *next = c->local_free;
+  uint64_t key = c->key;                /* both read before q is written, which may alias them */
+  q[0] = next;
+  q[1] = (void *)key;
   c->local_free = q;
   c->live--;
 }
@@ -288,6 +310,30 @@ static inline __attribute__((always_inline)) void _corral_group_free(corral_chun
     return;
   }
   _corral_group_free_slow(c, p);
+}
+
+/* free's first way: the owner's free of a block in the first range, each
+ * test one compare. 0 when any fails (another range, a mixed or empty
+ * chunk, not a block start, a double free, another thread's chunk,
+ * counting): _corral_free's full way then tells which. An empty chunk needs
+ * no magic test here: release clears its limit, and a purged header reads
+ * zero. The range is read relaxed: a pointer a program frees came from an
+ * allocation that happened before, and a stray one inside the carved part
+ * reads a header that exists. */
+static inline __attribute__((always_inline)) int _corral_free_owned(void *p)
+{
+  uintptr_t a = (uintptr_t)p;
+  if (CORRAL_UNLIKELY(a - _corral_range_lo[0] >= __atomic_load_n(&_corral_range_carved[0], __ATOMIC_RELAXED)))
+    return 0;
+  corral_chunk_t *c = _corral_chunk_header(a);
+  uint64_t off = a - (uintptr_t)c->blocks, m = c->div_magic;
+  if (CORRAL_LIKELY(off < __atomic_load_n(&c->limit, __ATOMIC_RELAXED) && off * m < m &&
+                    ((uint64_t *)p)[1] != c->key &&
+                    atomic_load_explicit(&c->owner, memory_order_relaxed) == _corral_tls_fast)) {
+    _corral_block_free_local(c, p);
+    return 1;
+  }
+  return 0;
 }
 
 /* Owner: moves the objects other threads freed onto c's lists and leaves

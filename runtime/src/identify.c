@@ -127,6 +127,22 @@ static plan_t *parse_plan(char *text, size_t len, char *err, size_t errlen)
 }
 
 /* Redirects the calls of t's stub sites (those of loaded modules). */
+/* Whether site k may be left to the direct table when its call enters
+ * corral: the table has an entry for it, which decides before any clause
+ * does, and every live clause holding k is k alone (a clause of more sites
+ * keeps k's stub, so that stubs still decide it without a walk). */
+static int frame0_ok(const ident_tables_t *t, unsigned k)
+{
+  uint64_t bit = (uint64_t)1 << k;
+  for (size_t i = 0; i < t->clause_count; i++)
+    if (t->clause_need[i] && (t->clause_stub_mask[i] & bit) && t->clause_stub_mask[i] != bit) return 0;
+  if (!t->direct_mask) return 0;
+  uintptr_t ret = t->stub_ret[k];
+  for (size_t s = _corral_direct_slot(t, ret); t->direct[s].key; s = (s + 1) & t->direct_mask)
+    if (t->direct[s].key == ret) return 1;
+  return 0;
+}
+
 static void install_stubs(ident_tables_t *t, const module_table_t *modules)
 {
   corral_stub_request_t req[CORRAL_STUB_SITES];
@@ -138,7 +154,7 @@ static void install_stubs(ident_tables_t *t, const module_table_t *modules)
       t->stub_reasons[CORRAL_STUB_NOT_DIRECT]++;
       continue;
     }
-    req[n++] = (corral_stub_request_t){k, t->stub_ret[k], m, CORRAL_STUB_OK, 0};
+    req[n++] = (corral_stub_request_t){k, t->stub_ret[k], m, frame0_ok(t, k), CORRAL_STUB_OK, 0};
   }
   _corral_stubs_install(req, n);
   for (unsigned i = 0; i < n; i++) {
@@ -146,8 +162,9 @@ static void install_stubs(ident_tables_t *t, const module_table_t *modules)
     if (req[i].result == CORRAL_STUB_OK) {
       t->stub_installed |= (uint64_t)1 << req[i].k;
       t->stub_recursive |= (uint64_t)req[i].recursive << req[i].k;
-    }
-    else _corral_note(1, "site %#lx: no stub (%s); walked", (unsigned long)req[i].ret,
+    } else if (req[i].result == CORRAL_STUB_FRAME0) {
+      t->stub_frame0 |= (uint64_t)1 << req[i].k;
+    } else _corral_note(1, "site %#lx: no stub (%s); walked", (unsigned long)req[i].ret,
                       _corral_stub_refusal_text(req[i].result));
   }
 }

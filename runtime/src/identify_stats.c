@@ -97,9 +97,11 @@ void _corral_ident_stats_text(int fd)
   const ident_tables_t *t = __atomic_load_n(&_corral_ident.tables, __ATOMIC_ACQUIRE);
   if (t) {
     unsigned walked = 0;
-    for (int r = CORRAL_STUB_OK + 1; r < CORRAL_STUB_REASONS; r++) walked += t->stub_reasons[r];
-    _corral_fdprintf(fd, "stubs: %u sites instrumented, %u walked; %zu clauses decided by stubs\n",
-                     t->stub_reasons[CORRAL_STUB_OK], walked, t->stub_clause_count);
+    for (int r = CORRAL_STUB_OK + 1; r < CORRAL_STUB_REASONS; r++)
+      if (r != CORRAL_STUB_FRAME0) walked += t->stub_reasons[r];
+    _corral_fdprintf(fd, "stubs: %u sites instrumented, %u walked, %u frame 0 only; %zu clauses decided by stubs\n",
+                     t->stub_reasons[CORRAL_STUB_OK], walked, t->stub_reasons[CORRAL_STUB_FRAME0],
+                     t->stub_clause_count);
   }
   _corral_fdprintf(fd, "identify: %llu calls, %llu direct, %llu by stubs, %llu replayed, %llu walks, %.2f frames/walk "
                    "(%llu fp, %llu cfi steps), %llu grouped, %.0f cycles/call (1/%d sampled)\n",

@@ -283,11 +283,13 @@ void _corral_tables_stub_clauses(ident_tables_t *t)
 {
   t->stub_clause_count = 0;
   t->walk_first_rank = NO_RANK;
+  memset(t->stub_solo_rank, NO_RANK, sizeof t->stub_solo_rank);
   /* In rank order; within a rank, file order (a stable insertion). */
   for (size_t i = 0; i < t->clause_count; i++) {
     if (!t->clause_need[i]) continue;                  /* not live */
     uint64_t mask = t->clause_stub_mask[i];
     uint8_t rank = t->clause_rank[i];
+    if (mask && !(mask & ~t->stub_frame0)) continue;   /* frame 0 only: the direct table's */
     if (!mask || (mask & ~t->stub_installed)) {
       if (rank < t->walk_first_rank) t->walk_first_rank = rank;
       continue;
@@ -299,6 +301,8 @@ void _corral_tables_stub_clauses(ident_tables_t *t)
     }
     t->stub_clauses[j].mask = mask;
     t->stub_clauses[j].rank = rank;
+    uint8_t *solo = &t->stub_solo_rank[__builtin_ctzll(mask)];
+    if (!(mask & (mask - 1)) && rank < *solo) *solo = rank;
   }
   t->no_walk = t->walk_first_rank == NO_RANK && t->direct_range_count == 0;
 }

@@ -70,9 +70,13 @@ typedef struct ident_tables_s {
   uintptr_t stub_ret[CORRAL_STUB_SITES];
   uint64_t stub_installed;
   uint64_t stub_recursive;          /* sites whose call is to their own function */
+  uint64_t stub_frame0;             /* sites left to the direct table (CORRAL_STUB_FRAME0) */
   uint64_t *clause_stub_mask;
   struct stub_clause_s { uint64_t mask; uint8_t rank; } *stub_clauses;
   size_t stub_clause_count;
+  /* Per site, the first rank of the stub clauses that are that site alone
+   * (NO_RANK: none): what decides when it is the one live site. */
+  uint8_t stub_solo_rank[CORRAL_STUB_SITES];
   uint8_t walk_first_rank;
   /* No allocation needs a walk: every live clause is decided by stubs and
    * no direct entry is a range. A frame 0 missing from the direct table

@@ -35,7 +35,7 @@ void *_corral_alloc_early(size_t size, size_t align, int zero)
 
 /* ---- free, size and realloc ---------------------------------------------------- */
 
-void _corral_free(void *p)
+static __attribute__((noinline)) void free_checked(void *p)
 {
   if (CORRAL_UNLIKELY(!p)) return;
   corral_where_t where;
@@ -51,6 +51,14 @@ void _corral_free(void *p)
   if (CORRAL_UNLIKELY(_corral_is_boot(p))) return;
   if (CORRAL_UNLIKELY(!_corral_next.free)) return;     /* nothing of the next allocator exists yet */
   _corral_next.free(p);
+}
+
+/* Pointers in corral's span: the owner's block free in a few compares,
+ * else every test in turn. */
+void _corral_free(void *p)
+{
+  if (CORRAL_LIKELY(_corral_free_owned(p))) return;
+  free_checked(p);
 }
 
 /* Usable size of any pointer: grouped from its chunk, else the owner's. */

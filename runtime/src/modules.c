@@ -90,6 +90,7 @@ static int add_module(struct dl_phdr_info *info, size_t size, void *data)
       if (at + ph->p_memsz > m->code_hi) m->code_hi = at + ph->p_memsz;
     }
     if (ph->p_type == PT_GNU_EH_FRAME) m->eh_frame_hdr = (const uint8_t *)at;
+    if (ph->p_type == PT_DYNAMIC) m->dynamic = (const void *)at;
   }
   if (m->code_hi == 0) return 0;      /* no code (e.g. a data-only object) */
   m->bias = info->dlpi_addr;

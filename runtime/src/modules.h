@@ -22,6 +22,7 @@ typedef struct corral_module_s {
   uintptr_t code_lo, code_hi;       /* executable PT_LOAD segments, run-time addresses */
   uintptr_t bias;                   /* dlpi_addr: run-time address - ELF vaddr */
   const uint8_t *eh_frame_hdr;      /* PT_GNU_EH_FRAME, or NULL */
+  const void *dynamic;              /* PT_DYNAMIC (an ElfW(Dyn) array), or NULL */
   uint8_t keeps_frame_pointers;
   char buildid[MODULE_BUILDID_MAX + 1];   /* lower-case hex, "" if none */
   char path[MODULE_PATH_MAX];       /* the main program's comes from /proc/self/exe */

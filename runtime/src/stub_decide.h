@@ -56,7 +56,9 @@ static inline __attribute__((always_inline)) int _corral_stub_decide(const ident
         if ((cm & unsure) && ((live | unsure) & cm) == cm) return 0;
       }
     uintptr_t nearest = UINTPTR_MAX;
-    for (size_t i = 0; i < t->stub_clause_count && live; i++) {
+    /* One live site: only the clauses of it alone can be complete. */
+    if (live && !(live & (live - 1))) best = t->stub_solo_rank[__builtin_ctzll(live)];
+    else for (size_t i = 0; i < t->stub_clause_count && live; i++) {
       uint64_t cm = t->stub_clauses[i].mask;
       if ((live & cm) != cm) continue;
       if (!t->first_match) {                      /* rank order: the first match wins */

@@ -3,7 +3,9 @@
 #define _GNU_SOURCE
 #include "stubs.h"
 
+#include <elf.h>
 #include <fcntl.h>
+#include <link.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -47,6 +49,7 @@ const char *_corral_stub_refusal_text(corral_stub_refusal_t r)
   case CORRAL_STUB_OUT_OF_REACH: return "no memory within reach";
   case CORRAL_STUB_NOT_WRITABLE: return "code not writable";
   case CORRAL_STUB_TORN: return "displacement spans two words";
+  case CORRAL_STUB_FRAME0: return "frame 0 only";
   default: return "?";
   }
 }
@@ -59,12 +62,74 @@ static int in_code(const corral_module_t *m, uintptr_t a, size_t n)
 }
 
 /* A PLT entry starts with `jmp *disp(%rip)`, after an endbr64 and a bnd
- * prefix where the program was built for CET. */
-static int plt_entry(const uint8_t *t)
+ * prefix where the program was built for CET: that jmp, or NULL. */
+static const uint8_t *plt_jump(const uint8_t *t)
 {
   if (t[0] == 0xf3 && t[1] == 0x0f && t[2] == 0x1e && t[3] == 0xfa) t += 4;
   if (t[0] == 0xf2) t++;
-  return t[0] == 0xff && t[1] == 0x25;
+  return t[0] == 0xff && t[1] == 0x25 ? t : NULL;
+}
+
+static int plt_entry(const uint8_t *t) { return plt_jump(t) != NULL; }
+
+/* An address from module m's dynamic section: glibc's loader has added the
+ * load bias in place; a value below the bias (another loader) has not. */
+static uintptr_t dyn_ptr(const corral_module_t *m, uintptr_t v)
+{
+  return v < m->bias ? v + m->bias : v;
+}
+
+/* The name of the symbol whose PLT slot (GOT entry) is at `slot` in module
+ * m, from its DT_JMPREL relocations; NULL if none says. */
+static const char *plt_symbol(const corral_module_t *m, uintptr_t slot)
+{
+  const ElfW(Rela) *rel = NULL;
+  const ElfW(Sym) *sym = NULL;
+  const char *str = NULL;
+  size_t relsz = 0;
+  for (const ElfW(Dyn) *d = m->dynamic; d && d->d_tag != DT_NULL; d++) {
+    switch (d->d_tag) {
+    case DT_JMPREL: rel = (const ElfW(Rela) *)dyn_ptr(m, d->d_un.d_ptr); break;
+    case DT_PLTRELSZ: relsz = d->d_un.d_val; break;
+    case DT_SYMTAB: sym = (const ElfW(Sym) *)dyn_ptr(m, d->d_un.d_ptr); break;
+    case DT_STRTAB: str = (const char *)dyn_ptr(m, d->d_un.d_ptr); break;
+    case DT_PLTREL: if (d->d_un.d_val != DT_RELA) return NULL; break;
+    }
+  }
+  if (!rel || !sym || !str) return NULL;
+  for (size_t i = 0; i < relsz / sizeof *rel; i++)
+    if (rel[i].r_offset + m->bias == slot && ELF64_R_TYPE(rel[i].r_info) == R_X86_64_JUMP_SLOT)
+      return str + sym[ELF64_R_SYM(rel[i].r_info)].st_name;
+  return NULL;
+}
+
+/* Entry points of corral's that allocate: a preloaded library's definitions
+ * are the ones every module's PLT binds to. */
+static int allocation_name(const char *n)
+{
+  static const char *const names[] = {"malloc", "calloc", "realloc", "reallocarray", "posix_memalign",
+                                      "aligned_alloc", "memalign", "valloc", "pvalloc"};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+    if (strcmp(n, names[i]) == 0) return 1;
+  return strncmp(n, "_Znwm", 5) == 0 || strncmp(n, "_Znam", 5) == 0;   /* operator new, new[] */
+}
+
+/* Whether a call to target (in module tm) enters this library: a PLT entry
+ * whose GOT slot is bound to one of its functions (at load with -z now, or
+ * by an earlier call; reading the slot is what the call itself does), or,
+ * while the slot is still lazy, whose relocation names one of corral's
+ * allocation entry points. */
+static int enters_corral(uintptr_t target, const corral_module_t *tm, const module_table_t *all)
+{
+  const uint8_t *jmp = plt_jump((const uint8_t *)target);
+  if (!jmp) return 0;
+  int32_t disp;
+  memcpy(&disp, jmp + 2, 4);
+  uintptr_t slot = (uintptr_t)(jmp + 6 + disp);
+  const corral_module_t *self = _corral_module_of(all, (uintptr_t)&enters_corral);
+  if (self && _corral_module_of(all, *(const uintptr_t *)slot) == self) return 1;
+  const char *name = plt_symbol(tm, slot);
+  return name && allocation_name(name);
 }
 
 /* The target of the `call rel32` that returns to ret, or 0. A byte 0xe8
@@ -265,6 +330,10 @@ void _corral_stubs_install(corral_stub_request_t *req, unsigned n)
     }
     uintptr_t target = call_target(r->ret, r->m, all, &r->result);
     if (!target) continue;
+    if (r->frame0_ok && enters_corral(target, _corral_module_of(all, target), all)) {
+      r->result = CORRAL_STUB_FRAME0;
+      continue;
+    }
     r->recursive = target == _corral_cfi_function_of(r->m->eh_frame_hdr, r->ret - 1);
     stub[i] = stub_room(r->ret);
     if (!stub[i]) { r->result = CORRAL_STUB_OUT_OF_REACH; continue; }

@@ -41,6 +41,8 @@ typedef enum {
   CORRAL_STUB_OUT_OF_REACH,    /* no free memory within 2 GiB of the call */
   CORRAL_STUB_NOT_WRITABLE,    /* the code may not be made writable (mprotect refused) */
   CORRAL_STUB_TORN,            /* the displacement spans two words: no single store can patch it */
+  CORRAL_STUB_FRAME0,          /* not needed: the call enters corral, so the site is only ever
+                                  frame 0 of an allocation, which the direct table decides */
   CORRAL_STUB_REASONS
 } corral_stub_refusal_t;
 
@@ -52,12 +54,15 @@ typedef struct corral_stub_request_s {
   unsigned k;
   uintptr_t ret;
   const corral_module_t *m;
+  int frame0_ok;                    /* in: the direct table decides this site at frame 0 */
   corral_stub_refusal_t result;     /* out */
   int recursive;                    /* out: the call is to its own function */
 } corral_stub_request_t;
 
 /* Writes the stubs, seals them executable with unwind information, then
- * patches the calls. A request whose (k, ret) is installed already succeeds
+ * patches the calls. A frame0_ok site whose call enters corral itself (a
+ * PLT entry bound to this library: malloc, operator new...) gets none:
+ * result CORRAL_STUB_FRAME0. A request whose (k, ret) is installed already succeeds
  * at once. Outside malloc only (plan load, after dlopen), one caller at a
  * time. */
 void _corral_stubs_install(corral_stub_request_t *req, unsigned n);
