@@ -6,7 +6,7 @@ the way a profiled program runs), and by random pools (CORRAL_RANDOM_POOLS:
 each allocation in one of N pools at random, which scatters what mimalloc
 keeps together).
 
-    make -C runtime bench-micro && python3 runtime/bench_micro/churn.py [--threads N]
+    make -C bench/allocator && python3 bench/allocator/churn.py [--threads N]
 """
 
 import argparse
@@ -49,7 +49,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--pools", type=int, default=4)
     args = ap.parse_args()
-    binary = BUILD / "runtime" / "bench_micro" / "churn"
+    binary = BUILD / "bench" / "allocator" / "churn"
     mimalloc = str(BASE_LIBRARIES["mimalloc"])
     plan = plan_for(binary, Path(tempfile.mkdtemp(prefix="corral-churn-")))
     configs = {

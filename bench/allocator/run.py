@@ -13,7 +13,7 @@ path without identification), a site grouped by frame 0 (`direct`), and
 sites grouped by a clause at depth 2 and 6 (decided by a walk of 2 or 6
 frames). Each for a frame-pointer and a no-frame-pointer build.
 
-    make -C runtime bench-micro && python3 runtime/bench_micro/run.py [--no-time]
+    make -C bench/allocator && python3 bench/allocator/run.py [--no-time]
 """
 
 import argparse
@@ -155,7 +155,7 @@ def main():
     args = ap.parse_args()
     build = Path(args.build).resolve()
     lib = build / "runtime" / "libcorral.so"
-    binaries = {k: build / "runtime" / "bench_micro" / f"pairs_{k}" for k in BUILDS}
+    binaries = {k: build / "bench" / "allocator" / f"pairs_{k}" for k in BUILDS}
     table = configs()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
