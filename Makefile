@@ -32,7 +32,7 @@ setup: deps-deb deps-py
 build: runtime profiler bench
 
 runtime:
-	$(MAKE) -C runtime BUILD=$(BUILD)
+	$(MAKE) -C runtime BUILD=$(BUILD) all debug
 
 profiler:
 	$(MAKE) -C profiler BUILD=$(BUILD)

@@ -9,6 +9,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BUILD = Path(os.environ.get("CORRAL_BUILD", ROOT / "build"))
 
 RUNTIME_LIB = BUILD / "runtime" / "libcorral.so"
+RUNTIME_DEBUG_LIB = BUILD / "runtime-debug" / "libcorral.so"   # make -C runtime debug
 PROFILER_DIR = BUILD / "profiler"          # used as VALGRIND_LIB
 BENCH_DIR = BUILD / "bench"
 

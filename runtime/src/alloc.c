@@ -31,9 +31,11 @@ void _corral_chunk_drain(corral_chunk_t *c, uintptr_t counted)
   uintptr_t head = atomic_exchange_explicit(&c->remote, counted, memory_order_acquire);
   void *list = (void *)(head & ~CORRAL_REMOTE_COUNTED);
   long n = c->block_size ? _corral_block_drain(c, list) : _corral_mixed_drain(c, list);
+  CORRAL_ASSERT(c->live >= (size_t)n);
   c->live -= (size_t)n;
   c->drained += (uint64_t)n;
   if (n && remote_counted(head)) atomic_fetch_sub_explicit(&c->balance, n, memory_order_relaxed);
+  _corral_debug_check_chunk(c);
 }
 
 /* Counting, when statistics or dynamic mode ask for it: the thread's group
@@ -77,6 +79,7 @@ void *_corral_group_alloc_slow(unsigned g, size_t size, size_t align)
 /* Another thread's free: push onto the chunk's remote stack. */
 static __attribute__((noinline)) void free_remote(corral_chunk_t *c, void *p)
 {
+  CORRAL_ASSERT(c->magic == CORRAL_CHUNK_MAGIC && (!c->block_size || _corral_block_start(c, p)));
   ((uint64_t *)p)[1] = c->key;
   uintptr_t head = atomic_load_explicit(&c->remote, memory_order_relaxed);
   do {

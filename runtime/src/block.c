@@ -25,6 +25,7 @@ static int extend(corral_chunk_t *c)
   *(void **)(first + (n - 1) * bs) = c->free;
   c->free = first;
   c->bump = first + n * bs;
+  CORRAL_ASSERT(c->bump <= c->end);
   /* Published before any of these blocks is handed out, so a thread that
    * gets one and frees it sees it below the limit. */
   __atomic_store_n(&c->limit, (uint32_t)(c->bump - c->blocks), __ATOMIC_RELEASE);
@@ -49,6 +50,7 @@ long _corral_block_drain(corral_chunk_t *c, void *list)
  * threads' frees, or fresh space; 0 when c is full. */
 static int refill(corral_chunk_t *c)
 {
+  _corral_debug_check_chunk(c);
   if (c->free) return 1;
   if (c->local_free) {
     c->free = c->local_free;

@@ -112,6 +112,7 @@ static void reset_chunk(corral_chunk_t *c, unsigned pool, corral_heap_t *h)
   c->in_retired = 0;
   c->live = 0;
   c->counted_allocs = c->drained = 0;
+  c->torn = 0;
   c->free = c->local_free = NULL;
   c->limit = 0;
   if (_corral_group_mixed[g]) {
@@ -224,6 +225,8 @@ corral_chunk_t *_corral_chunk_replace(corral_heap_t *h, unsigned pool, int may_a
   if (!(c = _corral_chunk_acquire(h, pool, may_adopt, &adopted))) return NULL;
   h->cur[pool] = c;
   if (adopted) _corral_chunk_drain(c, 0);
+  CORRAL_ASSERT(c->pool == pool && atomic_load(&c->owner) == h);
+  _corral_debug_check_chunk(c);
   return c;
 }
 

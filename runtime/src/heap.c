@@ -15,12 +15,13 @@ uint8_t _corral_class_of8[CORRAL_TABLE_MAX / 8 + 1];
 static pthread_key_t exit_key;
 static int exit_key_ok;
 
-static void retire_all(corral_heap_t *h)
+static void retire_all(corral_heap_t *h, int torn)
 {
   for (unsigned pool = 0; pool < CORRAL_POOLS; pool++)
     if (h->cur[pool]) {
       corral_chunk_t *c = h->cur[pool];
       h->cur[pool] = NULL;
+      c->torn |= (uint32_t)torn;
       _corral_chunk_retire(c);
     }
 }
@@ -31,7 +32,7 @@ static void thread_exit(void *arg)
 {
   corral_heap_t *h = arg;
   if (!h) return;
-  retire_all(h);
+  retire_all(h, 0);
   _corral_tls_heap = _corral_tls_fast = NULL;
   _corral_lock(&_corral_heap_lock);
   h->dead = 1;
@@ -89,7 +90,11 @@ void _corral_heap_fork_child(void)
   _corral_unlock(&_corral_heap_lock);
   for (corral_heap_t *h = _corral_heaps; h; h = h->next_heap)
     if (h != _corral_tls_heap && !h->dead) {
-      retire_all(h);
+      /* Those threads do not exist here; one may have been inside a pop or
+       * a push, which leaves the chunk's live count off by that block: the
+       * chunk is then released early only for a block nobody here holds,
+       * or kept for one that never comes back. */
+      retire_all(h, 1);
       h->dead = 1;
     }
 }

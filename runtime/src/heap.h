@@ -5,6 +5,7 @@
 #ifndef CORRAL_HEAP_H
 #define CORRAL_HEAP_H
 
+#include "debug.h"
 #include "internal.h"
 #include "size_class.h"
 
@@ -59,6 +60,8 @@ typedef struct corral_chunk_s {
   char *bump, *end;                        /* never-used space [bump, end) */
   uint64_t counted_allocs;                 /* objects handed out while counting (_corral_track) */
   uint64_t drained;                        /* objects drained from `remote` */
+  uint32_t torn;                           /* owned by a thread a fork left behind: a pop or push it
+                                              was in the middle of may be half done (debug.c) */
   /* any thread: written by every remote free */
   _Alignas(64) _Atomic(uintptr_t) remote;  /* stack of objects freed by other threads, | CORRAL_REMOTE_COUNTED */
   atomic_long balance;                     /* counted remote frees minus drained; retired: + CORRAL_RETIRED - live */
@@ -260,6 +263,9 @@ static inline unsigned _corral_class(size_t size)
 static inline __attribute__((always_inline)) void *_corral_block_pop(corral_chunk_t *c)
 {
   void **p = (void **)c->free;
+  CORRAL_ASSERT(c->magic == CORRAL_CHUNK_MAGIC && c->block_size != 0);
+  CORRAL_ASSERT(atomic_load_explicit(&c->owner, memory_order_relaxed) == _corral_tls_heap);
+  CORRAL_ASSERT(_corral_block_start(c, p));
   c->free = p[0];
   p[1] = NULL;
   c->live++;
@@ -269,6 +275,9 @@ static inline __attribute__((always_inline)) void *_corral_block_pop(corral_chun
 /* Owner: block p of c onto the local list, the key in word 1. */
 static inline __attribute__((always_inline)) void _corral_block_free_local(corral_chunk_t *c, void *p)
 {
+  CORRAL_ASSERT(c->magic == CORRAL_CHUNK_MAGIC && c->block_size != 0 && c->live > 0);
+  CORRAL_ASSERT(atomic_load_explicit(&c->owner, memory_order_relaxed) == _corral_tls_heap);
+  CORRAL_ASSERT(_corral_block_start(c, p));
   void **q = (void **)p, *next = c->local_free;
   uint64_t key = c->key;                /* both read before q is written, which may alias them */
   q[0] = next;

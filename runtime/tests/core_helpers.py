@@ -27,12 +27,13 @@ def build(out_dir, name, cxx=False, flags=()):
     return exe
 
 
-def corral_env(base="glibc", **options):
-    """Environment with libcorral.so (then the base allocator) preloaded and
+def corral_env(base="glibc", lib=LIB, **options):
+    """Environment with libcorral.so (`lib`: the normal build, or
+    paths.RUNTIME_DEBUG_LIB) then the base allocator preloaded, and
     CORRAL_<NAME> set from keyword options; other CORRAL_* are removed."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
     base_lib = BASE_LIBRARIES[base]
-    env["LD_PRELOAD"] = " ".join(str(p) for p in (LIB, base_lib) if p)
+    env["LD_PRELOAD"] = " ".join(str(p) for p in (lib, base_lib) if p)
     for name, value in options.items():
         env[name if name.isupper() else "CORRAL_" + name.upper()] = str(value)
     return env
