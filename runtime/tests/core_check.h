@@ -1,6 +1,8 @@
 /* Named checks with a summary line, for the core test programs. */
 #ifndef CORE_CHECK_H
 #define CORE_CHECK_H
+#include "../include/corral.h"   /* first: it defines _GNU_SOURCE for dlfcn.h */
+
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,10 +16,7 @@ static int core_passed, core_failed;
 /* corral_group_of when running under corral, else "nothing is grouped". */
 __attribute__((unused)) static int group_of(const void *p)
 {
-  static int (*fn)(const void *);
-  static int looked;
-  if (!looked) { fn = (int (*)(const void *))dlsym(RTLD_DEFAULT, "corral_group_of"); looked = 1; }
-  return fn ? fn(p) : -1;
+  return corral_group_of_if_loaded(p);
 }
 
 static int core_summary(void)

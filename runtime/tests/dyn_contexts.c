@@ -8,6 +8,8 @@
  *   SERIES pooled=K first=I groups=G,G big_pooled=B
  * (I: 1-based index of the first pooled allocation, 0 if none). stdout only
  * carries a checksum, so it is identical with and without corral. */
+#include "../include/corral.h"
+
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +17,6 @@
 
 #define NOIPA __attribute__((noipa))
 
-static int (*group_of)(const void *);
 
 /* ---------------------------------------------------------------------------
    Wrappers (only hand the pointer back) and one non-wrapper
@@ -60,7 +61,7 @@ static const struct { const char *name; void (*run)(void **, int, size_t); } SER
 static void report(const char *name, void **ptrs, int n, int big) {
   int pooled = 0, first = 0, groups[8], ngroups = 0, big_pooled = 0;
   for (int i = 0; i < n + big; i++) {
-    int g = group_of ? group_of(ptrs[i]) : -1;
+    int g = corral_group_of_if_loaded(ptrs[i]);
     if (g < 0) continue;
     if (i >= n) { big_pooled++; continue; }
     pooled++;
@@ -78,7 +79,6 @@ int main(int argc, char **argv) {
   int n = argc > 1 ? atoi(argv[1]) : 300;
   size_t size = argc > 2 ? (size_t)atol(argv[2]) : 32;
   int big = argc > 3 ? atoi(argv[3]) : 0;
-  group_of = (int (*)(const void *))dlsym(RTLD_DEFAULT, "corral_group_of");
   void **ptrs = calloc((size_t)(n + big), sizeof *ptrs);
   unsigned long sum = 0;
   for (size_t s = 0; s < sizeof SERIES / sizeof SERIES[0]; s++) {

@@ -7,6 +7,8 @@
  *             other or from one field (must stay apart).
  * Reports on stderr, for the last quarter of each site's objects, the groups
  * they landed in ("SITE groups=G,G"); stdout carries only checksums. */
+#include "../include/corral.h"
+
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +18,6 @@
 struct node { struct node *next; long value; long spare; };
 struct cell { struct cell *next; long *data; };
 
-static int (*group_of)(const void *);
 
 NOIPA struct node *node_from_a(struct node *next, long v) {
   struct node *p = malloc(sizeof *p); p->next = next; p->value = v; p->spare = 0; return p;
@@ -40,7 +41,7 @@ NOIPA struct node *record_from_d(long v) {
 static void report(const char *name, void **ptrs, int n) {
   int groups[8], ngroups = 0;
   for (int i = n - n / 4; i < n; i++) {
-    int g = group_of ? group_of(ptrs[i]) : -1, k = 0;
+    int g = corral_group_of_if_loaded(ptrs[i]), k = 0;
     while (k < ngroups && groups[k] != g) k++;
     if (k == ngroups && ngroups < 8) groups[ngroups++] = g;
   }
@@ -51,7 +52,6 @@ static void report(const char *name, void **ptrs, int n) {
 
 int main(int argc, char **argv) {
   int n = argc > 1 ? atoi(argv[1]) : 4000;
-  group_of = (int (*)(const void *))dlsym(RTLD_DEFAULT, "corral_group_of");
   void **a = calloc((size_t)n, sizeof *a), **b = calloc((size_t)n, sizeof *b);
 
   struct node *head = NULL;

@@ -3,6 +3,8 @@
  * is given back to the allocator underneath once samples show its objects
  * are freed by another thread. stderr: "tail pooled=K" for the last 100
  * nodes; stdout: a checksum. */
+#include "../include/corral.h"
+
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -44,7 +46,6 @@ static void *consume(void *arg) {
 }
 
 int main(void) {
-  int (*group_of)(const void *) = (int (*)(const void *))dlsym(RTLD_DEFAULT, "corral_group_of");
   pthread_t consumer;
   pthread_create(&consumer, NULL, consume, NULL);
   for (int b = 0; b < BATCHES; b++) {
@@ -65,7 +66,7 @@ int main(void) {
   int pooled = 0;
   for (long i = 0; i < 100; i++) {
     tail = make_node(tail, i);
-    pooled += group_of && group_of(tail) >= 0;
+    pooled += corral_group_of_if_loaded(tail) >= 0;
   }
   fprintf(stderr, "tail pooled=%d\n", pooled);
   printf("consumed %ld\n", consumed);

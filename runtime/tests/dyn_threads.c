@@ -3,6 +3,8 @@
  * other's nodes, then the process forks and the child allocates through the
  * same contexts. stdout: checksums (identical with and without corral);
  * stderr: "pooled=K" (nodes of the last round that corral pooled). */
+#include "../include/corral.h"
+
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -17,7 +19,6 @@
 struct node { struct node *next; long value; };
 
 static struct node *lists[THREADS];
-static int (*group_of)(const void *);
 
 NOIPA void *xmalloc(size_t n) {
   void *p = malloc(n);
@@ -56,7 +57,6 @@ static long checksum_and_free(void) {
 }
 
 int main(void) {
-  group_of = (int (*)(const void *))dlsym(RTLD_DEFAULT, "corral_group_of");
   pthread_t th[THREADS];
   for (long t = 0; t < THREADS; t++) pthread_create(&th[t], NULL, build, (void *)t);
   for (int t = 0; t < THREADS; t++) pthread_join(th[t], NULL);
@@ -71,7 +71,7 @@ int main(void) {
     for (long i = 0; i < NODES; i++) head = push(head, i);
     int pooled = 0;
     long csum = 0;
-    for (struct node *p = head; p; p = p->next) { csum += p->value; pooled += group_of && group_of(p) >= 0; }
+    for (struct node *p = head; p; p = p->next) { csum += p->value; pooled += corral_group_of_if_loaded(p) >= 0; }
     fprintf(stderr, "child pooled=%d\n", pooled);
     printf("child %ld\n", csum);
     fflush(stdout);
@@ -82,7 +82,7 @@ int main(void) {
   struct node *head = NULL;
   int pooled = 0;
   for (long i = 0; i < NODES; i++) head = push(head, i);
-  for (struct node *p = head; p; p = p->next) pooled += group_of && group_of(p) >= 0;
+  for (struct node *p = head; p; p = p->next) pooled += corral_group_of_if_loaded(p) >= 0;
   fprintf(stderr, "parent pooled=%d\n", pooled);
   printf("parent child_status=%d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
   (void)sum;

@@ -1,13 +1,10 @@
 /* Shared by the identification test programs: compare corral's group of a
  * pointer with the group the program knows it must be in. corral_group_of is
- * looked up at run time, so the programs also run without corral. */
+ * looked up at run time (corral.h), so the programs also run without corral. */
 #ifndef IDENT_CHECK_H
 #define IDENT_CHECK_H
 
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
-#include <dlfcn.h>
+#include "../include/corral.h"
 #include <stdio.h>
 
 #ifdef __cplusplus
@@ -23,13 +20,7 @@ static unsigned ident_checked, ident_wrong;
 
 void ident_expect(const void *p, int expected)
 {
-  static int (*group_of)(const void *);
-  static int looked_up;           /* once: a failing dlsym allocates */
-  if (!looked_up) {
-    group_of = (int (*)(const void *))dlsym(RTLD_DEFAULT, "corral_group_of");
-    looked_up = 1;
-  }
-  int got = group_of ? group_of(p) : -2;
+  int got = corral_group_of_if_loaded(p);
   ident_checked++;
   if (got != expected) {
     if (ident_wrong < 10) fprintf(stderr, "ident: %p in group %d, expected %d\n", p, got, expected);
