@@ -126,7 +126,6 @@ static plan_t *parse_plan(char *text, size_t len, char *err, size_t errlen)
   return plan;
 }
 
-/* Redirects the calls of t's stub sites (those of loaded modules). */
 /* Whether site k may be left to the direct table when its call enters
  * corral: the table has an entry for it, which decides before any clause
  * does, and every live clause holding k is k alone (a clause of more sites
@@ -136,13 +135,10 @@ static int frame0_ok(const ident_tables_t *t, unsigned k)
   uint64_t bit = (uint64_t)1 << k;
   for (size_t i = 0; i < t->clause_count; i++)
     if (t->clause_need[i] && (t->clause_stub_mask[i] & bit) && t->clause_stub_mask[i] != bit) return 0;
-  if (!t->direct_mask) return 0;
-  uintptr_t ret = t->stub_ret[k];
-  for (size_t s = _corral_direct_slot(t, ret); t->direct[s].key; s = (s + 1) & t->direct_mask)
-    if (t->direct[s].key == ret) return 1;
-  return 0;
+  return t->direct[_corral_direct_find(t, t->stub_ret[k])].key != 0;
 }
 
+/* Redirects the calls of t's stub sites (those of loaded modules). */
 static void install_stubs(ident_tables_t *t, const module_table_t *modules)
 {
   corral_stub_request_t req[CORRAL_STUB_SITES];

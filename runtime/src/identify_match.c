@@ -45,11 +45,8 @@ static ident_counters_t *counters(void)
 /* 1 with *group set when the table has frame 0. */
 static inline int direct_lookup(const ident_tables_t *t, uintptr_t pc, int *group)
 {
-  if (t->direct_mask) {
-    size_t s = _corral_direct_slot(t, pc);
-    for (uintptr_t key; (key = t->direct[s].key) != 0; s = (s + 1) & t->direct_mask)
-      if (key == pc) { *group = (int)t->direct[s].group; return 1; }
-  }
+  const direct_entry_t *e = &t->direct[_corral_direct_find(t, pc)];
+  if (e->key) { *group = (int)e->group; return 1; }
   size_t lo = 0, hi = t->direct_range_count;
   while (lo < hi) {
     size_t mid = (lo + hi) / 2;

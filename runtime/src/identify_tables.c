@@ -138,15 +138,14 @@ ident_tables_t *_corral_tables_build(const plan_t *plan, const plan_binding_t *b
 
   /* Direct entries of loaded modules. */
   t->direct = carve(&c, slots * sizeof(direct_entry_t));
-  t->direct_mask = slots ? slots - 1 : 0;
+  t->direct_mask = slots - 1;
   t->direct_ranges = carve(&c, ranges * sizeof(direct_range_t));
   for (size_t i = 0; i < plan->direct_count; i++) {
     const plan_direct_t *d = &plan->directs[i];
     if (!b->loaded[d->site.module]) continue;
     uintptr_t lo = d->site.lo + b->bias[d->site.module], hi = d->site.hi + b->bias[d->site.module];
     if (hi - lo == 1) {
-      size_t s = _corral_direct_slot(t, lo);
-      while (t->direct[s].key && t->direct[s].key != lo) s = (s + 1) & t->direct_mask;
+      size_t s = _corral_direct_find(t, lo);
       if (t->direct[s].key) continue;             /* a repeated entry: the first one stands */
       t->direct[s].key = lo;
       t->direct[s].group = d->group;

@@ -39,7 +39,7 @@ typedef struct ident_tables_s {
 
   /* direct: exact frame-0 addresses (open addressing, key 0 = empty) ... */
   direct_entry_t *direct;
-  size_t direct_mask;               /* slots - 1; slots == 0 without entries */
+  size_t direct_mask;               /* slots - 1; one empty slot without entries */
   /* ... and ranges, sorted, not overlapping */
   direct_range_t *direct_ranges;
   size_t direct_range_count;
@@ -91,13 +91,22 @@ typedef struct ident_tables_s {
 
 #define IDENT_MAX_DEPTH 64
 
-/* The segment holding pc, or (size_t)-1 when pc is in no site. */
-/* The first slot to probe for frame-0 address pc (t->direct_mask != 0). */
+/* The first slot to probe for frame-0 address pc. */
 static inline size_t _corral_direct_slot(const ident_tables_t *t, uintptr_t pc)
 {
   return (pc * CORRAL_DIRECT_HASH >> 20) & t->direct_mask;
 }
 
+/* The slot holding frame-0 address pc, or the empty slot where it would
+ * go (the table is never full: slots >= 2 * entries, or one empty slot). */
+static inline size_t _corral_direct_find(const ident_tables_t *t, uintptr_t pc)
+{
+  size_t s = _corral_direct_slot(t, pc);
+  while (t->direct[s].key && t->direct[s].key != pc) s = (s + 1) & t->direct_mask;
+  return s;
+}
+
+/* The segment holding pc, or (size_t)-1 when pc is in no site. */
 static inline size_t _corral_tables_segment_of(const ident_tables_t *t, uintptr_t pc)
 {
   size_t a = 0, b = t->seg_count;          /* first boundary > pc */

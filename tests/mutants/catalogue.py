@@ -39,9 +39,9 @@ MUTANTS = [
            "",
            "a double free is no longer detected"),
     Mutant("remote-free-key", "runtime/src/alloc.c",
-           "static __attribute__((noinline)) void free_remote(corral_chunk_t *c, void *p)\n{\n"
+           "  CORRAL_ASSERT(c->magic == CORRAL_CHUNK_MAGIC && (!c->block_size || _corral_block_start(c, p)));\n"
            "  ((uint64_t *)p)[1] = c->key;\n",
-           "static __attribute__((noinline)) void free_remote(corral_chunk_t *c, void *p)\n{\n",
+           "  CORRAL_ASSERT(c->magic == CORRAL_CHUNK_MAGIC && (!c->block_size || _corral_block_start(c, p)));\n",
            "a free by another thread does not mark the object free"),
     Mutant("fresh-object-keeps-free-mark", "runtime/src/heap.h",
            "  c->free = p[0];\n  p[1] = NULL;\n  c->live++;\n",
@@ -52,8 +52,8 @@ MUTANTS = [
            "return off < __atomic_load_n(&c->limit, __ATOMIC_RELAXED);",
            "a free of a pointer inside a block is taken for the block's own"),
     Mutant("malloc-not-a-tail-call", "runtime/src/interpose.c",
-           "    return enomem_if_null(_corral_next.malloc(size));\n  }\n  return malloc_rest(size);\n",
-           "    return enomem_if_null(_corral_next.malloc(size));\n  }\n  void *p = malloc_rest(size);\n"
+           "  return malloc_rest(size);\n",
+           "  void *p = malloc_rest(size);\n"
            "  __asm__ __volatile__(\"\" : : \"r\"(p) : \"memory\");\n  return p;\n",
            "identification sees a frame inside libcorral instead of the program's call site"),
     Mutant("realloc-interior-pointer", "runtime/src/interpose.c",
@@ -87,8 +87,8 @@ MUTANTS = [
            "",
            "groups are not ordered heaviest first"),
     Mutant("frame0-without-direct", "runtime/src/identify.c",
-           "    if (t->direct[s].key == ret) return 1;\n  return 0;\n}",
-           "    if (t->direct[s].key == ret) return 1;\n  return 1;\n}",
+           "  return t->direct[_corral_direct_find(t, t->stub_ret[k])].key != 0;\n",
+           "  return 1;\n",
            "a site that calls malloc loses its stub though no direct entry decides it"),
     Mutant("free-owner-unchecked", "runtime/src/heap.h",
            "                    atomic_load_explicit(&c->owner, memory_order_relaxed) == _corral_tls_fast)) {\n    _corral_block_free_local(c, p);\n    return 1;",
