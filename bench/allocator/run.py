@@ -7,11 +7,13 @@ and plan loading cancel out. Secondary: ns per pair, the median of
 alternating native runs (noisy on a shared machine).
 
 Configurations: each base allocator alone; corral over mimalloc (and glibc)
-with no plan, with a plan that does not cover the call site (walked, or
-listed `direct -`), with every small object pooled (random pools: the pool
-path without identification), a site grouped by frame 0 (`direct`), and
-sites grouped by a clause at depth 2 and 6 (decided by a walk of 2 or 6
-frames). Each for a frame-pointer and a no-frame-pointer build.
+with no plan, with a plan that does not cover the call site (with no stub
+site, listed `direct -`, or with a stub site elsewhere), with every small
+object pooled (random pools: the pool path without identification), a site
+grouped by frame 0 (`direct`: its call points at its pool), and sites
+grouped by a clause at depth 2 and 6 (decided by the clause site's stub, or
+with stubs off by a walk of 2 or 6 frames). Each for a frame-pointer and a
+no-frame-pointer build.
 
     make -C bench/allocator && python3 bench/allocator/run.py [--no-time]
 """
@@ -55,6 +57,7 @@ def configs() -> list[Config]:
             Config(f"{c}, no plan", base, True, None, "other"),
             Config(f"{c}, plan, site not in plan", base, True, "plan", "other"),
             Config(f"{c}, plan, site listed direct -", base, True, "plan-", "other"),
+            Config(f"{c}, plan with a stub site, site not in it", base, True, "deep2", "other"),
             Config(f"{c}, random pools=1 (no identification)", base, True, None, "other",
                    (("CORRAL_RANDOM_POOLS", "1"),), grouped=True),
             Config(f"{c}, grouped by frame 0 (direct)", base, True, "plan", "grouped", grouped=True),

@@ -6,6 +6,7 @@
 #define CORRAL_HEAP_H
 
 #include "debug.h"
+#include "gates.h"
 #include "internal.h"
 #include "size_class.h"
 
@@ -102,21 +103,7 @@ extern atomic_uint _corral_range_count;
 extern uintptr_t _corral_range_lo[CORRAL_MAX_RANGES], _corral_range_carved[CORRAL_MAX_RANGES];
 extern uintptr_t _corral_range_min;      /* lowest lo of all ranges (mmap grows down) */
 extern uintptr_t _corral_range_max;      /* highest reserved end of all ranges */
-/* Every pointer outside [_corral_mine_lo, _corral_mine_hi) belongs to the next
- * allocator: the span holds all group memory and the bootstrap buffer. The
- * entry points hand such pointers over without looking further. Below it
- * lies glibc's heap; above it, mimalloc's segments. Until the runtime is
- * ready the span is everything, so nothing takes the short way before the
- * next allocator is known. Each bound only widens after that, before a new
- * range is published: a reader that sees one bound new and one old still
- * covers all published memory. */
-extern uintptr_t _corral_mine_lo, _corral_mine_hi;
-
-static inline int _corral_foreign(const void *p)
-{
-  return (uintptr_t)p < __atomic_load_n(&_corral_mine_lo, __ATOMIC_ACQUIRE) ||
-         (uintptr_t)p >= __atomic_load_n(&_corral_mine_hi, __ATOMIC_ACQUIRE);
-}
+/* The span every grouped pointer lies in: gates.h. */
 
 /* The two bitmaps of a mixed chunk are interleaved word by word, so an
  * object's start and end bits usually share a cache line: word 2w holds the

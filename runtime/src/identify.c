@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "heap.h"
+#include "init.h"
 #include "identify_state.h"
 #include "identify_tables.h"
 #include "internal.h"
@@ -23,13 +24,36 @@ ident_state_t _corral_ident;
 const ident_tables_t *_corral_direct_tables;
 static int direct_open;
 
+/* The entry points' gates (gates.h) for direct tables d, once the direct
+ * table is open: closed (0) for an entry point none of whose grouped
+ * frame-0 sites was left to the probe, when no allocation needs a walk;
+ * forward_from 0 when, on top of that, every gate is closed and no stub
+ * site exists, so the plain entry points have nothing left to decide. The
+ * pool calls serve while a plan is loaded (t); a stale plan sends them the
+ * full way. Until the direct table opens (and for good while counting or
+ * with random pools) every gate stays open. */
+static void set_gates(const ident_tables_t *t, const ident_tables_t *d)
+{
+  if (!direct_open || _corral_ngroups == 0) return;
+  size_t below = _corral_options.max_size + 1;
+  unsigned open = d && d->no_walk ? d->probe_gates : CORRAL_GATE_ALL;
+  __atomic_store_n(&_corral_gates.on_malloc, (open & CORRAL_GATE_MALLOC) != 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&_corral_gates.on_calloc, (open & CORRAL_GATE_CALLOC) != 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&_corral_gates.on_realloc, (open & CORRAL_GATE_REALLOC) != 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&_corral_gates.on_new, (open & CORRAL_GATE_NEW) != 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&_corral_gates.pool_below, t ? below : 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&_corral_gates.forward_from, !open && d && !d->stub_installed ? 0 : below,
+                   __ATOMIC_RELEASE);
+}
+
 /* The tables go to identification, and to the entry points' own frame-0
  * probe once that is open and the tables have direct entries. */
 static void publish(const ident_tables_t *t)
 {
+  const ident_tables_t *d = direct_open && t && (t->direct_mask || t->no_walk) ? t : NULL;
   __atomic_store_n(&_corral_ident.tables, t, __ATOMIC_RELEASE);
-  __atomic_store_n(&_corral_direct_tables, direct_open && t && (t->direct_mask || t->no_walk) ? t : NULL,
-                   __ATOMIC_RELEASE);
+  __atomic_store_n(&_corral_direct_tables, d, __ATOMIC_RELEASE);
+  set_gates(t, d);
 }
 
 void _corral_ident_open_direct(void)
@@ -165,6 +189,49 @@ static void install_stubs(ident_tables_t *t, const module_table_t *modules)
   }
 }
 
+static unsigned gates_of(corral_callee_t callee)
+{
+  switch (callee) {
+  case CORRAL_CALLS_MALLOC: return CORRAL_GATE_MALLOC;
+  case CORRAL_CALLS_CALLOC: return CORRAL_GATE_CALLOC;
+  case CORRAL_CALLS_REALLOC: return CORRAL_GATE_REALLOC;
+  case CORRAL_CALLS_NEW: case CORRAL_CALLS_NEW_NOTHROW: return CORRAL_GATE_NEW;
+  case CORRAL_CALLS_ALIGNED: return 0;          /* those entry points always take the full way */
+  default: return CORRAL_GATE_ALL;
+  }
+}
+
+/* Points the calls of t's grouped exact direct entries at their pools;
+ * the gates of the entry points the others may call stay open. */
+static void install_pool_calls(ident_tables_t *t, const module_table_t *modules)
+{
+  size_t n = 0;
+  for (size_t s = 0; s <= t->direct_mask; s++) n += t->direct[s].key && t->direct[s].group >= 0;
+  if (!n) return;
+  corral_pool_call_t *req = _corral_options.stubs ? _corral_os_map(n * sizeof *req) : NULL;
+  if (!req) {
+    t->probe_gates = CORRAL_GATE_ALL;
+    t->pool_call_reasons[CORRAL_STUB_NOT_DIRECT] = (uint32_t)n;
+    return;
+  }
+  size_t k = 0;
+  for (size_t s = 0; s <= t->direct_mask; s++) {
+    const direct_entry_t *e = &t->direct[s];
+    const corral_module_t *m = e->key && e->group >= 0 ? _corral_module_of(modules, e->key) : NULL;
+    if (m) req[k++] = (corral_pool_call_t){.ret = e->key, .m = m, .pool = (unsigned)e->pool};
+  }
+  if (k < n) {                                  /* an entry outside every module: only the probe has it */
+    t->probe_gates = CORRAL_GATE_ALL;
+    t->pool_call_reasons[CORRAL_STUB_NOT_DIRECT] += (uint32_t)(n - k);
+  }
+  _corral_pool_calls_install(req, k);
+  for (size_t i = 0; i < k; i++) {
+    t->pool_call_reasons[req[i].result]++;
+    if (req[i].result != CORRAL_STUB_OK) t->probe_gates |= (uint8_t)gates_of(req[i].callee);
+  }
+  _corral_os_unmap(req, n * sizeof *req);
+}
+
 /* Binds and builds against the current module table; publishes the tables.
  * Returns 0, or -1 having refused the plan. */
 static int relocate(const module_table_t *modules)
@@ -184,6 +251,7 @@ static int relocate(const module_table_t *modules)
   }
   if (_corral_options.stubs) install_stubs(t, modules);
   _corral_tables_stub_clauses(t);
+  install_pool_calls(t, modules);
   publish(t);
   return 0;
 }

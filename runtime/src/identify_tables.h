@@ -17,6 +17,13 @@
 
 #define NO_RANK 0xff
 
+/* Entry points whose gate (gates.h) a table holds open. */
+#define CORRAL_GATE_MALLOC 1u
+#define CORRAL_GATE_CALLOC 2u
+#define CORRAL_GATE_REALLOC 4u
+#define CORRAL_GATE_NEW 8u
+#define CORRAL_GATE_ALL 15u
+
 /* Key, group and the group's first pool in one slot: a probe reads one
  * cache line. The slot of a key is (key * CORRAL_DIRECT_HASH >> 20) & mask,
  * then linear probing. */
@@ -83,6 +90,12 @@ typedef struct ident_tables_s {
    * with no stub site noted live is then ungrouped at once. */
   uint8_t no_walk;
   uint8_t stub_reasons[CORRAL_STUB_REASONS];   /* sites per outcome, for statistics */
+
+  /* Pool calls (stubs.h): grouped exact direct entries per outcome, and
+   * the gates (CORRAL_GATE_*) of entry points that a grouped site left to
+   * the probe may call. */
+  uint32_t pool_call_reasons[CORRAL_STUB_REASONS];
+  uint8_t probe_gates;
 
   /* For statistics. */
   unsigned modules_matched;

@@ -15,7 +15,8 @@
 #include <sched.h>
 
 atomic_int _corral_state;
-size_t _corral_forward_from = SIZE_MAX;
+corral_gates_t _corral_gates = {.forward_from = SIZE_MAX, .on_malloc = 1, .on_calloc = 1, .on_realloc = 1,
+                                .on_new = 1, .pool_below = 0};
 unsigned _corral_ngroups;
 static __thread int initialising __attribute__((tls_model("initial-exec")));
 
@@ -61,9 +62,10 @@ int _corral_init_slow(void)
   __atomic_store_n(&_corral_mine_lo, boot < _corral_range_min ? boot : _corral_range_min, __ATOMIC_RELEASE);
   __atomic_store_n(&_corral_mine_hi, boot_end > _corral_range_max ? boot_end : _corral_range_max, __ATOMIC_RELEASE);
   /* Release: a thread that sees the new value jumps to _corral_next at once. */
-  __atomic_store_n(&_corral_forward_from,
+  __atomic_store_n(&_corral_gates.forward_from,
                    _corral_options.stats ? SIZE_MAX : _corral_ngroups ? _corral_options.max_size + 1 : 0,
                    __ATOMIC_RELEASE);
+  /* Opening the direct table also sets the gates from its tables. */
   if (!_corral_track && _corral_options.random_pools <= 0) _corral_ident_open_direct();
   initialising = 0;
   atomic_store(&_corral_state, CORRAL_STATE_READY);

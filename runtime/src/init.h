@@ -5,6 +5,8 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
+#include "gates.h"
+
 /* Internal: every declaration below is of this library, not exported. */
 #pragma GCC visibility push(hidden)
 
@@ -19,10 +21,7 @@ extern atomic_int _corral_state;
 /* Groups in use: random pools, else the plan's; 0 = nothing is grouped. */
 extern unsigned _corral_ngroups;
 
-/* Requests of at least this many bytes go straight to the next allocator:
- * 0 when nothing is grouped or counted, max_size + 1 when something may be,
- * SIZE_MAX until the runtime is ready (the entry points' first test). */
-extern size_t _corral_forward_from;
+/* The entry points' first tests (_corral_gates): gates.h. */
 
 /* Bring the runtime up as far as this thread may (returns the state reached). */
 int _corral_init_slow(void);

@@ -148,7 +148,7 @@ static __attribute__((noinline, cold)) void *malloc_huge(size_t size)
   return enomem_if_null(_corral_next.malloc(size));
 }
 
-static __attribute__((noinline)) void *malloc_rest(size_t size)
+__attribute__((noinline)) void *_corral_malloc_rest(size_t size)
 {
   return _corral_alloc_at(size, 0, __builtin_return_address(0), __builtin_frame_address(0), 0);
 }
@@ -184,10 +184,11 @@ static __attribute__((noinline)) void *malloc_stubbed(size_t size, const ident_t
  * zeroed slot (direct_mask 0), which no return address matches. */
 CORRAL_EXPORT void *malloc(size_t size)
 {
-  if (CORRAL_LIKELY(size >= __atomic_load_n(&_corral_forward_from, __ATOMIC_ACQUIRE))) {
+  if (CORRAL_LIKELY(size >= __atomic_load_n(&_corral_gates.forward_from, __ATOMIC_ACQUIRE))) {
     if (CORRAL_LIKELY(size <= PTRDIFF_MAX)) return _corral_next.malloc(size);
     return malloc_huge(size);
   }
+  if (CORRAL_LIKELY(_corral_gate_open(&_corral_gates.on_malloc))) return _corral_next.malloc(size);
   const ident_tables_t *t = __atomic_load_n(&_corral_direct_tables, __ATOMIC_ACQUIRE);
   if (CORRAL_LIKELY(t != NULL)) {
     uintptr_t ret0 = (uintptr_t)__builtin_return_address(0);
@@ -197,11 +198,15 @@ CORRAL_EXPORT void *malloc(size_t size)
       void *p = _corral_pool_pop((unsigned)e->pool, size);
       if (CORRAL_LIKELY(p != NULL)) return p;
     } else if (e->key == 0 && t->no_walk) {
-      if (!(_corral_stub_notes.live & t->stub_installed)) return _corral_next.malloc(size);
+      uint64_t live = _corral_stub_notes.live;
+      if (!(live & t->stub_installed)) {
+        if (CORRAL_UNLIKELY(live)) _corral_stub_notes.live = 0;   /* sites the tables no longer have */
+        return _corral_next.malloc(size);
+      }
       return malloc_stubbed(size, t);
     }
   }
-  return malloc_rest(size);
+  return _corral_malloc_rest(size);
 }
 
 CORRAL_EXPORT void free(void *p)
@@ -216,8 +221,13 @@ CORRAL_EXPORT void cfree(void *p)
   _corral_free(p);
 }
 
-static __attribute__((noinline)) void *calloc_rest(size_t total)
+__attribute__((noinline)) void *_corral_calloc_rest(size_t n, size_t size)
 {
+  size_t total;
+  if (__builtin_mul_overflow(n, size, &total)) {
+    errno = ENOMEM;
+    return NULL;
+  }
   return _corral_alloc_at(total, 0, __builtin_return_address(0), __builtin_frame_address(0), 1);
 }
 
@@ -228,11 +238,12 @@ CORRAL_EXPORT void *calloc(size_t n, size_t size)
     errno = ENOMEM;
     return NULL;
   }
-  if (CORRAL_LIKELY(total >= __atomic_load_n(&_corral_forward_from, __ATOMIC_ACQUIRE))) {
+  if (CORRAL_LIKELY(total >= __atomic_load_n(&_corral_gates.forward_from, __ATOMIC_ACQUIRE))) {
     if (CORRAL_LIKELY(total <= PTRDIFF_MAX)) return _corral_next.calloc(n, size);
     return enomem_if_null(_corral_next.calloc(n, size));
   }
-  return calloc_rest(total);
+  if (CORRAL_LIKELY(_corral_gate_open(&_corral_gates.on_calloc))) return _corral_next.calloc(n, size);
+  return _corral_calloc_rest(n, size);
 }
 
 static __attribute__((noinline)) void *realloc_rest(void *p, size_t size)
@@ -244,8 +255,9 @@ static __attribute__((noinline)) void *realloc_rest(void *p, size_t size)
  * realloc(p, 0) (free, return NULL) whatever the allocator underneath. */
 CORRAL_EXPORT void *realloc(void *p, size_t size)
 {
-  if (CORRAL_LIKELY(_corral_foreign(p) &&
-                    size >= __atomic_load_n(&_corral_forward_from, __ATOMIC_ACQUIRE) && size != 0))
+  if (CORRAL_LIKELY(_corral_foreign(p) && size != 0 &&
+                    (size >= __atomic_load_n(&_corral_gates.forward_from, __ATOMIC_ACQUIRE) ||
+                     _corral_gate_open(&_corral_gates.on_realloc))))
     return enomem_if_null(_corral_next.realloc(p, size));
   return realloc_rest(p, size);
 }

@@ -21,9 +21,9 @@ __thread corral_stub_notes_t _corral_stub_notes __attribute__((tls_model("initia
 extern void __register_frame_info(const void *begin, void *object) __attribute__((weak));
 
 #define PAGE 4096
-#define STUB_BYTES 48              /* one stub: at most 9 + 10 + 14 bytes of code */
+#define STUB_BYTES 48              /* one stub: at most 9 + 11 + 14 bytes of code */
 #define REACH ((intptr_t)1 << 31)
-#define MAX_PAGES 64               /* stub pages over the process's life */
+#define MAX_PAGES 256              /* stub pages over the process's life */
 #define EH_BYTES 128               /* one page's unwind table */
 #define OBJECT_BYTES 128           /* libgcc's struct object, opaque; 48 bytes in GCC 12 */
 
@@ -31,6 +31,7 @@ typedef struct stub_page_s {
   uint8_t *code;                   /* PAGE bytes; sealed read-exec once a batch is done */
   size_t used;
   int sealed;
+  int failed;                      /* could not be sealed: its stubs are never used */
   uint8_t eh[EH_BYTES] __attribute__((aligned(8)));
   void *object[OBJECT_BYTES / sizeof(void *)];
 } stub_page_t;
@@ -103,33 +104,55 @@ static const char *plt_symbol(const corral_module_t *m, uintptr_t slot)
   return NULL;
 }
 
-/* Entry points of corral's that allocate: a preloaded library's definitions
- * are the ones every module's PLT binds to. */
-static int allocation_name(const char *n)
+/* Which of corral's entry points a PLT slot's symbol is: a preloaded
+ * library's definitions are the ones every module's PLT binds to. */
+static corral_callee_t callee_of_name(const char *n)
 {
-  static const char *const names[] = {"malloc", "calloc", "realloc", "reallocarray", "posix_memalign",
-                                      "aligned_alloc", "memalign", "valloc", "pvalloc"};
-  for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-    if (strcmp(n, names[i]) == 0) return 1;
-  return strncmp(n, "_Znwm", 5) == 0 || strncmp(n, "_Znam", 5) == 0;   /* operator new, new[] */
+  static const char *const aligned[] = {"posix_memalign", "aligned_alloc", "memalign", "valloc", "pvalloc",
+                                        "reallocarray"};
+  if (strcmp(n, "malloc") == 0) return CORRAL_CALLS_MALLOC;
+  if (strcmp(n, "calloc") == 0) return CORRAL_CALLS_CALLOC;
+  if (strcmp(n, "realloc") == 0) return CORRAL_CALLS_REALLOC;
+  if (strcmp(n, "_Znwm") == 0 || strcmp(n, "_Znam") == 0) return CORRAL_CALLS_NEW;
+  if (strcmp(n, "_ZnwmRKSt9nothrow_t") == 0 || strcmp(n, "_ZnamRKSt9nothrow_t") == 0)
+    return CORRAL_CALLS_NEW_NOTHROW;
+  for (size_t i = 0; i < sizeof aligned / sizeof *aligned; i++)
+    if (strcmp(n, aligned[i]) == 0) return CORRAL_CALLS_ALIGNED;
+  if (strncmp(n, "_Znwm", 5) == 0 || strncmp(n, "_Znam", 5) == 0) return CORRAL_CALLS_ALIGNED;
+  return CORRAL_CALLS_UNKNOWN;
 }
 
-/* Whether a call to target (in module tm) enters this library: a PLT entry
- * whose GOT slot is bound to one of its functions (at load with -z now, or
- * by an earlier call; reading the slot is what the call itself does), or,
- * while the slot is still lazy, whose relocation names one of corral's
- * allocation entry points. */
-static int enters_corral(uintptr_t target, const corral_module_t *tm, const module_table_t *all)
+/* The entry point of corral's that a call to target (in module tm) enters,
+ * CORRAL_CALLS_UNKNOWN when it enters none. target must be a PLT entry
+ * whose GOT slot is bound to this library (at load with -z now, or by an
+ * earlier call; reading the slot is what the call itself does), or still
+ * lazy (the slot leads back into tm's own PLT); the slot's relocation
+ * names the entry. A slot bound to an allocation function of another
+ * module does not enter corral. */
+static corral_callee_t callee_of(uintptr_t target, const corral_module_t *tm, const module_table_t *all)
 {
   const uint8_t *jmp = plt_jump((const uint8_t *)target);
-  if (!jmp) return 0;
+  if (!jmp || !tm) return CORRAL_CALLS_UNKNOWN;
   int32_t disp;
   memcpy(&disp, jmp + 2, 4);
   uintptr_t slot = (uintptr_t)(jmp + 6 + disp);
-  const corral_module_t *self = _corral_module_of(all, (uintptr_t)&enters_corral);
-  if (self && _corral_module_of(all, *(const uintptr_t *)slot) == self) return 1;
+  const corral_module_t *self = _corral_module_of(all, (uintptr_t)&callee_of);
+  const corral_module_t *bound = _corral_module_of(all, *(const uintptr_t *)slot);
+  if (!self || (bound != self && bound != tm)) return CORRAL_CALLS_UNKNOWN;
   const char *name = plt_symbol(tm, slot);
-  return name && allocation_name(name);
+  corral_callee_t c = name ? callee_of_name(name) : CORRAL_CALLS_UNKNOWN;
+  /* Bound to us under a name we do not list (a versioned alias): some entry, not known which. */
+  return c == CORRAL_CALLS_UNKNOWN && bound == self ? CORRAL_CALLS_ALIGNED : c;
+}
+
+/* The target of the `call rel32` that returns to ret, or 0. */
+static uintptr_t raw_call_target(uintptr_t ret, const corral_module_t *m)
+{
+  const uint8_t *call = (const uint8_t *)(ret - 5);
+  if (!in_code(m, ret - 5, 5) || call[0] != 0xe8) return 0;
+  int32_t rel;
+  memcpy(&rel, call + 1, 4);
+  return ret + (uintptr_t)(intptr_t)rel;
 }
 
 /* The target of the `call rel32` that returns to ret, or 0. A byte 0xe8
@@ -140,11 +163,8 @@ static int enters_corral(uintptr_t target, const corral_module_t *tm, const modu
 static uintptr_t call_target(uintptr_t ret, const corral_module_t *m, const module_table_t *all,
                              corral_stub_refusal_t *why)
 {
-  const uint8_t *call = (const uint8_t *)(ret - 5);
-  if (!in_code(m, ret - 5, 5) || call[0] != 0xe8) { *why = CORRAL_STUB_NOT_DIRECT; return 0; }
-  int32_t rel;
-  memcpy(&rel, call + 1, 4);
-  uintptr_t target = ret + (uintptr_t)(intptr_t)rel;
+  uintptr_t target = raw_call_target(ret, m);
+  if (!target) { *why = CORRAL_STUB_NOT_DIRECT; return 0; }
   const corral_module_t *tm = all ? _corral_module_of(all, target) : NULL;
   if (!tm || !in_code(tm, target, 8) ||
       !(plt_entry((const uint8_t *)target) || _corral_cfi_function_start(tm->eh_frame_hdr, target))) {
@@ -208,6 +228,38 @@ static int32_t tls_offset(const void *var)
 
 static void put32(uint8_t *p, int32_t v) { memcpy(p, &v, 4); }
 
+/*   jmp target   (rel32 where it reaches, else through an absolute address) */
+static uint8_t *put_jump(uint8_t *p, uintptr_t target)
+{
+  if (reaches(target, (uintptr_t)p + 5)) {
+    *p++ = 0xe9;
+    put32(p, (int32_t)(target - ((uintptr_t)p + 4)));
+    return p + 4;
+  }
+  static const uint8_t jmp_abs[] = {0xff, 0x25, 0, 0, 0, 0};
+  memcpy(p, jmp_abs, sizeof jmp_abs); p += sizeof jmp_abs;
+  memcpy(p, &target, 8);
+  return p + 8;
+}
+
+static uintptr_t pool_way(corral_callee_t callee)
+{
+  switch (callee) {
+  case CORRAL_CALLS_MALLOC: return (uintptr_t)&_corral_malloc_pool;
+  case CORRAL_CALLS_CALLOC: return (uintptr_t)&_corral_calloc_pool;
+  case CORRAL_CALLS_NEW: return (uintptr_t)&_corral_new_pool;
+  case CORRAL_CALLS_NEW_NOTHROW: return (uintptr_t)&_corral_new_pool_nothrow;
+  default: return 0;
+  }
+}
+
+static corral_callee_t callee_of_pool_way(uintptr_t way)
+{
+  for (corral_callee_t c = CORRAL_CALLS_MALLOC; c <= CORRAL_CALLS_NEW_NOTHROW; c++)
+    if (pool_way(c) == way) return c;
+  return CORRAL_CALLS_UNKNOWN;
+}
+
 /*   mov  %rsp, %fs:sp[k]
  *   btsq $k, %fs:live
  *   jmp  target            (rel32, or through an absolute address)
@@ -223,16 +275,37 @@ static void write_stub(uint8_t *s, unsigned k, uintptr_t target)
   memcpy(p, bts, sizeof bts); p += sizeof bts;
   put32(p, tls_offset(&_corral_stub_notes.live)); p += 4;
   *p++ = (uint8_t)k;
-  if (reaches(target, (uintptr_t)p + 5)) {
-    *p++ = 0xe9;
-    put32(p, (int32_t)(target - ((uintptr_t)p + 4)));
-    p += 4;
-  } else {
-    static const uint8_t jmp_abs[] = {0xff, 0x25, 0, 0, 0, 0};
-    memcpy(p, jmp_abs, sizeof jmp_abs); p += sizeof jmp_abs;
-    memcpy(p, &target, 8); p += 8;
-  }
+  p = put_jump(p, target);
   while (p < s + STUB_BYTES) *p++ = 0xcc;     /* int3: nothing jumps here */
+}
+
+/*   mov  $pool, %esi       (malloc, operator new: after the size)
+ *   mov  $pool, %edx       (calloc, nothrow operator new: after the two arguments)
+ *   jmp  the entry's pool way
+ * The register is one the caller cannot expect to survive the call, and the
+ * entry point does not read. */
+static void write_pool_call(uint8_t *s, unsigned pool, corral_callee_t callee)
+{
+  uint8_t *p = s;
+  *p++ = callee == CORRAL_CALLS_CALLOC || callee == CORRAL_CALLS_NEW_NOTHROW ? 0xba : 0xbe;
+  put32(p, (int32_t)pool); p += 4;
+  p = put_jump(p, pool_way(callee));
+  while (p < s + STUB_BYTES) *p++ = 0xcc;
+}
+
+/* Where the stub at s jumps to, and whether it is a pool call. */
+static uintptr_t stub_jump(const uint8_t *s, int *pool_call)
+{
+  *pool_call = s[0] == 0xba || s[0] == 0xbe;
+  const uint8_t *j = s + (*pool_call ? 5 : 20);
+  if (j[0] == 0xe9) {
+    int32_t rel;
+    memcpy(&rel, j + 1, 4);
+    return (uintptr_t)(j + 5) + (uintptr_t)(intptr_t)rel;
+  }
+  uintptr_t target;
+  memcpy(&target, j + 6, 8);
+  return target;
 }
 
 /* ---- unwind information ---------------------------------------------------- */
@@ -314,6 +387,37 @@ static corral_stub_refusal_t patch_call(uintptr_t ret, const uint8_t *stub, int 
   return CORRAL_STUB_OK;
 }
 
+/* Seals this batch's pages executable, with unwind information, so that no
+ * call ever reaches a page that is not. A page that fails is marked. */
+static void seal_pages(void)
+{
+  for (unsigned i = 0; i < npages; i++) {
+    stub_page_t *pg = &pages[i];
+    if (pg->sealed) continue;
+    pg->sealed = 1;
+    if (mprotect(pg->code, PAGE, PROT_READ | PROT_EXEC) != 0) {
+      pg->failed = 1;
+      continue;
+    }
+    register_unwind(pg);
+  }
+}
+
+/* The page holding address a, or NULL when it is none of ours. */
+static const stub_page_t *page_of(uintptr_t a)
+{
+  for (unsigned i = 0; i < npages; i++)
+    if (a - (uintptr_t)pages[i].code < PAGE) return &pages[i];
+  return NULL;
+}
+
+/* Patches the call returning to ret once its stub's page is sealed. */
+static corral_stub_refusal_t point_call(uintptr_t ret, const uint8_t *stub, int alone)
+{
+  if (page_of((uintptr_t)stub)->failed) return CORRAL_STUB_NOT_WRITABLE;
+  return patch_call(ret, stub, alone);
+}
+
 void _corral_stubs_install(corral_stub_request_t *req, unsigned n)
 {
   const module_table_t *all = _corral_modules_current();
@@ -330,7 +434,7 @@ void _corral_stubs_install(corral_stub_request_t *req, unsigned n)
     }
     uintptr_t target = call_target(r->ret, r->m, all, &r->result);
     if (!target) continue;
-    if (r->frame0_ok && enters_corral(target, _corral_module_of(all, target), all)) {
+    if (r->frame0_ok && callee_of(target, _corral_module_of(all, target), all) != CORRAL_CALLS_UNKNOWN) {
       r->result = CORRAL_STUB_FRAME0;
       continue;
     }
@@ -340,30 +444,58 @@ void _corral_stubs_install(corral_stub_request_t *req, unsigned n)
     write_stub(stub[i], r->k, target);
     r->result = CORRAL_STUB_OK;
   }
-  /* ... then sealed, so that no call ever reaches a page that is not
-   * executable ... */
-  for (unsigned i = 0; i < npages; i++) {
-    stub_page_t *pg = &pages[i];
-    if (pg->sealed) continue;
-    pg->sealed = 1;
-    if (mprotect(pg->code, PAGE, PROT_READ | PROT_EXEC) != 0) {
-      for (unsigned j = 0; j < n; j++)
-        if (stub[j] && stub[j] >= pg->code && stub[j] < pg->code + PAGE) {
-          stub[j] = NULL;
-          req[j].result = CORRAL_STUB_NOT_WRITABLE;
-        }
-      continue;
-    }
-    register_unwind(pg);
-  }
+  /* ... then sealed ... */
+  seal_pages();
   /* ... and only then the calls. */
   int alone = single_threaded();
   for (unsigned i = 0; i < n; i++) {
     if (!stub[i]) continue;
-    req[i].result = patch_call(req[i].ret, stub[i], alone);
+    req[i].result = point_call(req[i].ret, stub[i], alone);
     if (req[i].result == CORRAL_STUB_OK) {
       installed[req[i].k] = req[i].ret;
       installed_recursive[req[i].k] = (uint8_t)req[i].recursive;
     }
   }
+}
+
+/* The callee of a call that already leads to one of our stubs: a pool call
+ * (patched by an earlier relocation) or a clause site's note stub, whose
+ * own target says what the call enters. */
+static corral_stub_refusal_t restubbed(uintptr_t target, const module_table_t *all, corral_callee_t *callee)
+{
+  int pool_call;
+  uintptr_t next = stub_jump((const uint8_t *)target, &pool_call);
+  if (pool_call) {
+    *callee = callee_of_pool_way(next);
+    return CORRAL_STUB_OK;
+  }
+  *callee = callee_of(next, _corral_module_of(all, next), all);
+  return CORRAL_STUB_OTHER_CALLEE;
+}
+
+void _corral_pool_calls_install(corral_pool_call_t *req, size_t n)
+{
+  const module_table_t *all = _corral_modules_current();
+  for (size_t i = 0; i < n; i++) {
+    corral_pool_call_t *r = &req[i];
+    r->stub = NULL;
+    r->callee = CORRAL_CALLS_UNKNOWN;
+    uintptr_t raw = raw_call_target(r->ret, r->m);
+    if (raw && page_of(raw)) {
+      r->result = restubbed(raw, all, &r->callee);
+      continue;
+    }
+    uintptr_t target = call_target(r->ret, r->m, all, &r->result);
+    if (!target) continue;
+    r->callee = callee_of(target, _corral_module_of(all, target), all);
+    if (!pool_way(r->callee)) { r->result = CORRAL_STUB_OTHER_CALLEE; continue; }
+    r->stub = stub_room(r->ret);
+    if (!r->stub) { r->result = CORRAL_STUB_OUT_OF_REACH; continue; }
+    write_pool_call(r->stub, r->pool, r->callee);
+    r->result = CORRAL_STUB_OK;
+  }
+  seal_pages();
+  int alone = single_threaded();
+  for (size_t i = 0; i < n; i++)
+    if (req[i].stub) req[i].result = point_call(req[i].ret, req[i].stub, alone);
 }

@@ -9,29 +9,25 @@
  * of the original call, so unwinders, exceptions and longjmp see the
  * program as it was. A malloc then asks which noted sites are still live:
  * slot S at or above its own frame, within the thread's stack, and still
- * holding site k's return address. */
+ * holding site k's return address.
+ *
+ * A grouped frame-0 site (a direct table entry) whose call enters corral's
+ * malloc, calloc or operator new gets a pool call instead: a stub that
+ * loads the group's first pool into the next free argument register and
+ * jumps to that entry's pool way (pool_call.c), so the allocation needs
+ * no lookup at all and the plain entry point none for it. */
 #ifndef CORRAL_STUBS_H
 #define CORRAL_STUBS_H
 
 #include <stdint.h>
 
+#include "gates.h"
 #include "modules.h"
 
 /* Internal: every declaration below is of this library, not exported. */
 #pragma GCC visibility push(hidden)
 
-/* Sites a plan can give stubs: one bit each in a 64-bit live mask. */
-#define CORRAL_STUB_SITES 64
-
-/* This thread's notes: bit k of `live` set by site k's stub, `sp[k]` the
- * stack pointer it was entered with (the slot of its return address).
- * Bits are cleared by the malloc that finds the site returned. */
-typedef struct corral_stub_notes_s {
-  uint64_t live;
-  uintptr_t sp[CORRAL_STUB_SITES];
-} corral_stub_notes_t;
-
-extern __thread corral_stub_notes_t _corral_stub_notes __attribute__((tls_model("initial-exec")));
+/* The notes the stubs set, corral_stub_notes_t: gates.h. */
 
 /* Why a site got no stub. */
 typedef enum {
@@ -43,6 +39,8 @@ typedef enum {
   CORRAL_STUB_TORN,            /* the displacement spans two words: no single store can patch it */
   CORRAL_STUB_FRAME0,          /* not needed: the call enters corral, so the site is only ever
                                   frame 0 of an allocation, which the direct table decides */
+  CORRAL_STUB_OTHER_CALLEE,    /* pool calls: the call enters no pool way (a wrapper, realloc,
+                                  an aligned form, a site that has a clause stub) */
   CORRAL_STUB_REASONS
 } corral_stub_refusal_t;
 
@@ -66,6 +64,39 @@ typedef struct corral_stub_request_s {
  * at once. Outside malloc only (plan load, after dlopen), one caller at a
  * time. */
 void _corral_stubs_install(corral_stub_request_t *req, unsigned n);
+
+/* The entry point a frame-0 site's call enters, as far as it can be told;
+ * it says which entry point's gate a site left to the probe holds open. */
+typedef enum {
+  CORRAL_CALLS_UNKNOWN = 0,    /* not corral's own entry (a wrapper, an indirect call): any */
+  CORRAL_CALLS_MALLOC,
+  CORRAL_CALLS_CALLOC,
+  CORRAL_CALLS_REALLOC,
+  CORRAL_CALLS_NEW,            /* operator new, new[] */
+  CORRAL_CALLS_NEW_NOTHROW,    /* their nothrow forms */
+  CORRAL_CALLS_ALIGNED,        /* the aligned forms, reallocarray: always the full way */
+} corral_callee_t;
+
+/* One grouped frame-0 site to point at its pool. */
+typedef struct corral_pool_call_s {
+  uintptr_t ret;
+  const corral_module_t *m;
+  unsigned pool;                    /* the group's first pool */
+  corral_callee_t callee;           /* out */
+  corral_stub_refusal_t result;     /* out: CORRAL_STUB_OK when the call now enters its pool way */
+  uint8_t *stub;                    /* internal */
+} corral_pool_call_t;
+
+/* Writes, seals and patches like _corral_stubs_install. A call patched
+ * before (a relocation after dlopen) succeeds at once. */
+void _corral_pool_calls_install(corral_pool_call_t *req, size_t n);
+
+/* The pool ways (pool_call.c): the pool arrives after the entry point's own
+ * arguments. */
+void *_corral_malloc_pool(size_t size, unsigned pool);
+void *_corral_calloc_pool(size_t n, size_t size, unsigned pool);
+void *_corral_new_pool(size_t n, unsigned pool);
+void *_corral_new_pool_nothrow(size_t n, const void *nothrow, unsigned pool);
 
 #pragma GCC visibility pop
 

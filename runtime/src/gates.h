@@ -1,0 +1,105 @@
+/* What the entry points read before anything else, shared by the C entry
+ * points (interpose.c, pool_call.c) and the C++ operators (new.cc). Plain
+ * variables read and written with the __atomic builtins, which C and C++
+ * both have, so the two languages see one declaration. Written by init.c,
+ * chunk.c (the span) and identify.c (the gates). */
+#ifndef CORRAL_GATES_H
+#define CORRAL_GATES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#define CORRAL_NOEXCEPT noexcept
+#else
+#define CORRAL_NOEXCEPT
+#endif
+
+/* Internal: every declaration below is of this library, not exported. */
+#pragma GCC visibility push(hidden)
+
+/* ---- stub notes (stubs.c writes the stubs that set them) -------------------- */
+
+/* Sites a plan can give stubs: one bit each in a 64-bit live mask. */
+#define CORRAL_STUB_SITES 64
+
+/* This thread's notes: bit k of `live` set by site k's stub, `sp[k]` the
+ * stack pointer it was entered with (the slot of its return address).
+ * Bits are cleared by the malloc that finds the site returned. */
+typedef struct corral_stub_notes_s {
+  uint64_t live;
+  uintptr_t sp[CORRAL_STUB_SITES];
+} corral_stub_notes_t;
+
+extern __thread corral_stub_notes_t _corral_stub_notes __attribute__((tls_model("initial-exec")));
+
+/* ---- the gates (init.c, identify.c) ------------------------------------------ */
+
+/* forward_from: requests of at least this many bytes go straight to the next
+ * allocator: 0 when the plain entry points have nothing to decide (nothing
+ * grouped; or every grouped frame-0 site calls its pool and no stub site
+ * exists), max_size + 1 when they may, SIZE_MAX until the runtime is ready
+ * and while statistics count every request.
+ *
+ * Below forward_from, an entry point still forwards at once when no stub
+ * site is noted live on this thread and its own gate is 0. A gate is
+ * nonzero while a grouped frame-0 site that calls that entry point was left
+ * to the direct table's probe (its call could not be pointed at its pool),
+ * while allocations need a walk, and until the direct table is open.
+ *
+ * pool_below: the pool calls (pool_call.c) serve sizes below this; 0 while
+ * they must take the entry point's full way (not ready, counting, random
+ * pools, a plan gone stale). */
+typedef struct corral_gates_s {
+  size_t forward_from;
+  uint64_t on_malloc, on_calloc, on_realloc, on_new;
+  size_t pool_below;
+} corral_gates_t;
+
+extern corral_gates_t _corral_gates;
+
+/* 1 when a small request at an entry point with this gate needs nothing of
+ * corral. Only this thread writes its notes: a plain read. */
+static inline int _corral_gate_open(const uint64_t *gate)
+{
+  return !(_corral_stub_notes.live | __atomic_load_n(gate, __ATOMIC_RELAXED));
+}
+
+/* ---- the span (chunk.c) ------------------------------------------------------ */
+
+/* Every pointer outside [_corral_mine_lo, _corral_mine_hi) belongs to the next
+ * allocator: the span holds all group memory and the bootstrap buffer. The
+ * entry points hand such pointers over without looking further. Below it
+ * lies glibc's heap; above it, mimalloc's segments. Until the runtime is
+ * ready the span is everything, so nothing takes the short way before the
+ * next allocator is known. Each bound only widens after that, before a new
+ * range is published: a reader that sees one bound new and one old still
+ * covers all published memory. */
+extern uintptr_t _corral_mine_lo, _corral_mine_hi;
+
+static inline int _corral_foreign(const void *p)
+{
+  return (uintptr_t)p < __atomic_load_n(&_corral_mine_lo, __ATOMIC_ACQUIRE) ||
+         (uintptr_t)p >= __atomic_load_n(&_corral_mine_hi, __ATOMIC_ACQUIRE);
+}
+
+/* ---- entries the C++ operators continue in (interpose.c, new.cc) ------------- */
+
+/* free of a pointer in the span (interpose.c). */
+void _corral_free(void *p) CORRAL_NOEXCEPT;
+/* The allocation path of every entry point; ret0/fp0 are the exported
+ * function's own return and frame address (interpose.c). */
+void *_corral_new_alloc(size_t size, size_t align, void *ret0, void *fp0) CORRAL_NOEXCEPT;
+/* operator new's full way, entered by a tail call from a pool call that
+ * missed: it may throw std::bad_alloc (new.cc). */
+void *_corral_new_rest(size_t n);
+void *_corral_new_rest_nothrow(size_t n) CORRAL_NOEXCEPT;
+
+#pragma GCC visibility pop
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

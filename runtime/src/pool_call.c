@@ -1,0 +1,47 @@
+/* The pool ways: where the call of a grouped frame-0 site leads once
+ * stubs.c has pointed it at its pool (a pool call). The stub adds the
+ * group's first pool after the entry point's own arguments and jumps here,
+ * so the return address is still the program's call: a request these
+ * cannot serve continues, by a tail call, in the entry point's full way,
+ * which decides again from scratch (and finds the site in the direct
+ * table). */
+#include "entry.h"
+#include "stubs.h"
+
+static inline __attribute__((always_inline)) void *pop(unsigned pool, size_t size)
+{
+  if (CORRAL_UNLIKELY(size >= __atomic_load_n(&_corral_gates.pool_below, __ATOMIC_RELAXED))) return NULL;
+  return _corral_pool_pop(pool, size);
+}
+
+void *_corral_malloc_pool(size_t size, unsigned pool)
+{
+  void *p = pop(pool, size);
+  if (CORRAL_LIKELY(p != NULL)) return p;
+  return _corral_malloc_rest(size);
+}
+
+void *_corral_calloc_pool(size_t n, size_t size, unsigned pool)
+{
+  size_t total;
+  if (CORRAL_LIKELY(!__builtin_mul_overflow(n, size, &total))) {
+    void *p = pop(pool, total);
+    if (CORRAL_LIKELY(p != NULL)) return memset(p, 0, total);
+  }
+  return _corral_calloc_rest(n, size);
+}
+
+void *_corral_new_pool(size_t n, unsigned pool)
+{
+  void *p = pop(pool, n);
+  if (CORRAL_LIKELY(p != NULL)) return p;
+  return _corral_new_rest(n);
+}
+
+void *_corral_new_pool_nothrow(size_t n, const void *nothrow, unsigned pool)
+{
+  (void)nothrow;
+  void *p = pop(pool, n);
+  if (CORRAL_LIKELY(p != NULL)) return p;
+  return _corral_new_rest_nothrow(n);
+}
