@@ -24,6 +24,12 @@ void _corral_ident_init(void);
  * is loaded (one predictable branch) and when the `direct` table decides. */
 int _corral_identify(void *ret0, void *fp0, size_t size);
 
+/* The decision once the direct table missed and the stub notes could not
+ * decide (_corral_stub_decide returned 0, having dropped the notes it found
+ * dead): a replay or a walk. Deciding from the notes again would trust
+ * them as they are now, without the notes it dropped. */
+int _corral_identify_after_stubs(void *ret0, void *fp0);
+
 /* The tables while the entry points may decide frame 0 themselves
  * (interpose.c's malloc): a plan with direct entries or one that never
  * needs a walk, nothing counted, no random pools, the runtime ready. NULL

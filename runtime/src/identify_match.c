@@ -290,6 +290,15 @@ static inline __attribute__((always_inline)) int identify_with(const ident_table
   return group;
 }
 
+int _corral_identify_after_stubs(void *ret0, void *fp0)
+{
+  const ident_tables_t *t = __atomic_load_n(&_corral_ident.tables, __ATOMIC_ACQUIRE);
+  int group;
+  if (!t) return -1;
+  if (replay(t, (uintptr_t)ret0, (uintptr_t)fp0, &group)) return group;
+  return walk_decide(t, ret0, fp0, counters());
+}
+
 /* Without statistics nothing is counted on the way to a decision: a
  * frame-0 decision is one hash probe. */
 int _corral_identify(void *ret0, void *fp0, size_t size)

@@ -7,6 +7,10 @@
 #include "identify_state.h"
 #include "internal.h"
 
+/* The entry points behind the CORRAL_GATE_* bits, in bit order. */
+static const char *const gate_names[] = {"malloc", "calloc", "realloc", "new"};
+#define GATE_NAMES (sizeof gate_names / sizeof *gate_names)
+
 static void sum_counters(ident_counters_t *sum)
 {
   *sum = (ident_counters_t){0};
@@ -79,6 +83,16 @@ void _corral_ident_stats_json(int fd)
       _corral_fdprintf(fd, "%s\"%s\":%u", r ? "," : "", _corral_stub_refusal_text((corral_stub_refusal_t)r),
                        t->stub_reasons[r]);
     _corral_fdprintf(fd, "},\"stub_clauses\":%zu", t->stub_clause_count);
+    /* Grouped exact direct entries by outcome ("installed": the call enters
+     * its pool way), and the entry points left to probe for the others. */
+    _corral_fdprintf(fd, ",\"pool_calls\":{");
+    for (int r = 0; r < CORRAL_STUB_REASONS; r++)
+      _corral_fdprintf(fd, "%s\"%s\":%u", r ? "," : "", _corral_stub_refusal_text((corral_stub_refusal_t)r),
+                       t->pool_call_reasons[r]);
+    _corral_fdprintf(fd, "},\"probing\":[");
+    for (unsigned i = 0, n = 0; i < GATE_NAMES; i++)
+      if (t->probe_gates & (1u << i)) _corral_fdprintf(fd, "%s\"%s\"", n++ ? "," : "", gate_names[i]);
+    _corral_fdprintf(fd, "]");
   }
   _corral_fdprintf(fd, "}");
 }
@@ -102,6 +116,13 @@ void _corral_ident_stats_text(int fd)
     _corral_fdprintf(fd, "stubs: %u sites instrumented, %u walked, %u frame 0 only; %zu clauses decided by stubs\n",
                      t->stub_reasons[CORRAL_STUB_OK], walked, t->stub_reasons[CORRAL_STUB_FRAME0],
                      t->stub_clause_count);
+    unsigned grouped = 0;
+    for (int r = 0; r < CORRAL_STUB_REASONS; r++) grouped += t->pool_call_reasons[r];
+    _corral_fdprintf(fd, "pool calls: %u of %u grouped frame-0 sites; probing:", t->pool_call_reasons[CORRAL_STUB_OK],
+                     grouped);
+    for (unsigned i = 0; i < GATE_NAMES; i++)
+      if (t->probe_gates & (1u << i)) _corral_fdprintf(fd, " %s", gate_names[i]);
+    _corral_fdprintf(fd, "%s\n", t->probe_gates ? "" : " none");
   }
   _corral_fdprintf(fd, "identify: %llu calls, %llu direct, %llu by stubs, %llu replayed, %llu walks, %.2f frames/walk "
                    "(%llu fp, %llu cfi steps), %llu grouped, %.0f cycles/call (1/%d sampled)\n",

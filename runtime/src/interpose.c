@@ -153,10 +153,18 @@ __attribute__((noinline)) void *_corral_malloc_rest(size_t size)
   return _corral_alloc_at(size, 0, __builtin_return_address(0), __builtin_frame_address(0), 0);
 }
 
-/* Out of line, so that malloc_stubbed's own way saves no registers for it. */
-static __attribute__((noinline, cold)) void *malloc_at(size_t size, void *ret0, void *fp0)
+/* malloc_stubbed's way on, out of line so that its own saves no registers
+ * for this one: group g decided (-1: ungrouped) but its pool's current
+ * chunk is empty, or g == UNDECIDED when the notes could not decide. */
+#define UNDECIDED (-2)
+static __attribute__((noinline, cold)) void *malloc_at(size_t size, int g, void *ret0, void *fp0)
 {
-  return _corral_alloc_at(size, 0, ret0, fp0, 0);
+  if (g == UNDECIDED) g = _corral_identify_after_stubs(ret0, fp0);
+  if (g >= 0 && g < (int)_corral_ngroups) {
+    void *p = _corral_group_alloc((unsigned)g, size, 0);
+    if (CORRAL_LIKELY(p != NULL)) return p;
+  }
+  return enomem_if_null(_corral_next.malloc(size));
 }
 
 /* A plan that needs no walk, a frame 0 not in the direct table, and a stub
@@ -170,8 +178,10 @@ static __attribute__((noinline)) void *malloc_stubbed(size_t size, const ident_t
     if (g < 0) return _corral_next.malloc(size);
     void *p = _corral_pool_pop((unsigned)g * CORRAL_SIZE_CLASSES, size);
     if (CORRAL_LIKELY(p != NULL)) return p;
+  } else {
+    g = UNDECIDED;
   }
-  return malloc_at(size, ret0, fp0);
+  return malloc_at(size, g, ret0, fp0);
 }
 
 /* Frame 0 decided here when the direct table's first probe has it: an

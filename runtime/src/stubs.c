@@ -51,6 +51,7 @@ const char *_corral_stub_refusal_text(corral_stub_refusal_t r)
   case CORRAL_STUB_NOT_WRITABLE: return "code not writable";
   case CORRAL_STUB_TORN: return "displacement spans two words";
   case CORRAL_STUB_FRAME0: return "frame 0 only";
+  case CORRAL_STUB_OTHER_CALLEE: return "calls no pool entry";
   default: return "?";
   }
 }

@@ -3,6 +3,7 @@ gcc into a tmp dir, write plans by hand from their symbols, run them under
 libcorral.so."""
 
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -89,3 +90,20 @@ def run(cmd, plan=None, env_extra=None, warnings=(), **kw):
     done = subprocess.run([str(c) for c in cmd], env=env, capture_output=True, text=True, timeout=60, **kw)
     assert_expected_warnings(done.stderr, warnings)
     return done
+
+
+def run_with_stats(cmd, stats, plan=None, env_extra=None, warnings=(), **kw):
+    """Runs cmd twice: as in production, then with CORRAL_STATS=stats.
+    Statistics count every request, which sends it the full way (no gates,
+    no pool calls, no frame-0 probe in malloc): the program must exit the
+    same both times and find as many allocations in the wrong group (its
+    last line, "checked N wrong M"; N may vary with threads and signals).
+    Returns the second run."""
+    first = run(cmd, plan, env_extra, warnings, **kw)
+    second = run(cmd, plan, dict(env_extra or {}, CORRAL_STATS=str(stats)), warnings, **kw)
+
+    def verdict(r):
+        return r.returncode, re.findall(r"wrong (\d+)", r.stdout)
+
+    assert verdict(first) == verdict(second), f"without statistics: {first.returncode} {first.stdout}{first.stderr}"
+    return second

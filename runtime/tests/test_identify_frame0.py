@@ -10,7 +10,7 @@ import json
 import pytest
 
 from core_helpers import BASES, corral_env
-from ident_helpers import HERE, call_returns, compile_c, plan_text, run
+from ident_helpers import HERE, call_returns, compile_c, plan_text, run_with_stats
 
 
 def build(tmp_path, binding, pie):
@@ -35,8 +35,8 @@ def plan_for(tmp_path, prog):
 def run_frame0(tmp_path, base, binding="now", pie=True, stubs=True):
     prog = build(tmp_path, binding, pie)
     stats = tmp_path / "stats.json"
-    env = dict(corral_env(base), CORRAL_STATS=str(stats), CORRAL_STUBS=str(int(stubs)))
-    r = run([prog, 200], plan=plan_for(tmp_path, prog), env_extra=env)
+    env = dict(corral_env(base), CORRAL_STUBS=str(int(stubs)))
+    r = run_with_stats([prog, 200], stats, plan=plan_for(tmp_path, prog), env_extra=env)
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout == "checked 1400 wrong 0\n"
     return json.loads(stats.read_text())["plan"]

@@ -7,7 +7,7 @@ falls back to the frame's CFI rule: 100% of the allocations in their group, no f
 
 import json
 
-from ident_helpers import FP, HERE, NOFP, compile_c, plan_text, run, site_range
+from ident_helpers import FP, HERE, NOFP, compile_c, plan_text, run, run_with_stats, site_range
 
 
 def test_garbage_frame_pointers_fall_back_to_cfi(tmp_path):
@@ -20,7 +20,7 @@ def test_garbage_frame_pointers_fall_back_to_cfi(tmp_path):
         clauses=[(0, [site_range(0, prog, "allocate"), site_range(0, prog, "driver_lib")]),
                  (0, [site_range(0, prog, "allocate"), site_range(0, prog, "driver_own")])]))
     stats = tmp_path / "stats.json"
-    r = run([prog], plan=plan, env_extra={"CORRAL_STATS": str(stats)})
+    r = run_with_stats([prog], stats, plan=plan)
     assert (r.returncode, r.stderr) == (0, ""), r.stdout + r.stderr
     assert r.stdout == f"checked {3000 + 4 * 50 * 40} wrong 0\n"
     ident = json.loads(stats.read_text())["identify"]

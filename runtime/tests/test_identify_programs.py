@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from ident_helpers import FP, HERE, NOFP, call_returns, compile_c, plan_text, run, site_range
+from ident_helpers import FP, HERE, NOFP, call_returns, compile_c, plan_text, run, run_with_stats, site_range
 
 BUILDS = {"fp-pie": (FP, True), "nofp-pie": (NOFP, True), "fp-nopie": (FP, False), "nofp-nopie": (NOFP, False)}
 
@@ -44,7 +44,7 @@ def test_every_allocation_in_its_group(tmp_path, kind):
     plan = tmp_path / "ident.plan"
     plan.write_text(ident_plan(prog, lib))
     stats = tmp_path / "stats.json"
-    r = run([prog], plan=plan, env_extra={"CORRAL_STATS": str(stats)})
+    r = run_with_stats([prog], stats, plan=plan)
     assert r.returncode == 0, r.stdout + r.stderr
     checked = int(r.stdout.split()[1])
     assert r.stdout.strip() == f"checked {checked} wrong 0"

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from core_helpers import BASES, corral_env
-from ident_helpers import FP, HERE, compile_c, plan_text, run, site_range
+from ident_helpers import FP, HERE, compile_c, plan_text, run, run_with_stats, site_range
 
 CHECKS = 1 + 500 * 8 + 100 * 2 + 3 * 20 * 10 * 8
 
@@ -33,8 +33,7 @@ def preload(base):
 def test_handlers_on_both_stacks_are_identified(tmp_path, base):
     prog = compile_c(tmp_path / "ident_signal", [HERE / "ident_signal.c"], FP, libs=["-pthread"])
     stats = tmp_path / "stats.json"
-    r = run([prog], plan=signal_plan(prog, tmp_path),
-            env_extra={"LD_PRELOAD": preload(base), "CORRAL_STATS": str(stats)})
+    r = run_with_stats([prog], stats, plan=signal_plan(prog, tmp_path), env_extra={"LD_PRELOAD": preload(base)})
     assert (r.returncode, r.stderr) == (0, ""), r.stdout + r.stderr
     assert r.stdout == f"checked {CHECKS} wrong 0\n"
     groups = json.loads(stats.read_text())["groups"]
@@ -46,8 +45,7 @@ def test_without_stack_bounds_only_frame_0_decides(tmp_path, base):
     prog = compile_c(tmp_path / "ident_signal_noattr", [HERE / "ident_signal.c"],
                      FP + ["-DGETATTR_FAILS", "-rdynamic"], libs=["-pthread"])
     stats = tmp_path / "stats.json"
-    r = run([prog], plan=signal_plan(prog, tmp_path),
-            env_extra={"LD_PRELOAD": preload(base), "CORRAL_STATS": str(stats)})
+    r = run_with_stats([prog], stats, plan=signal_plan(prog, tmp_path), env_extra={"LD_PRELOAD": preload(base)})
     assert (r.returncode, r.stderr) == (0, ""), r.stdout + r.stderr
     assert r.stdout == f"checked {CHECKS} wrong 0\n"
     s = json.loads(stats.read_text())

@@ -14,7 +14,7 @@ from capstone import CS_ARCH_X86, CS_MODE_64, Cs
 
 from corral import elf
 from core_helpers import BASES, corral_env
-from ident_helpers import FP, HERE, NOFP, call_returns, compile_c, function, plan_text, run
+from ident_helpers import FP, HERE, NOFP, call_returns, compile_c, function, plan_text, run, run_with_stats
 
 GROUPS = {0: "outer", 1: "rec", 2: "jump", 3: "signal", 4: "lib_a", 5: "indirect", 6: "throw", 7: "lib_b"}
 
@@ -66,8 +66,9 @@ def run_checks(tmp_path, base, pie, stubs, flags=FP, indirect=True):
     plan = write_plan(tmp_path, prog, libs, indirect)
     outer_site = call_returns(prog, "outer", "middle")[0]
     stats = tmp_path / "stats.json"
-    env = dict(corral_env(base), CORRAL_STATS=str(stats), CORRAL_STUBS=str(int(stubs)))
-    r = run([prog, libs["b"], f"{outer_site:x}", int(stubs), int(indirect)], plan=plan, env_extra=env)
+    env = dict(corral_env(base), CORRAL_STUBS=str(int(stubs)))
+    r = run_with_stats([prog, libs["b"], f"{outer_site:x}", int(stubs), int(indirect)], stats, plan=plan,
+                       env_extra=env)
     return r, json.loads(stats.read_text())
 
 
