@@ -43,14 +43,18 @@ extern __thread corral_stub_notes_t _corral_stub_notes __attribute__((tls_model(
  * and while statistics count every request.
  *
  * Below forward_from, an entry point still forwards at once when no stub
- * site is noted live on this thread and its own gate is 0. A gate is
- * nonzero while a grouped frame-0 site that calls that entry point was left
- * to the direct table's probe (its call could not be pointed at its pool),
- * while allocations need a walk, and until the direct table is open.
+ * site is noted live on this thread and its own gate is 0 (closed). A gate
+ * is 1 (CORRAL_GATE_PROBE) while a frame-0 site that may call that entry
+ * point was left to the direct table's probe (its call could not be
+ * pointed at its pool) or allocations may need a walk, and 2
+ * (CORRAL_GATE_FULL) while every request takes the full way: until the
+ * direct table is open, for good while counting or with random pools, and
+ * once the plan went stale.
  *
  * pool_below: the pool calls (pool_call.c) serve sizes below this; 0 while
  * they must take the entry point's full way (not ready, counting, random
  * pools, a plan gone stale). */
+enum { CORRAL_GATE_CLOSED = 0, CORRAL_GATE_PROBE = 1, CORRAL_GATE_FULL = 2 };
 typedef struct corral_gates_s {
   size_t forward_from;
   uint64_t on_malloc, on_calloc, on_realloc, on_new;

@@ -36,11 +36,12 @@ static void set_gates(const ident_tables_t *t, const ident_tables_t *d)
 {
   if (!direct_open || _corral_ngroups == 0) return;
   size_t below = _corral_options.max_size + 1;
-  unsigned open = d && d->no_walk ? d->probe_gates : CORRAL_GATE_ALL;
-  __atomic_store_n(&_corral_gates.on_malloc, (open & CORRAL_GATE_MALLOC) != 0, __ATOMIC_RELAXED);
-  __atomic_store_n(&_corral_gates.on_calloc, (open & CORRAL_GATE_CALLOC) != 0, __ATOMIC_RELAXED);
-  __atomic_store_n(&_corral_gates.on_realloc, (open & CORRAL_GATE_REALLOC) != 0, __ATOMIC_RELAXED);
-  __atomic_store_n(&_corral_gates.on_new, (open & CORRAL_GATE_NEW) != 0, __ATOMIC_RELAXED);
+  unsigned open = d && d->no_walk ? d->probe_gates : CORRAL_PROBE_ALL;
+  uint64_t on = t ? CORRAL_GATE_PROBE : CORRAL_GATE_FULL;
+  __atomic_store_n(&_corral_gates.on_malloc, open & CORRAL_PROBE_MALLOC ? on : 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&_corral_gates.on_calloc, open & CORRAL_PROBE_CALLOC ? on : 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&_corral_gates.on_realloc, open & CORRAL_PROBE_REALLOC ? on : 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&_corral_gates.on_new, open & CORRAL_PROBE_NEW ? on : 0, __ATOMIC_RELAXED);
   __atomic_store_n(&_corral_gates.pool_below, t ? below : 0, __ATOMIC_RELAXED);
   __atomic_store_n(&_corral_gates.forward_from, !open && d && !d->stub_installed ? 0 : below,
                    __ATOMIC_RELEASE);
@@ -192,36 +193,38 @@ static void install_stubs(ident_tables_t *t, const module_table_t *modules)
 static unsigned gates_of(corral_callee_t callee)
 {
   switch (callee) {
-  case CORRAL_CALLS_MALLOC: return CORRAL_GATE_MALLOC;
-  case CORRAL_CALLS_CALLOC: return CORRAL_GATE_CALLOC;
-  case CORRAL_CALLS_REALLOC: return CORRAL_GATE_REALLOC;
-  case CORRAL_CALLS_NEW: case CORRAL_CALLS_NEW_NOTHROW: return CORRAL_GATE_NEW;
+  case CORRAL_CALLS_MALLOC: return CORRAL_PROBE_MALLOC;
+  case CORRAL_CALLS_CALLOC: return CORRAL_PROBE_CALLOC;
+  case CORRAL_CALLS_REALLOC: return CORRAL_PROBE_REALLOC;
+  case CORRAL_CALLS_NEW: case CORRAL_CALLS_NEW_NOTHROW: return CORRAL_PROBE_NEW;
   case CORRAL_CALLS_ALIGNED: return 0;          /* those entry points always take the full way */
-  default: return CORRAL_GATE_ALL;
+  default: return CORRAL_PROBE_ALL;
   }
 }
 
-/* Points the calls of t's grouped exact direct entries at their pools;
- * the gates of the entry points the others may call stay open. */
+/* Points the calls of t's exact direct entries at their pools (or, for
+ * ungrouped ones, at the next allocator); the gates of the entry points the
+ * others may call stay open. */
 static void install_pool_calls(ident_tables_t *t, const module_table_t *modules)
 {
   size_t n = 0;
-  for (size_t s = 0; s <= t->direct_mask; s++) n += t->direct[s].key && t->direct[s].group >= 0;
+  for (size_t s = 0; s <= t->direct_mask; s++) n += t->direct[s].key != 0;
   if (!n) return;
   corral_pool_call_t *req = _corral_options.stubs ? _corral_os_map(n * sizeof *req) : NULL;
   if (!req) {
-    t->probe_gates = CORRAL_GATE_ALL;
+    t->probe_gates = CORRAL_PROBE_ALL;
     t->pool_call_reasons[CORRAL_STUB_NOT_DIRECT] = (uint32_t)n;
     return;
   }
   size_t k = 0;
   for (size_t s = 0; s <= t->direct_mask; s++) {
     const direct_entry_t *e = &t->direct[s];
-    const corral_module_t *m = e->key && e->group >= 0 ? _corral_module_of(modules, e->key) : NULL;
-    if (m) req[k++] = (corral_pool_call_t){.ret = e->key, .m = m, .pool = (unsigned)e->pool};
+    const corral_module_t *m = e->key ? _corral_module_of(modules, e->key) : NULL;
+    if (m) req[k++] = (corral_pool_call_t){.ret = e->key, .m = m,
+                                           .pool = e->pool >= 0 ? (unsigned)e->pool : CORRAL_POOL_NONE};
   }
   if (k < n) {                                  /* an entry outside every module: only the probe has it */
-    t->probe_gates = CORRAL_GATE_ALL;
+    t->probe_gates = CORRAL_PROBE_ALL;
     t->pool_call_reasons[CORRAL_STUB_NOT_DIRECT] += (uint32_t)(n - k);
   }
   _corral_pool_calls_install(req, k);

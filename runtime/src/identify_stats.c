@@ -7,7 +7,7 @@
 #include "identify_state.h"
 #include "internal.h"
 
-/* The entry points behind the CORRAL_GATE_* bits, in bit order. */
+/* The entry points behind the CORRAL_PROBE_* bits, in bit order. */
 static const char *const gate_names[] = {"malloc", "calloc", "realloc", "new"};
 #define GATE_NAMES (sizeof gate_names / sizeof *gate_names)
 
@@ -83,8 +83,8 @@ void _corral_ident_stats_json(int fd)
       _corral_fdprintf(fd, "%s\"%s\":%u", r ? "," : "", _corral_stub_refusal_text((corral_stub_refusal_t)r),
                        t->stub_reasons[r]);
     _corral_fdprintf(fd, "},\"stub_clauses\":%zu", t->stub_clause_count);
-    /* Grouped exact direct entries by outcome ("installed": the call enters
-     * its pool way), and the entry points left to probe for the others. */
+    /* Exact direct entries by outcome ("installed": the call enters its
+     * pool or none way), and the entry points left to probe for the others. */
     _corral_fdprintf(fd, ",\"pool_calls\":{");
     for (int r = 0; r < CORRAL_STUB_REASONS; r++)
       _corral_fdprintf(fd, "%s\"%s\":%u", r ? "," : "", _corral_stub_refusal_text((corral_stub_refusal_t)r),
@@ -118,7 +118,7 @@ void _corral_ident_stats_text(int fd)
                      t->stub_clause_count);
     unsigned grouped = 0;
     for (int r = 0; r < CORRAL_STUB_REASONS; r++) grouped += t->pool_call_reasons[r];
-    _corral_fdprintf(fd, "pool calls: %u of %u grouped frame-0 sites; probing:", t->pool_call_reasons[CORRAL_STUB_OK],
+    _corral_fdprintf(fd, "pool calls: %u of %u frame-0 sites; probing:", t->pool_call_reasons[CORRAL_STUB_OK],
                      grouped);
     for (unsigned i = 0; i < GATE_NAMES; i++)
       if (t->probe_gates & (1u << i)) _corral_fdprintf(fd, " %s", gate_names[i]);

@@ -17,12 +17,12 @@
 
 #define NO_RANK 0xff
 
-/* Entry points whose gate (gates.h) a table holds open. */
-#define CORRAL_GATE_MALLOC 1u
-#define CORRAL_GATE_CALLOC 2u
-#define CORRAL_GATE_REALLOC 4u
-#define CORRAL_GATE_NEW 8u
-#define CORRAL_GATE_ALL 15u
+/* Entry points a table leaves to the direct table's probe: their gate (gates.h) stays open. */
+#define CORRAL_PROBE_MALLOC 1u
+#define CORRAL_PROBE_CALLOC 2u
+#define CORRAL_PROBE_REALLOC 4u
+#define CORRAL_PROBE_NEW 8u
+#define CORRAL_PROBE_ALL 15u
 
 /* Key, group and the group's first pool in one slot: a probe reads one
  * cache line. The slot of a key is (key * CORRAL_DIRECT_HASH >> 20) & mask,
@@ -84,6 +84,9 @@ typedef struct ident_tables_s {
   /* Per site, the first rank of the stub clauses that are that site alone
    * (NO_RANK: none): what decides when it is the one live site. */
   uint8_t stub_solo_rank[CORRAL_STUB_SITES];
+  /* The same as the pool malloc pops from: the group's first pool, -1 when
+   * ungrouped. */
+  int32_t stub_solo_pool[CORRAL_STUB_SITES];
   uint8_t walk_first_rank;
   /* No allocation needs a walk: every live clause is decided by stubs and
    * no direct entry is a range. A frame 0 missing from the direct table
@@ -91,9 +94,9 @@ typedef struct ident_tables_s {
   uint8_t no_walk;
   uint8_t stub_reasons[CORRAL_STUB_REASONS];   /* sites per outcome, for statistics */
 
-  /* Pool calls (stubs.h): grouped exact direct entries per outcome, and
-   * the gates (CORRAL_GATE_*) of entry points that a grouped site left to
-   * the probe may call. */
+  /* Pool calls (stubs.h): exact direct entries per outcome, and the gates
+   * (CORRAL_PROBE_*) of entry points that a site left to the probe may
+   * call. */
   uint32_t pool_call_reasons[CORRAL_STUB_REASONS];
   uint8_t probe_gates;
 

@@ -15,8 +15,9 @@
 #include <sched.h>
 
 atomic_int _corral_state;
-corral_gates_t _corral_gates = {.forward_from = SIZE_MAX, .on_malloc = 1, .on_calloc = 1, .on_realloc = 1,
-                                .on_new = 1, .pool_below = 0};
+corral_gates_t _corral_gates = {.forward_from = SIZE_MAX, .on_malloc = CORRAL_GATE_FULL,
+                                .on_calloc = CORRAL_GATE_FULL, .on_realloc = CORRAL_GATE_FULL,
+                                .on_new = CORRAL_GATE_FULL, .pool_below = 0};
 unsigned _corral_ngroups;
 static __thread int initialising __attribute__((tls_model("initial-exec")));
 

@@ -184,6 +184,36 @@ static __attribute__((noinline)) void *malloc_stubbed(size_t size, const ident_t
   return malloc_at(size, g, ret0, fp0);
 }
 
+/* One stub site noted live, not recursive, and malloc's gate closed (so no
+ * frame 0 that reaches malloc is in the direct table, and no allocation
+ * needs a walk): that site alone decides. Live while the slot its stub saw
+ * lies at or above this call's own return address slot (rsp: malloc has no
+ * frame) within the thread's stack and still holds the site's return
+ * address; dead, its note is dropped and nothing is live. 0 when this
+ * cannot tell (the stack's bounds not known yet, an alternate signal
+ * stack, an empty free list): malloc_stubbed then decides. */
+static inline __attribute__((always_inline)) int one_site(const ident_tables_t *t, uint64_t live, size_t size,
+                                                        void **out)
+{
+  unsigned k = (unsigned)__builtin_ctzll(live);
+  uintptr_t sp = _corral_stub_notes.sp[k], rsp;
+  __asm__("mov %%rsp, %0" : "=r"(rsp));
+  const corral_thread_stack_t *s = &_corral_thread_stack;
+  if (CORRAL_UNLIKELY(s->state != STACK_KNOWN || rsp < s->lo || sp >= s->hi)) return 0;
+  if (sp < rsp || *(const uintptr_t *)sp != t->stub_ret[k]) {
+    _corral_stub_notes.live = 0;
+    *out = _corral_next.malloc(size);
+    return 1;
+  }
+  int32_t pool = t->stub_solo_pool[k];
+  if (pool < 0) {
+    *out = _corral_next.malloc(size);
+    return 1;
+  }
+  *out = _corral_pool_pop((unsigned)pool, size);
+  return *out != NULL;
+}
+
 /* Frame 0 decided here when the direct table's first probe has it: an
  * ungrouped site goes on to the next allocator, a grouped one pops its
  * pool's current chunk. A frame 0 not in the table (its slot is empty) is
@@ -191,7 +221,8 @@ static __attribute__((noinline)) void *malloc_stubbed(size_t size, const ident_t
  * Anything else (a collision, a live site, an empty list) takes
  * malloc_rest, which decides again from scratch. Kept free of calls other
  * than tail calls, so that it needs no frame. An empty table has one
- * zeroed slot (direct_mask 0), which no return address matches. */
+ * zeroed slot (direct_mask 0), which no return address matches. With the
+ * gate closed and one stub site live, that site decides (one_site). */
 CORRAL_EXPORT void *malloc(size_t size)
 {
   if (CORRAL_LIKELY(size >= __atomic_load_n(&_corral_gates.forward_from, __ATOMIC_ACQUIRE))) {
@@ -199,7 +230,14 @@ CORRAL_EXPORT void *malloc(size_t size)
     return malloc_huge(size);
   }
   if (CORRAL_LIKELY(_corral_gate_open(&_corral_gates.on_malloc))) return _corral_next.malloc(size);
+  uint64_t live = _corral_stub_notes.live, gate = __atomic_load_n(&_corral_gates.on_malloc, __ATOMIC_RELAXED);
+  if (gate == CORRAL_GATE_FULL) return _corral_malloc_rest(size);
   const ident_tables_t *t = __atomic_load_n(&_corral_direct_tables, __ATOMIC_ACQUIRE);
+  if (!gate && CORRAL_LIKELY(t != NULL) && !(live & (live - 1)) && (live & t->stub_installed & ~t->stub_recursive)) {
+    void *p;
+    if (CORRAL_LIKELY(one_site(t, live, size, &p))) return p;
+    return malloc_stubbed(size, t);
+  }
   if (CORRAL_LIKELY(t != NULL)) {
     uintptr_t ret0 = (uintptr_t)__builtin_return_address(0);
     const direct_entry_t *e = &t->direct[_corral_direct_slot(t, ret0)];

@@ -4,8 +4,10 @@
  * so the return address is still the program's call: a request these
  * cannot serve continues, by a tail call, in the entry point's full way,
  * which decides again from scratch (and finds the site in the direct
- * table). */
+ * table). A frame-0 site the plan lists ungrouped (`direct SITE -`) leads
+ * to a none way, which hands the request to the next allocator at once. */
 #include "entry.h"
+#include "next.h"
 #include "stubs.h"
 
 static inline __attribute__((always_inline)) void *pop(unsigned pool, size_t size)
@@ -42,6 +44,42 @@ void *_corral_new_pool_nothrow(size_t n, const void *nothrow, unsigned pool)
 {
   (void)nothrow;
   void *p = pop(pool, n);
+  if (CORRAL_LIKELY(p != NULL)) return p;
+  return _corral_new_rest_nothrow(n);
+}
+
+/* The none ways serve while the pool ways do: otherwise (counting, a stale
+ * plan) the full way decides and counts. */
+static inline __attribute__((always_inline)) int none_serves(size_t size)
+{
+  return CORRAL_LIKELY(size < __atomic_load_n(&_corral_gates.pool_below, __ATOMIC_RELAXED));
+}
+
+void *_corral_malloc_none(size_t size)
+{
+  if (none_serves(size)) return _corral_next.malloc(size);
+  return _corral_malloc_rest(size);
+}
+
+void *_corral_calloc_none(size_t n, size_t size)
+{
+  size_t total;
+  if (!__builtin_mul_overflow(n, size, &total) && none_serves(total)) return _corral_next.calloc(n, size);
+  return _corral_calloc_rest(n, size);
+}
+
+/* The next allocator's NULL goes the full way: the new-handler loop. */
+void *_corral_new_none(size_t n)
+{
+  void *p = none_serves(n) ? _corral_next.malloc(n) : NULL;
+  if (CORRAL_LIKELY(p != NULL)) return p;
+  return _corral_new_rest(n);
+}
+
+void *_corral_new_none_nothrow(size_t n, const void *nothrow)
+{
+  (void)nothrow;
+  void *p = none_serves(n) ? _corral_next.malloc(n) : NULL;
   if (CORRAL_LIKELY(p != NULL)) return p;
   return _corral_new_rest_nothrow(n);
 }

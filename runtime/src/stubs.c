@@ -243,13 +243,16 @@ static uint8_t *put_jump(uint8_t *p, uintptr_t target)
   return p + 8;
 }
 
-static uintptr_t pool_way(corral_callee_t callee)
+/* Where a pool call of this callee leads: its pool way, or for an
+ * ungrouped site (none) its none way; 0 when the callee has neither. */
+static uintptr_t pool_way(corral_callee_t callee, int none)
 {
   switch (callee) {
-  case CORRAL_CALLS_MALLOC: return (uintptr_t)&_corral_malloc_pool;
-  case CORRAL_CALLS_CALLOC: return (uintptr_t)&_corral_calloc_pool;
-  case CORRAL_CALLS_NEW: return (uintptr_t)&_corral_new_pool;
-  case CORRAL_CALLS_NEW_NOTHROW: return (uintptr_t)&_corral_new_pool_nothrow;
+  case CORRAL_CALLS_MALLOC: return none ? (uintptr_t)&_corral_malloc_none : (uintptr_t)&_corral_malloc_pool;
+  case CORRAL_CALLS_CALLOC: return none ? (uintptr_t)&_corral_calloc_none : (uintptr_t)&_corral_calloc_pool;
+  case CORRAL_CALLS_NEW: return none ? (uintptr_t)&_corral_new_none : (uintptr_t)&_corral_new_pool;
+  case CORRAL_CALLS_NEW_NOTHROW:
+    return none ? (uintptr_t)&_corral_new_none_nothrow : (uintptr_t)&_corral_new_pool_nothrow;
   default: return 0;
   }
 }
@@ -257,7 +260,7 @@ static uintptr_t pool_way(corral_callee_t callee)
 static corral_callee_t callee_of_pool_way(uintptr_t way)
 {
   for (corral_callee_t c = CORRAL_CALLS_MALLOC; c <= CORRAL_CALLS_NEW_NOTHROW; c++)
-    if (pool_way(c) == way) return c;
+    if (pool_way(c, 0) == way || pool_way(c, 1) == way) return c;
   return CORRAL_CALLS_UNKNOWN;
 }
 
@@ -282,7 +285,8 @@ static void write_stub(uint8_t *s, unsigned k, uintptr_t target)
 
 /*   mov  $pool, %esi       (malloc, operator new: after the size)
  *   mov  $pool, %edx       (calloc, nothrow operator new: after the two arguments)
- *   jmp  the entry's pool way
+ *   jmp  the entry's pool way (its none way for an ungrouped site: it
+ *        ignores the register)
  * The register is one the caller cannot expect to survive the call, and the
  * entry point does not read. */
 static void write_pool_call(uint8_t *s, unsigned pool, corral_callee_t callee)
@@ -290,7 +294,7 @@ static void write_pool_call(uint8_t *s, unsigned pool, corral_callee_t callee)
   uint8_t *p = s;
   *p++ = callee == CORRAL_CALLS_CALLOC || callee == CORRAL_CALLS_NEW_NOTHROW ? 0xba : 0xbe;
   put32(p, (int32_t)pool); p += 4;
-  p = put_jump(p, pool_way(callee));
+  p = put_jump(p, pool_way(callee, pool == CORRAL_POOL_NONE));
   while (p < s + STUB_BYTES) *p++ = 0xcc;
 }
 
@@ -489,7 +493,7 @@ void _corral_pool_calls_install(corral_pool_call_t *req, size_t n)
     uintptr_t target = call_target(r->ret, r->m, all, &r->result);
     if (!target) continue;
     r->callee = callee_of(target, _corral_module_of(all, target), all);
-    if (!pool_way(r->callee)) { r->result = CORRAL_STUB_OTHER_CALLEE; continue; }
+    if (!pool_way(r->callee, 0)) { r->result = CORRAL_STUB_OTHER_CALLEE; continue; }
     r->stub = stub_room(r->ret);
     if (!r->stub) { r->result = CORRAL_STUB_OUT_OF_REACH; continue; }
     write_pool_call(r->stub, r->pool, r->callee);

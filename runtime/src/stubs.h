@@ -77,18 +77,20 @@ typedef enum {
   CORRAL_CALLS_ALIGNED,        /* the aligned forms, reallocarray: always the full way */
 } corral_callee_t;
 
-/* One grouped frame-0 site to point at its pool. */
+/* One frame-0 site of the direct table to point at its pool. */
+#define CORRAL_POOL_NONE 0xffffffffu
 typedef struct corral_pool_call_s {
   uintptr_t ret;
   const corral_module_t *m;
-  unsigned pool;                    /* the group's first pool */
+  unsigned pool;                    /* the group's first pool; CORRAL_POOL_NONE: ungrouped */
   corral_callee_t callee;           /* out */
   corral_stub_refusal_t result;     /* out: CORRAL_STUB_OK when the call now enters its pool way */
   uint8_t *stub;                    /* internal */
 } corral_pool_call_t;
 
 /* Writes, seals and patches like _corral_stubs_install. A call patched
- * before (a relocation after dlopen) succeeds at once. */
+ * before (a relocation after dlopen) succeeds at once. An ungrouped site's
+ * call leads to its entry point's none way instead. */
 void _corral_pool_calls_install(corral_pool_call_t *req, size_t n);
 
 /* The pool ways (pool_call.c): the pool arrives after the entry point's own
@@ -97,6 +99,11 @@ void *_corral_malloc_pool(size_t size, unsigned pool);
 void *_corral_calloc_pool(size_t n, size_t size, unsigned pool);
 void *_corral_new_pool(size_t n, unsigned pool);
 void *_corral_new_pool_nothrow(size_t n, const void *nothrow, unsigned pool);
+/* The none ways, for sites the plan lists ungrouped (pool CORRAL_POOL_NONE). */
+void *_corral_malloc_none(size_t size);
+void *_corral_calloc_none(size_t n, size_t size);
+void *_corral_new_none(size_t n);
+void *_corral_new_none_nothrow(size_t n, const void *nothrow);
 
 #pragma GCC visibility pop
 

@@ -31,6 +31,13 @@ NOINLINE void *site_realloc(void *p, size_t n) { return realloc(p, n); }   /* gr
 __attribute__((noinline, optimize("optimize-sibling-calls"))) void *wrap(size_t n) { return malloc(n); }
 NOINLINE void *site_wrapped(size_t n) { return wrap(n); }
 NOINLINE void *site_other(size_t n) { return malloc(n); }                  /* not in the plan */
+/* Under the clause {clause_outer's call of dispatch} (group 4): site_inner
+ * has no direct entry, so the clause decides; site_none is listed
+ * `direct -`, which decides first. */
+NOINLINE void *site_inner(size_t n) { return malloc(n); }
+NOINLINE void *site_none(size_t n) { return malloc(n); }
+NOINLINE void *dispatch(int inner) { return inner ? site_inner(32) : site_none(32); }
+NOINLINE void *clause_outer(int inner) { void *p = dispatch(inner); __asm__ volatile("" : : "r"(p) : "memory"); return p; }
 
 static int all_zero(const unsigned char *p, size_t n)
 {
@@ -50,6 +57,13 @@ static void expect(int ok, const char *what)
 /* One round of every site; the blocks of the last round are freed by the caller. */
 static void round_of_sites(void *keep[6])
 {
+  void *in = clause_outer(1), *none = clause_outer(0), *bare = site_inner(32);
+  ident_expect(in, 4);
+  ident_expect(none, -1);
+  ident_expect(bare, -1);
+  free(in);
+  free(none);
+  free(bare);
   void *m = site_malloc(24);
   ident_expect(m, 0);
   memset(m, 0xa5, 24);

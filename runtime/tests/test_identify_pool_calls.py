@@ -27,13 +27,16 @@ def site(prog, caller, callee, module=0):
 
 def plan_for(tmp_path, prog, every=True, extra_modules=()):
     """Every site of ident_pool_call.c in its group; without `every`, only
-    the malloc and calloc sites (so every grouped site gets a pool call)."""
-    directs = [(site(prog, "site_malloc", "malloc"), 0), (site(prog, "site_calloc", "calloc"), 1)]
+    the malloc and calloc sites and the clause with its `direct -` site (so
+    every frame-0 site gets a pool call)."""
+    directs = [(site(prog, "site_malloc", "malloc"), 0), (site(prog, "site_calloc", "calloc"), 1),
+               (site(prog, "site_none", "malloc"), "-")]
     if every:
         directs += [(site(prog, "site_realloc", "realloc"), 2), (site(prog, "site_wrapped", "wrap"), 3)]
     plan = tmp_path / "pool.plan"
     plan.write_text(plan_text(modules=[(prog, True), *extra_modules],
-                              groups={0: "malloc", 1: "calloc", 2: "realloc", 3: "wrapped"}, directs=directs))
+                              groups={0: "malloc", 1: "calloc", 2: "realloc", 3: "wrapped", 4: "clause"},
+                              clauses=[(4, [site(prog, "clause_outer", "dispatch")])], directs=directs))
     return plan
 
 
@@ -56,9 +59,11 @@ def test_malloc_and_calloc_sites_call_their_pools(tmp_path, base, binding):
     prog = build(tmp_path, binding)
     stats = run_program(tmp_path, prog, plan_for(tmp_path, prog), "basic", env=corral_env(base))
     plan = stats["plan"]
-    # site_malloc and site_calloc are pointed at their pools; realloc has no
-    # pool way, and the call of the wrapper enters no corral entry point.
-    assert plan["pool_calls"]["installed"] == 2
+    # site_malloc and site_calloc are pointed at their pools, site_none at
+    # the next allocator; realloc has no pool way, and the call of the
+    # wrapper enters no corral entry point.
+    assert plan["pool_calls"]["installed"] == 3
+    assert plan["stub_sites"]["installed"] == 1
     assert plan["pool_calls"]["calls no pool entry"] == 2
     assert plan["probing"] == ["malloc", "calloc", "realloc", "new"]
 
@@ -66,14 +71,14 @@ def test_malloc_and_calloc_sites_call_their_pools(tmp_path, base, binding):
 def test_without_pie_the_same(tmp_path):
     prog = build(tmp_path, "lazy", pie=False)
     stats = run_program(tmp_path, prog, plan_for(tmp_path, prog), "basic")
-    assert stats["plan"]["pool_calls"]["installed"] == 2
+    assert stats["plan"]["pool_calls"]["installed"] == 3
 
 
 def test_when_every_grouped_site_calls_its_pool_no_entry_point_probes(tmp_path):
     prog = build(tmp_path)
     stats = run_program(tmp_path, prog, plan_for(tmp_path, prog, every=False), "basic", every=False,
                         env=corral_env("mimalloc"))
-    assert stats["plan"]["pool_calls"]["installed"] == 2
+    assert stats["plan"]["pool_calls"]["installed"] == 3
     assert stats["plan"]["probing"] == []
 
 
