@@ -277,11 +277,12 @@ static inline __attribute__((always_inline)) void _corral_block_free_local(corra
  * the group whose first pool is pool0 (group * CORRAL_SIZE_CLASSES). NULL
  * when anything else is needed (no chunk yet, list empty, a mixed group
  * whose chunk never has a `free` list, counting): the slow way then. */
-static inline __attribute__((always_inline)) void *_corral_pool_pop(unsigned pool0, size_t size)
+/* pool0 is a size_t: no 32-bit index to widen on the fast path. */
+static inline __attribute__((always_inline)) void *_corral_pool_pop(size_t pool0, size_t size)
 {
   corral_heap_t *h = _corral_tls_fast;
   if (CORRAL_LIKELY(h != NULL)) {
-    corral_chunk_t *c = h->cur[pool0 + _corral_class(size)];
+    corral_chunk_t *c = h->cur[pool0 + (size_t)_corral_class(size)];
     if (CORRAL_LIKELY(c != NULL && c->free != NULL)) return _corral_block_pop(c);
   }
   return NULL;

@@ -303,6 +303,7 @@ void _corral_tables_stub_clauses(ident_tables_t *t)
     uint8_t *solo = &t->stub_solo_rank[__builtin_ctzll(mask)];
     if (!(mask & (mask - 1)) && rank < *solo) *solo = rank;
   }
+  t->stub_alone = t->stub_installed & ~t->stub_recursive;
   for (unsigned k = 0; k < CORRAL_STUB_SITES; k++)
     t->stub_solo_pool[k] = t->stub_solo_rank[k] == NO_RANK ? -1
                          : (int32_t)t->group_by_rank[t->stub_solo_rank[k]] * CORRAL_SIZE_CLASSES;

@@ -195,11 +195,11 @@ static __attribute__((noinline)) void *malloc_stubbed(size_t size, const ident_t
 static inline __attribute__((always_inline)) int one_site(const ident_tables_t *t, uint64_t live, size_t size,
                                                         void **out)
 {
-  unsigned k = (unsigned)__builtin_ctzll(live);
+  size_t k = (size_t)__builtin_ctzll(live);
   uintptr_t sp = _corral_stub_notes.sp[k], rsp;
   __asm__("mov %%rsp, %0" : "=r"(rsp));
   const corral_thread_stack_t *s = &_corral_thread_stack;
-  if (CORRAL_UNLIKELY(s->state != STACK_KNOWN || rsp < s->lo || sp >= s->hi)) return 0;
+  if (CORRAL_UNLIKELY(rsp < s->lo || sp >= s->hi)) return 0;     /* hi is 0 until the bounds are known */
   if (sp < rsp || *(const uintptr_t *)sp != t->stub_ret[k]) {
     _corral_stub_notes.live = 0;
     *out = _corral_next.malloc(size);
@@ -210,7 +210,7 @@ static inline __attribute__((always_inline)) int one_site(const ident_tables_t *
     *out = _corral_next.malloc(size);
     return 1;
   }
-  *out = _corral_pool_pop((unsigned)pool, size);
+  *out = _corral_pool_pop((size_t)pool, size);
   return *out != NULL;
 }
 
@@ -233,7 +233,7 @@ CORRAL_EXPORT void *malloc(size_t size)
   uint64_t live = _corral_stub_notes.live, gate = __atomic_load_n(&_corral_gates.on_malloc, __ATOMIC_RELAXED);
   if (gate == CORRAL_GATE_FULL) return _corral_malloc_rest(size);
   const ident_tables_t *t = __atomic_load_n(&_corral_direct_tables, __ATOMIC_ACQUIRE);
-  if (!gate && CORRAL_LIKELY(t != NULL) && !(live & (live - 1)) && (live & t->stub_installed & ~t->stub_recursive)) {
+  if (!gate && CORRAL_LIKELY(t != NULL) && (live & t->stub_alone) == live && !(live & (live - 1))) {
     void *p;
     if (CORRAL_LIKELY(one_site(t, live, size, &p))) return p;
     return malloc_stubbed(size, t);
@@ -243,7 +243,7 @@ CORRAL_EXPORT void *malloc(size_t size)
     const direct_entry_t *e = &t->direct[_corral_direct_slot(t, ret0)];
     if (CORRAL_LIKELY(e->key == ret0)) {
       if (e->pool < 0) return _corral_next.malloc(size);     /* size <= max_size: errno is the next's */
-      void *p = _corral_pool_pop((unsigned)e->pool, size);
+      void *p = _corral_pool_pop((size_t)e->pool, size);
       if (CORRAL_LIKELY(p != NULL)) return p;
     } else if (e->key == 0 && t->no_walk) {
       uint64_t live = _corral_stub_notes.live;

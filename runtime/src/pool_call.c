@@ -10,20 +10,20 @@
 #include "next.h"
 #include "stubs.h"
 
-static inline __attribute__((always_inline)) void *pop(unsigned pool, size_t size)
+static inline __attribute__((always_inline)) void *pop(size_t pool, size_t size)
 {
   if (CORRAL_UNLIKELY(size >= __atomic_load_n(&_corral_gates.pool_below, __ATOMIC_RELAXED))) return NULL;
   return _corral_pool_pop(pool, size);
 }
 
-void *_corral_malloc_pool(size_t size, unsigned pool)
+void *_corral_malloc_pool(size_t size, size_t pool)
 {
   void *p = pop(pool, size);
   if (CORRAL_LIKELY(p != NULL)) return p;
   return _corral_malloc_rest(size);
 }
 
-void *_corral_calloc_pool(size_t n, size_t size, unsigned pool)
+void *_corral_calloc_pool(size_t n, size_t size, size_t pool)
 {
   size_t total;
   if (CORRAL_LIKELY(!__builtin_mul_overflow(n, size, &total))) {
@@ -33,14 +33,14 @@ void *_corral_calloc_pool(size_t n, size_t size, unsigned pool)
   return _corral_calloc_rest(n, size);
 }
 
-void *_corral_new_pool(size_t n, unsigned pool)
+void *_corral_new_pool(size_t n, size_t pool)
 {
   void *p = pop(pool, n);
   if (CORRAL_LIKELY(p != NULL)) return p;
   return _corral_new_rest(n);
 }
 
-void *_corral_new_pool_nothrow(size_t n, const void *nothrow, unsigned pool)
+void *_corral_new_pool_nothrow(size_t n, const void *nothrow, size_t pool)
 {
   (void)nothrow;
   void *p = pop(pool, n);

@@ -94,11 +94,11 @@ typedef struct corral_pool_call_s {
 void _corral_pool_calls_install(corral_pool_call_t *req, size_t n);
 
 /* The pool ways (pool_call.c): the pool arrives after the entry point's own
- * arguments. */
-void *_corral_malloc_pool(size_t size, unsigned pool);
-void *_corral_calloc_pool(size_t n, size_t size, unsigned pool);
-void *_corral_new_pool(size_t n, unsigned pool);
-void *_corral_new_pool_nothrow(size_t n, const void *nothrow, unsigned pool);
+ * arguments, as a 64-bit register the stub's 32-bit move zero-extended. */
+void *_corral_malloc_pool(size_t size, size_t pool);
+void *_corral_calloc_pool(size_t n, size_t size, size_t pool);
+void *_corral_new_pool(size_t n, size_t pool);
+void *_corral_new_pool_nothrow(size_t n, const void *nothrow, size_t pool);
 /* The none ways, for sites the plan lists ungrouped (pool CORRAL_POOL_NONE). */
 void *_corral_malloc_none(size_t size);
 void *_corral_calloc_none(size_t n, size_t size);

@@ -67,7 +67,9 @@ typedef struct unwind_stack_s {
   uintptr_t lo, hi;         /* readable stack: [lo, hi) */
 } unwind_stack_t;
 
-/* This thread's own stack, looked up once (_corral_unwind_stack). */
+/* This thread's own stack, looked up once (_corral_unwind_stack). lo and hi
+ * stay 0 (thread-local storage starts zeroed) until state is STACK_KNOWN,
+ * so a test against hi alone fails while they are not known. */
 enum { STACK_UNKNOWN = 0, STACK_LOOKING, STACK_KNOWN, STACK_FAILED };
 typedef struct corral_thread_stack_s {
   uintptr_t lo, hi;
