@@ -56,7 +56,7 @@ typedef struct corral_options_s {
   size_t max_size;         /* CORRAL_MAX_SIZE: largest grouped object (4096) */
   int depth;               /* CORRAL_DEPTH: frames identification looks at (6) */
   int first_match;         /* CORRAL_FIRST_MATCH: a walk stops at the first frame that completes a clause (0) */
-  int stubs;               /* CORRAL_STUBS: redirect clause sites' calls to stubs (1) */
+  int stubs;               /* CORRAL_STUBS: redirect clause and direct sites' calls to stubs (1) */
   const char *stats;       /* CORRAL_STATS: NULL, "stderr" or a JSON path with %p */
   int verbose;             /* CORRAL_VERBOSE: 0 quiet, 1 notes, 2 more */
   int random_pools;        /* CORRAL_RANDOM_POOLS: N > 0 = random group of N */
