@@ -52,8 +52,8 @@ MUTANTS = [
            "return off < __atomic_load_n(&c->limit, __ATOMIC_RELAXED);",
            "a free of a pointer inside a block is taken for the block's own"),
     Mutant("malloc-not-a-tail-call", "runtime/src/interpose.c",
-           "  return malloc_rest(size);\n",
-           "  void *p = malloc_rest(size);\n"
+           "  return _corral_malloc_rest(size);\n",
+           "  void *p = _corral_malloc_rest(size);\n"
            "  __asm__ __volatile__(\"\" : : \"r\"(p) : \"memory\");\n  return p;\n",
            "identification sees a frame inside libcorral instead of the program's call site"),
     Mutant("realloc-interior-pointer", "runtime/src/interpose.c",
