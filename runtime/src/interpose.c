@@ -169,7 +169,7 @@ static __attribute__((noinline, cold)) void *malloc_at(size_t size, int g, void 
 
 /* A plan that needs no walk, a frame 0 not in the direct table, and a stub
  * site noted live: the stubs decide here, without the way through
- * identification's entry. Entered by a tail call, like malloc_rest. */
+ * identification's entry. Entered by a tail call, like _corral_malloc_rest. */
 static __attribute__((noinline)) void *malloc_stubbed(size_t size, const ident_tables_t *t)
 {
   void *ret0 = __builtin_return_address(0), *fp0 = __builtin_frame_address(0);
@@ -219,7 +219,7 @@ static inline __attribute__((always_inline)) int one_site(const ident_tables_t *
  * pool's current chunk. A frame 0 not in the table (its slot is empty) is
  * ungrouped at once when the plan needs no walk and no stub site is live.
  * Anything else (a collision, a live site, an empty list) takes
- * malloc_rest, which decides again from scratch. Kept free of calls other
+ * _corral_malloc_rest, which decides again from scratch. Kept free of calls other
  * than tail calls, so that it needs no frame. An empty table has one
  * zeroed slot (direct_mask 0), which no return address matches. With the
  * gate closed and one stub site live, that site decides (one_site). */
