@@ -10,10 +10,17 @@
 #include "next.h"
 #include "stubs.h"
 
+/* The pool and none ways serve while a plan is loaded with the direct
+ * table open, and sizes up to max_size: otherwise (counting, random pools,
+ * a stale plan, a large request) the full way decides and counts. */
+static inline __attribute__((always_inline)) int ways_serve(size_t size)
+{
+  return CORRAL_LIKELY(size < __atomic_load_n(&_corral_gates.pool_below, __ATOMIC_RELAXED));
+}
+
 static inline __attribute__((always_inline)) void *pop(size_t pool, size_t size)
 {
-  if (CORRAL_UNLIKELY(size >= __atomic_load_n(&_corral_gates.pool_below, __ATOMIC_RELAXED))) return NULL;
-  return _corral_pool_pop(pool, size);
+  return ways_serve(size) ? _corral_pool_pop(pool, size) : NULL;
 }
 
 void *_corral_malloc_pool(size_t size, size_t pool)
@@ -48,30 +55,23 @@ void *_corral_new_pool_nothrow(size_t n, const void *nothrow, size_t pool)
   return _corral_new_rest_nothrow(n);
 }
 
-/* The none ways serve while the pool ways do: otherwise (counting, a stale
- * plan) the full way decides and counts. */
-static inline __attribute__((always_inline)) int none_serves(size_t size)
-{
-  return CORRAL_LIKELY(size < __atomic_load_n(&_corral_gates.pool_below, __ATOMIC_RELAXED));
-}
-
 void *_corral_malloc_none(size_t size)
 {
-  if (none_serves(size)) return _corral_next.malloc(size);
+  if (ways_serve(size)) return _corral_next.malloc(size);
   return _corral_malloc_rest(size);
 }
 
 void *_corral_calloc_none(size_t n, size_t size)
 {
   size_t total;
-  if (!__builtin_mul_overflow(n, size, &total) && none_serves(total)) return _corral_next.calloc(n, size);
+  if (!__builtin_mul_overflow(n, size, &total) && ways_serve(total)) return _corral_next.calloc(n, size);
   return _corral_calloc_rest(n, size);
 }
 
 /* The next allocator's NULL goes the full way: the new-handler loop. */
 void *_corral_new_none(size_t n)
 {
-  void *p = none_serves(n) ? _corral_next.malloc(n) : NULL;
+  void *p = ways_serve(n) ? _corral_next.malloc(n) : NULL;
   if (CORRAL_LIKELY(p != NULL)) return p;
   return _corral_new_rest(n);
 }
@@ -79,7 +79,7 @@ void *_corral_new_none(size_t n)
 void *_corral_new_none_nothrow(size_t n, const void *nothrow)
 {
   (void)nothrow;
-  void *p = none_serves(n) ? _corral_next.malloc(n) : NULL;
+  void *p = ways_serve(n) ? _corral_next.malloc(n) : NULL;
   if (CORRAL_LIKELY(p != NULL)) return p;
   return _corral_new_rest_nothrow(n);
 }
