@@ -20,9 +20,19 @@ static int extend(corral_chunk_t *c)
   size_t n = CORRAL_EXTEND_BYTES / bs;
   if (n == 0) n = 1;
   if (n > avail) n = avail;
-  char *first = c->bump;
-  for (size_t i = 0; i + 1 < n; i++) *(void **)(first + i * bs) = first + (i + 1) * bs;
-  *(void **)(first + (n - 1) * bs) = c->free;
+  /* Every fresh block is linked here once: four links per round. */
+  char *first = c->bump, *p = first;
+  size_t links = n - 1;
+  for (; links >= 4; links -= 4) {
+    char *q1 = p + bs, *q2 = q1 + bs, *q3 = q2 + bs, *q4 = q3 + bs;
+    *(void **)p = q1;
+    *(void **)q1 = q2;
+    *(void **)q2 = q3;
+    *(void **)q3 = q4;
+    p = q4;
+  }
+  for (; links; links--, p += bs) *(void **)p = p + bs;
+  *(void **)p = c->free;
   c->free = first;
   c->bump = first + n * bs;
   CORRAL_ASSERT(c->bump <= c->end);

@@ -10,7 +10,8 @@
 
 corral_heap_t *_corral_heaps;                  /* registry, under _corral_heap_lock */
 __thread corral_heap_t *_corral_tls_heap __attribute__((tls_model("initial-exec")));
-__thread corral_heap_t *_corral_tls_fast __attribute__((tls_model("initial-exec")));
+__thread corral_heap_t *_corral_tls_fast __attribute__((tls_model("initial-exec"))) = &_corral_no_heap;
+corral_heap_t _corral_no_heap;
 uint8_t _corral_class_of8[CORRAL_TABLE_MAX / 8 + 1];
 static pthread_key_t exit_key;
 static int exit_key_ok;
@@ -33,7 +34,8 @@ static void thread_exit(void *arg)
   corral_heap_t *h = arg;
   if (!h) return;
   retire_all(h, 0);
-  _corral_tls_heap = _corral_tls_fast = NULL;
+  _corral_tls_heap = NULL;
+  _corral_tls_fast = &_corral_no_heap;
   _corral_lock(&_corral_heap_lock);
   h->dead = 1;
   _corral_unlock(&_corral_heap_lock);

@@ -116,10 +116,12 @@ static inline uint64_t *_corral_bits(corral_chunk_t *c)
 void _corral_heap_init(void);
 
 /* The calling thread's heap (created on first use; NULL if out of memory).
- * _corral_tls_fast is the same heap while nothing is counted, else NULL:
- * the fast paths test it alone. */
+ * _corral_tls_fast is the same heap while nothing is counted, else
+ * _corral_no_heap, which has no chunk (every pop misses) and owns none:
+ * the fast paths read it without a test. */
 extern __thread corral_heap_t *_corral_tls_heap __attribute__((tls_model("initial-exec")));
 extern __thread corral_heap_t *_corral_tls_fast __attribute__((tls_model("initial-exec")));
+extern corral_heap_t _corral_no_heap;
 corral_heap_t *_corral_heap_create_for_thread(void);
 static inline corral_heap_t *_corral_heap_get(void)
 {
@@ -280,11 +282,8 @@ static inline __attribute__((always_inline)) void _corral_block_free_local(corra
 /* pool0 is a size_t: no 32-bit index to widen on the fast path. */
 static inline __attribute__((always_inline)) void *_corral_pool_pop(size_t pool0, size_t size)
 {
-  corral_heap_t *h = _corral_tls_fast;
-  if (CORRAL_LIKELY(h != NULL)) {
-    corral_chunk_t *c = h->cur[pool0 + (size_t)_corral_class(size)];
-    if (CORRAL_LIKELY(c != NULL && c->free != NULL)) return _corral_block_pop(c);
-  }
+  corral_chunk_t *c = _corral_tls_fast->cur[pool0 + (size_t)_corral_class(size)];
+  if (CORRAL_LIKELY(c != NULL && c->free != NULL)) return _corral_block_pop(c);
   return NULL;
 }
 

@@ -184,23 +184,26 @@ static __attribute__((noinline)) void *malloc_stubbed(size_t size, const ident_t
   return malloc_at(size, g, ret0, fp0);
 }
 
-/* One stub site noted live, not recursive, and malloc's gate closed (so no
- * frame 0 that reaches malloc is in the direct table, and no allocation
- * needs a walk): that site alone decides. Live while the slot its stub saw
- * lies at or above this call's own return address slot (rsp: malloc has no
- * frame) within the thread's stack and still holds the site's return
- * address; dead, its note is dropped and nothing is live. 0 when this
- * cannot tell (the stack's bounds not known yet, an alternate signal
- * stack, an empty free list): malloc_stubbed then decides. */
+/* One stub site noted live and malloc's gate closed (so no frame 0 that
+ * reaches malloc is in the direct table, and no allocation needs a walk):
+ * when that site is not recursive it alone decides. Live while the slot
+ * its stub saw lies at or above this call's own return address slot (rsp:
+ * malloc has no frame) within the thread's stack and still holds the
+ * site's return address. Dead, its note is dropped and nothing is live;
+ * that is only sure while malloc runs on the thread's stack, not on an
+ * alternate signal stack. 0 when this cannot tell (a recursive site, the
+ * stack's bounds not known yet, a signal stack, an empty free list):
+ * malloc_stubbed then decides. */
 static inline __attribute__((always_inline)) int one_site(const ident_tables_t *t, uint64_t live, size_t size,
                                                         void **out)
 {
-  size_t k = (size_t)__builtin_ctzll(live);
+  size_t k = (unsigned)__builtin_ctzll(live);
   uintptr_t sp = _corral_stub_notes.sp[k], rsp;
   __asm__("mov %%rsp, %0" : "=r"(rsp));
   const corral_thread_stack_t *s = &_corral_thread_stack;
-  if (CORRAL_UNLIKELY(rsp < s->lo || sp >= s->hi)) return 0;     /* hi is 0 until the bounds are known */
-  if (sp < rsp || *(const uintptr_t *)sp != t->stub_ret[k]) {
+  if (CORRAL_UNLIKELY(!(live & t->stub_alone) || rsp < s->lo)) return 0;
+  if (sp < rsp || sp >= s->hi || *(const uintptr_t *)sp != t->stub_ret[k]) {
+    if (CORRAL_UNLIKELY(rsp >= s->hi)) return 0;     /* hi is 0 until the bounds are known */
     _corral_stub_notes.live = 0;
     *out = _corral_next.malloc(size);
     return 1;
@@ -214,31 +217,34 @@ static inline __attribute__((always_inline)) int one_site(const ident_tables_t *
   return *out != NULL;
 }
 
-/* Frame 0 decided here when the direct table's first probe has it: an
- * ungrouped site goes on to the next allocator, a grouped one pops its
- * pool's current chunk. A frame 0 not in the table (its slot is empty) is
- * ungrouped at once when the plan needs no walk and no stub site is live.
- * Anything else (a collision, a live site, an empty list) takes
- * _corral_malloc_rest, which decides again from scratch. Kept free of calls other
- * than tail calls, so that it needs no frame. An empty table has one
- * zeroed slot (direct_mask 0), which no return address matches. With the
- * gate closed and one stub site live, that site decides (one_site). */
+/* Small requests first test the gate and this thread's stub notes: with
+ * both clear nothing of corral is concerned. With the gate closed and a
+ * stub site noted live, the notes decide (one_site, else malloc_stubbed).
+ * With the gate open to the probe, frame 0 is decided here when the direct
+ * table's first probe has it: an ungrouped site goes on to the next
+ * allocator, a grouped one pops its pool's current chunk. A frame 0 not in
+ * the table (its slot is empty) is ungrouped at once when the plan needs no
+ * walk and no stub site is live. Anything else (a collision, a live site,
+ * an empty list, a full gate) takes _corral_malloc_rest, which decides
+ * again from scratch. Kept free of calls other than tail calls, so that it
+ * needs no frame. An empty table has one zeroed slot (direct_mask 0), which
+ * no return address matches. */
 CORRAL_EXPORT void *malloc(size_t size)
 {
   if (CORRAL_LIKELY(size >= __atomic_load_n(&_corral_gates.forward_from, __ATOMIC_ACQUIRE))) {
     if (CORRAL_LIKELY(size <= PTRDIFF_MAX)) return _corral_next.malloc(size);
     return malloc_huge(size);
   }
-  if (CORRAL_LIKELY(_corral_gate_open(&_corral_gates.on_malloc))) return _corral_next.malloc(size);
   uint64_t live = _corral_stub_notes.live, gate = __atomic_load_n(&_corral_gates.on_malloc, __ATOMIC_RELAXED);
-  if (gate == CORRAL_GATE_FULL) return _corral_malloc_rest(size);
+  if (CORRAL_LIKELY(!(live | gate))) return _corral_next.malloc(size);
   const ident_tables_t *t = __atomic_load_n(&_corral_direct_tables, __ATOMIC_ACQUIRE);
-  if (!gate && CORRAL_LIKELY(t != NULL) && (live & t->stub_alone) == live && !(live & (live - 1))) {
+  if (gate == CORRAL_GATE_CLOSED) {               /* a stub site is noted live */
+    if (CORRAL_UNLIKELY(t == NULL)) return _corral_malloc_rest(size);
     void *p;
-    if (CORRAL_LIKELY(one_site(t, live, size, &p))) return p;
+    if (!(live & (live - 1)) && CORRAL_LIKELY(one_site(t, live, size, &p))) return p;
     return malloc_stubbed(size, t);
   }
-  if (CORRAL_LIKELY(t != NULL)) {
+  if (gate == CORRAL_GATE_PROBE && CORRAL_LIKELY(t != NULL)) {
     uintptr_t ret0 = (uintptr_t)__builtin_return_address(0);
     const direct_entry_t *e = &t->direct[_corral_direct_slot(t, ret0)];
     if (CORRAL_LIKELY(e->key == ret0)) {
@@ -246,7 +252,6 @@ CORRAL_EXPORT void *malloc(size_t size)
       void *p = _corral_pool_pop((size_t)e->pool, size);
       if (CORRAL_LIKELY(p != NULL)) return p;
     } else if (e->key == 0 && t->no_walk) {
-      uint64_t live = _corral_stub_notes.live;
       if (!(live & t->stub_installed)) {
         if (CORRAL_UNLIKELY(live)) _corral_stub_notes.live = 0;   /* sites the tables no longer have */
         return _corral_next.malloc(size);

@@ -19,6 +19,7 @@
 #include <link.h>
 #include <pthread.h>
 #include <stdexcept>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -78,14 +79,61 @@ static void handler(int)
   std::free(q);
   handled++;
 }
+static int signal_to_raise = SIGUSR1;
 __attribute__((noinline)) void sig_inner(void)
 {
-  std::raise(SIGUSR1);
+  std::raise(signal_to_raise);
   void *p = leaf(24);
   ident_expect(p, 3);
   std::free(p);
 }
 __attribute__((noinline)) void sig_outer(void) { sig_inner(); KEEP(0); }
+
+// The same on an alternate signal stack that lies just above the thread's
+// own stack. From there the notes of the thread's stack cannot be judged:
+// an allocation below no site of the handler's own is walked, and the walk
+// stops at the signal frame; the interrupted site must stay live.
+static void alt_handler(int)
+{
+  void *q = leaf(24), *p = outer(24);
+  ident_expect(q, -1);
+  ident_expect(p, 0);
+  std::free(p);
+  std::free(q);
+  handled++;
+}
+
+enum { ALT_THREAD_STACK = 1 << 20, ALT_SIGNAL_STACK = 1 << 16 };
+static void *alt_stack_thread(void *alt)
+{
+  stack_t on = {};
+  on.ss_sp = alt;
+  on.ss_size = ALT_SIGNAL_STACK;
+  sigaltstack(&on, nullptr);
+  for (int i = 0; i < 20; i++) sig_outer();
+  return nullptr;
+}
+
+static int alt_stack_rounds(void)
+{
+  char *region = static_cast<char *>(mmap(nullptr, ALT_THREAD_STACK + ALT_SIGNAL_STACK, PROT_READ | PROT_WRITE,
+                                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  if (region == MAP_FAILED) return -1;
+  struct sigaction sa = {};
+  sa.sa_handler = alt_handler;
+  sa.sa_flags = SA_ONSTACK;
+  sigaction(SIGUSR2, &sa, nullptr);
+  signal_to_raise = SIGUSR2;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstack(&attr, region, ALT_THREAD_STACK);
+  pthread_t t;
+  if (pthread_create(&t, &attr, alt_stack_thread, region + ALT_THREAD_STACK) != 0) return -1;
+  pthread_join(t, nullptr);
+  pthread_attr_destroy(&attr);
+  signal_to_raise = SIGUSR1;
+  return 0;
+}
 
 // A site that cannot be redirected: an indirect call.
 void *(*volatile indirect_target)(std::size_t) = middle;
@@ -163,6 +211,7 @@ int main(int argc, char **argv)
   std::signal(SIGUSR1, handler);
   for (int i = 0; i < 20; i++) sig_outer();
   if (handled != 20) return 3;
+  if (alt_stack_rounds() != 0 || handled != 40) return 3;
 
   for (int i = 0; i < 20; i++) {
     try {

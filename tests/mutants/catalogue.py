@@ -114,4 +114,8 @@ MUTANTS = [
            "  if (g == UNDECIDED) g = _corral_identify_after_stubs(ret0, fp0);\n",
            "  if (g == UNDECIDED) g = _corral_identify(ret0, fp0, size);\n",
            "after the notes could not decide, malloc trusts them again instead of walking"),
+    Mutant("one-site-judged-off-stack", "runtime/src/interpose.c",
+           "    if (CORRAL_UNLIKELY(rsp >= s->hi)) return 0;     /* hi is 0 until the bounds are known */\n",
+           "",
+           "a handler on a signal stack above the thread's drops the interrupted site's note"),
 ]
