@@ -46,18 +46,19 @@ extern __thread corral_stub_notes_t _corral_stub_notes __attribute__((tls_model(
  * site is noted live on this thread and its own gate is 0 (closed). A gate
  * is 1 (CORRAL_GATE_PROBE) while a frame-0 site that may call that entry
  * point was left to the direct table's probe (its call could not be
- * pointed at its pool) or allocations may need a walk, and 2
+ * pointed at its pool) or allocations may need a walk, and -1
  * (CORRAL_GATE_FULL) while every request takes the full way: until the
  * direct table is open, for good while counting or with random pools, and
- * once the plan went stale.
+ * once the plan went stale. Full is negative, so that one test of the gate
+ * tells the three apart (sign, zero, other).
  *
  * pool_below: the pool calls (pool_call.c) serve sizes below this; 0 while
  * they must take the entry point's full way (not ready, counting, random
  * pools, a plan gone stale). */
-enum { CORRAL_GATE_CLOSED = 0, CORRAL_GATE_PROBE = 1, CORRAL_GATE_FULL = 2 };
+enum { CORRAL_GATE_CLOSED = 0, CORRAL_GATE_PROBE = 1, CORRAL_GATE_FULL = -1 };
 typedef struct corral_gates_s {
   size_t forward_from;
-  uint64_t on_malloc, on_calloc, on_realloc, on_new;
+  int64_t on_malloc, on_calloc, on_realloc, on_new;
   size_t pool_below;
 } corral_gates_t;
 
@@ -65,7 +66,7 @@ extern corral_gates_t _corral_gates;
 
 /* 1 when a small request at an entry point with this gate needs nothing of
  * corral. Only this thread writes its notes: a plain read. */
-static inline int _corral_gate_open(const uint64_t *gate)
+static inline int _corral_gate_open(const int64_t *gate)
 {
   return !(_corral_stub_notes.live | __atomic_load_n(gate, __ATOMIC_RELAXED));
 }

@@ -37,7 +37,7 @@ static void set_gates(const ident_tables_t *t, const ident_tables_t *d)
   if (!direct_open || _corral_ngroups == 0) return;
   size_t below = _corral_options.max_size + 1;
   unsigned open = d && d->no_walk ? d->probe_gates : CORRAL_PROBE_ALL;
-  uint64_t on = t ? CORRAL_GATE_PROBE : CORRAL_GATE_FULL;
+  int64_t on = t ? CORRAL_GATE_PROBE : CORRAL_GATE_FULL;
   __atomic_store_n(&_corral_gates.on_malloc, open & CORRAL_PROBE_MALLOC ? on : 0, __ATOMIC_RELAXED);
   __atomic_store_n(&_corral_gates.on_calloc, open & CORRAL_PROBE_CALLOC ? on : 0, __ATOMIC_RELAXED);
   __atomic_store_n(&_corral_gates.on_realloc, open & CORRAL_PROBE_REALLOC ? on : 0, __ATOMIC_RELAXED);

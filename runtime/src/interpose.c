@@ -235,8 +235,11 @@ CORRAL_EXPORT void *malloc(size_t size)
     if (CORRAL_LIKELY(size <= PTRDIFF_MAX)) return _corral_next.malloc(size);
     return malloc_huge(size);
   }
-  uint64_t live = _corral_stub_notes.live, gate = __atomic_load_n(&_corral_gates.on_malloc, __ATOMIC_RELAXED);
-  if (CORRAL_LIKELY(!(live | gate))) return _corral_next.malloc(size);
+  if (CORRAL_LIKELY(_corral_gate_open(&_corral_gates.on_malloc))) return _corral_next.malloc(size);
+  /* Read again: the first test keeps neither, which saves the way out a move. */
+  uint64_t live = _corral_stub_notes.live;
+  int64_t gate = __atomic_load_n(&_corral_gates.on_malloc, __ATOMIC_RELAXED);
+  if (gate < 0) return _corral_malloc_rest(size);                /* CORRAL_GATE_FULL */
   const ident_tables_t *t = __atomic_load_n(&_corral_direct_tables, __ATOMIC_ACQUIRE);
   if (gate == CORRAL_GATE_CLOSED) {               /* a stub site is noted live */
     if (CORRAL_UNLIKELY(t == NULL)) return _corral_malloc_rest(size);
@@ -244,7 +247,7 @@ CORRAL_EXPORT void *malloc(size_t size)
     if (!(live & (live - 1)) && CORRAL_LIKELY(one_site(t, live, size, &p))) return p;
     return malloc_stubbed(size, t);
   }
-  if (gate == CORRAL_GATE_PROBE && CORRAL_LIKELY(t != NULL)) {
+  if (CORRAL_LIKELY(t != NULL)) {                 /* CORRAL_GATE_PROBE */
     uintptr_t ret0 = (uintptr_t)__builtin_return_address(0);
     const direct_entry_t *e = &t->direct[_corral_direct_slot(t, ret0)];
     if (CORRAL_LIKELY(e->key == ret0)) {
