@@ -38,10 +38,10 @@ void _corral_chunk_drain(corral_chunk_t *c, uintptr_t counted)
   _corral_debug_check_chunk(c);
 }
 
-/* Counting, when statistics or dynamic mode ask for it: the thread's group
- * counters, a peak-live sample (every CORRAL_SAMPLE_EVERY objects, or when
- * this thread's live bytes grew 1/8 past the last sample) and dynamic mode's
- * pointer sampling. */
+/* Counting, when statistics ask for it: the thread's group counters, the
+ * chunk's objects handed out (dynamic mode's remote-free judgement), and a
+ * peak-live sample (every CORRAL_SAMPLE_EVERY objects, or when this
+ * thread's live bytes grew 1/8 past the last sample). */
 static __attribute__((noinline)) void *count_alloc(corral_heap_t *h, unsigned g, void *p)
 {
   corral_group_counts_t *n = &h->counts[g];
@@ -49,7 +49,6 @@ static __attribute__((noinline)) void *count_alloc(corral_heap_t *h, unsigned g,
   c->counted_allocs++;
   n->objects++;
   n->bytes += _corral_object_size(c, p);
-  if (_corral_dyn_sample_pending) _corral_dyn_sample(p);
   uint64_t local = n->bytes - n->freed_bytes;
   if (n->objects % CORRAL_SAMPLE_EVERY == 0 || local > n->mark) {
     if (local > n->mark) n->mark = local + local / 8;

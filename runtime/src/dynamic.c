@@ -13,10 +13,12 @@
 #include "dynamic_context.h"
 #include "dynamic_merge.h"
 #include "dynamic_wrappers.h"
+#include "entry.h"
 #include "heap.h"
 #include "internal.h"
 #include "lock.h"
 #include "modules.h"
+#include "next.h"
 #include "unwind.h"
 
 /* ---------------------------------------------------------------------------
@@ -60,11 +62,16 @@ static __thread uint64_t sample_rng;
 
 static struct {
   dync_t table;
+  size_t max_size;
+  /* Bumped whenever a context's pool changes other than by its own slow
+   * way (a merge, a pool given back): every site's fast word then goes
+   * stale (see "The fast way"). Starts at 1, so a zeroed word never holds. */
+  uint32_t epoch;
   dynm_t merge;
   dyn_ctx_t *ctx;
   dynw_list_t wrappers;
   int wrappers_loaded;
-  size_t min_objects, max_size;
+  size_t min_objects;
   corral_lock_t lock;                    /* slow path: new sites, contexts, pools, merges */
   int group_owner[DYN_MAX_POOLS];        /* group -> context that created it */
   unsigned pools;
@@ -357,8 +364,41 @@ static void maybe_sample(dyn_ctx_t *c, uint32_t id, size_t size) {
   _corral_dyn_sample_pending = 1;
 }
 
+/* ---------------------------------------------------------------------------
+   The fast way: a site whose context is its own (frame 0 not in a wrapper)
+   and whose decision is settled carries that decision in its `fast` word,
+   and malloc takes it in a few loads (_corral_dyn_malloc):
+     epoch (24 bits) | size (24 bits, 0 = any) | pool + 1 (16 bits, 0 = the
+     allocator underneath).
+   Settled: pooled with no eager samples left, or never to be pooled. A
+   context still counting, or with eager samples to take, keeps the full
+   way. The word holds while its epoch is current and the request has its
+   size (another size may make the context mixed, which only the full way
+   notes); a sample due on this thread also takes the full way.
+--------------------------------------------------------------------------- */
+
+#define FAST_EPOCH_MASK 0xffffffu
+#define FAST_SIZE_MAX   0xffffffu
+
+static void bump_epoch(void) {
+  uint32_t e = (__atomic_load_n(&dyn.epoch, __ATOMIC_RELAXED) + 1) & FAST_EPOCH_MASK;
+  __atomic_store_n(&dyn.epoch, e ? e : 1, __ATOMIC_RELEASE);
+}
+
+/* The decision of the full way, for the next allocation at the same site. */
+static void publish_fast(const dync_site_t *s, uint32_t id, uint32_t epoch, int g, const dyn_ctx_t *c) {
+  if (!s || __atomic_load_n(&s->ctx, __ATOMIC_RELAXED) != id) return;     /* a wrapper site, or not yet bound */
+  uint32_t size = __atomic_load_n(&c->size, __ATOMIC_RELAXED);
+  if (size == DYNM_SIZE_MIXED) size = 0;
+  if (size > FAST_SIZE_MAX) return;
+  uint64_t pool = g < 0 ? 0 : (uint64_t)g * CORRAL_SIZE_CLASSES + 1;
+  __atomic_store_n(&((dync_site_t *)s)->fast, (uint64_t)epoch << 40 | (uint64_t)size << 16 | pool,
+                   __ATOMIC_RELEASE);
+}
+
 int _corral_dyn_identify(void *ret0, void *fp0, size_t size) {
   if (size > dyn.max_size) return -1;
+  uint32_t epoch = __atomic_load_n(&dyn.epoch, __ATOMIC_ACQUIRE);   /* before anything it decides from */
   uintptr_t r0 = (uintptr_t)ret0;
   const dync_site_t *s = _corral_dync_site(&dyn.table, r0);
   uint32_t id = s ? __atomic_load_n(&s->ctx, __ATOMIC_ACQUIRE) : DYNC_NONE;
@@ -372,7 +412,10 @@ int _corral_dyn_identify(void *ret0, void *fp0, size_t size) {
   int g = __atomic_load_n(&dyn.ctx[_corral_dynm_find(&dyn.merge, id)].group, __ATOMIC_ACQUIRE);
   if (__builtin_expect(g < 0, 0)) {
     uint32_t n = __atomic_load_n(&c->allocs, __ATOMIC_RELAXED);
-    if (n == UINT32_MAX) return -1;      /* qualified when no group id was left */
+    if (n == UINT32_MAX) {               /* given back, or qualified when no group id was left */
+      publish_fast(s, id, epoch, -1, c);
+      return -1;
+    }
     __atomic_store_n(&c->allocs, ++n, __ATOMIC_RELAXED);
     if (n < dyn.min_objects) return -1;
     g = create_pool(id);
@@ -382,7 +425,41 @@ int _corral_dyn_identify(void *ret0, void *fp0, size_t size) {
     }
   }
   maybe_sample(c, id, size);
+  if (__atomic_load_n(&c->eager_left, __ATOMIC_RELAXED) == 0) publish_fast(s, id, epoch, g, c);
   return g;
+}
+
+/* malloc's way in dynamic mode (gates.h, CORRAL_GATE_DYNAMIC), entered by a
+ * tail call: its return address is the program's call. A settled site
+ * forwards, or pops its pool's current chunk and counts the object on it
+ * for the remote-free judgement; anything else continues on malloc's full
+ * way, which decides from scratch. */
+void *_corral_dyn_malloc(size_t size) {
+  if (size > dyn.max_size) return _corral_next.malloc(size);       /* below max_size: errno is the next's */
+  const dync_site_t *s = _corral_dync_site(&dyn.table, (uintptr_t)__builtin_return_address(0));
+  if (CORRAL_LIKELY(s != NULL)) {
+    uint64_t f = __atomic_load_n(&s->fast, __ATOMIC_ACQUIRE);
+    uint32_t want = (uint32_t)(f >> 16) & FAST_SIZE_MAX;
+    if (CORRAL_LIKELY((uint32_t)(f >> 40) == __atomic_load_n(&dyn.epoch, __ATOMIC_RELAXED) &&
+                      (want == size || want == 0))) {
+      uint32_t pool = (uint32_t)f & 0xffff;
+      if (pool == 0) return _corral_next.malloc(size);
+      if (CORRAL_LIKELY(steady_countdown > 1)) {                   /* at 1 the full way samples */
+        corral_chunk_t *c = _corral_tls_fast->cur[pool - 1 + (size_t)_corral_class(size)];
+        if (CORRAL_LIKELY(c != NULL && c->free != NULL)) {
+          steady_countdown--;
+          c->counted_allocs++;
+          return _corral_block_pop(c);
+        }
+      }
+    }
+  }
+  return _corral_malloc_rest(size);
+}
+
+void _corral_dyn_allocated(void *p) {
+  if (!_corral_track) _corral_chunk_header((uintptr_t)p)->counted_allocs++;
+  if (_corral_dyn_sample_pending) _corral_dyn_sample(p);
 }
 
 /* ---------------------------------------------------------------------------
@@ -390,6 +467,7 @@ int _corral_dyn_identify(void *ret0, void *fp0, size_t size) {
 --------------------------------------------------------------------------- */
 
 static void note_merge(const dynm_merge_t *m) {
+  bump_epoch();                          /* the merged context's sites now lead to another pool */
   if (dyn.merge_count >= DYN_MAX_MERGES) return;
   dyn_merge_rec_t *r = &dyn.merges[dyn.merge_count++];
   r->into = dyn.ctx[m->into].group;
@@ -439,6 +517,7 @@ static void judge_remote_frees(uint32_t id, void *p) {
   for (uint32_t i = 0; i < total; i++)          /* every context of the pool: never again */
     if (_corral_dynm_find(&dyn.merge, i) == root) __atomic_store_n(&dyn.ctx[i].allocs, UINT32_MAX, __ATOMIC_RELAXED);
   __atomic_store_n(&dyn.ctx[root].group, -1, __ATOMIC_RELEASE);
+  bump_epoch();
   if (dyn.unpooled_count < DYN_MAX_MERGES) dyn.unpooled[dyn.unpooled_count++] = g;
 }
 
@@ -469,6 +548,7 @@ void _corral_dyn_init(void) {
   if (!_corral_options.dynamic) return;
   dyn.min_objects = _corral_options.dyn_min_objects;
   dyn.max_size = _corral_options.dyn_max_size;
+  dyn.epoch = 1;
   void *tables = _corral_os_map(_corral_dync_bytes(DYN_MAX_CONTEXTS));
   void *merge = _corral_os_map(_corral_dynm_bytes(DYN_MAX_CONTEXTS, DYN_MERGE_SLOTS));
   dyn.ctx = _corral_os_map(DYN_MAX_CONTEXTS * sizeof(dyn_ctx_t));

@@ -23,9 +23,18 @@ extern int _corral_dyn_on;
 int _corral_dyn_identify(void *ret0, void *fp0, size_t size);
 
 /* Set by _corral_dyn_identify on the rare allocation whose pointer should be
- * sampled; core then calls _corral_dyn_sample(p) once it has the pointer. */
+ * sampled; _corral_dyn_allocated then samples it. */
 extern __thread int _corral_dyn_sample_pending;
 void _corral_dyn_sample(void *p);
+
+/* After every grouped allocation p that dynamic mode decided on the full
+ * way: counts it on its chunk (unless statistics count everything) and
+ * takes a pending sample. */
+void _corral_dyn_allocated(void *p);
+
+/* malloc's way while its gate is CORRAL_GATE_DYNAMIC (gates.h), entered by
+ * a tail call; continues in _corral_malloc_rest where it cannot decide. */
+void *_corral_dyn_malloc(size_t size);
 
 /* After dlopen (outside malloc): relocate wrappers of newly loaded modules. */
 void _corral_dyn_after_dlopen(void);

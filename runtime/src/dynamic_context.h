@@ -41,6 +41,10 @@ typedef struct dync_site_s {
    * 0 = none. A return address follows one call instruction, so such a site
    * is almost never frame 0 itself and this spares the chain lookup. */
   uint64_t tail;
+  /* For a site whose context is its own (a non-wrapper frame 0): the
+   * decision malloc may take without the full way (dynamic.c, "The fast
+   * way"); 0 = none. */
+  uint64_t fast;
 } dync_site_t;
 
 typedef struct dync_chain_s {

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "dynamic.h"
 #include "heap.h"
 #include "identify.h"
 #include "identify_state.h"
@@ -80,6 +81,7 @@ CORRAL_INLINE void *_corral_alloc_at(size_t size, size_t align, void *ret0, void
     if (g >= 0) {
       void *p = _corral_group_alloc((unsigned)g, size, align);
       if (CORRAL_LIKELY(p != NULL)) {
+        if (CORRAL_UNLIKELY(_corral_dyn_on)) _corral_dyn_allocated(p);
         if (zero) memset(p, 0, size);
         return p;
       }

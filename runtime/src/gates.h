@@ -50,12 +50,14 @@ extern __thread corral_stub_notes_t _corral_stub_notes __attribute__((tls_model(
  * (CORRAL_GATE_FULL) while every request takes the full way: until the
  * direct table is open, for good while counting or with random pools, and
  * once the plan went stale. Full is negative, so that one test of the gate
- * tells the three apart (sign, zero, other).
+ * tells the three apart (sign, zero, other). malloc's gate is -2
+ * (CORRAL_GATE_DYNAMIC) in dynamic mode without statistics: its requests
+ * take dynamic mode's own way (dynamic.c, "The fast way").
  *
  * pool_below: the pool calls (pool_call.c) serve sizes below this; 0 while
  * they must take the entry point's full way (not ready, counting, random
  * pools, a plan gone stale). */
-enum { CORRAL_GATE_CLOSED = 0, CORRAL_GATE_PROBE = 1, CORRAL_GATE_FULL = -1 };
+enum { CORRAL_GATE_CLOSED = 0, CORRAL_GATE_PROBE = 1, CORRAL_GATE_FULL = -1, CORRAL_GATE_DYNAMIC = -2 };
 typedef struct corral_gates_s {
   size_t forward_from;
   int64_t on_malloc, on_calloc, on_realloc, on_new;

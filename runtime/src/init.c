@@ -48,7 +48,7 @@ int _corral_init_slow(void)
   _corral_heap_init();
   _corral_ident_init();
   _corral_dyn_init();
-  _corral_track = _corral_options.stats != NULL || _corral_dyn_on;
+  _corral_track = _corral_options.stats != NULL;
   unsigned n = _corral_options.random_pools > 0 ? (unsigned)_corral_options.random_pools
                : _corral_dyn_on ? CORRAL_MAX_GROUPS - 1      /* dynamic pools appear as it runs */
                                 : _corral_group_count();

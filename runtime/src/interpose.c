@@ -118,6 +118,7 @@ void *_corral_realloc_at(void *p, size_t size, void *ret0, void *fp0)
   int g = _corral_pick_group(size, ret0, fp0);
   if (g >= 0) {
     void *q = _corral_group_alloc((unsigned)g, size, 0);
+    if (q && CORRAL_UNLIKELY(_corral_dyn_on)) _corral_dyn_allocated(q);
     if (q) return move_to(q, p, usable_size(p), size);
   }
   void *q = _corral_next.realloc(p, size);
@@ -239,7 +240,10 @@ CORRAL_EXPORT void *malloc(size_t size)
   /* Read again: the first test keeps neither, which saves the way out a move. */
   uint64_t live = _corral_stub_notes.live;
   int64_t gate = __atomic_load_n(&_corral_gates.on_malloc, __ATOMIC_RELAXED);
-  if (gate < 0) return _corral_malloc_rest(size);                /* CORRAL_GATE_FULL */
+  if (gate < 0) {
+    if (gate == CORRAL_GATE_DYNAMIC) return _corral_dyn_malloc(size);
+    return _corral_malloc_rest(size);                            /* CORRAL_GATE_FULL */
+  }
   const ident_tables_t *t = __atomic_load_n(&_corral_direct_tables, __ATOMIC_ACQUIRE);
   if (gate == CORRAL_GATE_CLOSED) {               /* a stub site is noted live */
     if (CORRAL_UNLIKELY(t == NULL)) return _corral_malloc_rest(size);

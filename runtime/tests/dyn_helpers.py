@@ -30,19 +30,29 @@ def build(tmp_path, name, flags=("-O2",), extra=()):
     return out
 
 
-def run_dynamic(prog, args=(), tmp_path=None, env=None, flag=True, timeout=60, warnings=()):
-    """Run prog under `corral run --dynamic --stats` (flag=False: without
-    --dynamic, for an environment that sets CORRAL_DYNAMIC by hand); returns
-    (completed process, statistics or None). stderr may hold no `corral:
-    warning` but those matching `warnings` (regexes)."""
+def run_dynamic(prog, args=(), tmp_path=None, env=None, flag=True, timeout=60, warnings=(), same_series=False):
+    """Run prog twice under `corral run --dynamic` (flag=False: without
+    --dynamic, for an environment that sets CORRAL_DYNAMIC by hand): as a
+    user would, where malloc takes dynamic mode's own short way, and with
+    --stats, where every request takes the full way and is counted. Both
+    must end alike with the same stdout; with same_series, the program's own
+    reports (`series`) must agree too. Returns (the first run, the second's
+    statistics or None). stderr may hold no `corral: warning` but those
+    matching `warnings` (regexes)."""
     stats_path = Path(tmp_path) / f"stats-{os.getpid()}-{len(list(Path(tmp_path).glob('stats-*')))}.json"
     full_env = dict(os.environ)
     full_env.update(env or {})
-    cmd = [sys.executable, "-m", "corral", "run", *(["--dynamic"] if flag else []),
-           "--stats", str(stats_path), "--", str(prog), *map(str, args)]
-    done = subprocess.run(cmd, capture_output=True, text=True, env=full_env, cwd=ROOT, timeout=timeout)
+    runs = []
+    for stats_args in ([], ["--stats", str(stats_path)]):
+        cmd = [sys.executable, "-m", "corral", "run", *(["--dynamic"] if flag else []), *stats_args,
+               "--", str(prog), *map(str, args)]
+        runs.append(subprocess.run(cmd, capture_output=True, text=True, env=full_env, cwd=ROOT, timeout=timeout))
+        assert_expected_warnings(runs[-1].stderr, warnings)
+    done, counted = runs
+    assert (done.returncode, done.stdout) == (counted.returncode, counted.stdout), (done, counted)
+    if same_series:
+        assert series(done.stderr) == series(counted.stderr), (done.stderr, counted.stderr)
     stats = json.loads(stats_path.read_text()) if stats_path.exists() else None
-    assert_expected_warnings(done.stderr, warnings)
     return done, stats
 
 

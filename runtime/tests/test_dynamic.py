@@ -2,7 +2,8 @@
 pool thresholds, merges, identical output, threads and fork. Every program
 runs under `corral run --dynamic`, so the lead's machine-code analysis writes
 the wrapper list the runtime loads; programs ask corral_group_of where each
-object landed, and the statistics say what was pooled and merged."""
+object landed, and the statistics say what was pooled and merged. Each runs
+as a user would (malloc's short way) and with statistics (the full way)."""
 
 import subprocess
 import sys
@@ -40,7 +41,7 @@ def _ok(done):
 
 
 def test_callers_above_wrappers_get_their_own_pools(any_build, tmp_path):
-    done, stats = run_dynamic(any_build, [300, 32], tmp_path)
+    done, stats = run_dynamic(any_build, [300, 32], tmp_path, same_series=True)
     _ok(done)
     s = series(done.stderr)
     seen = {}
@@ -101,7 +102,7 @@ def expected_pooled(name, count, threshold=100):
 
 @pytest.mark.parametrize("count", [99, 100, 150])
 def test_a_context_is_pooled_from_its_hundredth_allocation(contexts_prog, tmp_path, count):
-    done, stats = run_dynamic(contexts_prog, [count, 32], tmp_path)
+    done, stats = run_dynamic(contexts_prog, [count, 32], tmp_path, same_series=True)
     _ok(done)
     s = series(done.stderr)
     assert len(s) == 9
@@ -113,19 +114,19 @@ def test_a_context_is_pooled_from_its_hundredth_allocation(contexts_prog, tmp_pa
 
 
 def test_large_objects_are_never_pooled(contexts_prog, tmp_path):
-    done, stats = run_dynamic(contexts_prog, [300, 129], tmp_path)
+    done, stats = run_dynamic(contexts_prog, [300, 129], tmp_path, same_series=True)
     _ok(done)
     assert all(f["pooled"] == "0" for f in series(done.stderr).values())
     assert stats["dynamic"]["pools"] == 0
     # a pooled context's larger objects go to the allocator underneath
-    done, _ = run_dynamic(contexts_prog, [300, 32, 20], tmp_path)
+    done, _ = run_dynamic(contexts_prog, [300, 32, 20], tmp_path, same_series=True)
     _ok(done)
     for name, fields in series(done.stderr).items():
         assert fields["pooled"] == str(expected_pooled(name, 300)) and fields["big_pooled"] == "0", (name, fields)
 
 
 def test_options_move_the_thresholds(contexts_prog, tmp_path):
-    done, stats = run_dynamic(contexts_prog, [50, 200], tmp_path,
+    done, stats = run_dynamic(contexts_prog, [50, 200], tmp_path, same_series=True,
                               env={"CORRAL_DYN_MIN_OBJECTS": "10", "CORRAL_DYN_MAX_SIZE": "256"})
     _ok(done)
     for name, fields in series(done.stderr).items():

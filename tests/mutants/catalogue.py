@@ -118,4 +118,12 @@ MUTANTS = [
            "    if (CORRAL_UNLIKELY(rsp >= s->hi)) return 0;     /* hi is 0 until the bounds are known */\n",
            "",
            "a handler on a signal stack above the thread's drops the interrupted site's note"),
+    Mutant("dyn-fast-way-forwards", "runtime/src/dynamic.c",
+           "          c->counted_allocs++;\n          return _corral_block_pop(c);\n",
+           "          return _corral_next.malloc(size);\n",
+           "malloc's dynamic way sends a pooled context's objects to the allocator underneath"),
+    Mutant("dyn-sample-never-taken", "runtime/src/dynamic.c",
+           "  if (_corral_dyn_sample_pending) _corral_dyn_sample(p);\n}",
+           "}",
+           "dynamic mode's samples are scheduled but never read, so no pool merges"),
 ]
