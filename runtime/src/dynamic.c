@@ -445,8 +445,8 @@ void *_corral_dyn_malloc(size_t size) {
       uint32_t pool = (uint32_t)f & 0xffff;
       if (pool == 0) return _corral_next.malloc(size);
       if (CORRAL_LIKELY(steady_countdown > 1)) {                   /* at 1 the full way samples */
-        corral_chunk_t *c = _corral_tls_fast->cur[pool - 1 + (size_t)_corral_class(size)];
-        if (CORRAL_LIKELY(c != NULL && c->free != NULL)) {
+        corral_chunk_t *c = _corral_pool_ready(pool - 1, size);
+        if (CORRAL_LIKELY(c != NULL)) {
           steady_countdown--;
           c->counted_allocs++;
           return _corral_block_pop(c);

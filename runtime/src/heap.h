@@ -59,7 +59,8 @@ typedef struct corral_chunk_s {
   void *local_free;                        /* block chunks: the owner's frees, taken when `free` runs dry */
   size_t live;                             /* objects not freed locally or drained */
   char *bump, *end;                        /* never-used space [bump, end) */
-  uint64_t counted_allocs;                 /* objects handed out while counting (_corral_track) */
+  uint64_t counted_allocs;                 /* objects handed out while counting (_corral_track) or in
+                                              dynamic mode (its remote-free judgement) */
   uint64_t drained;                        /* objects drained from `remote` */
   uint32_t torn;                           /* owned by a thread a fork left behind: a pop or push it
                                               was in the middle of may be half done (debug.c) */
@@ -135,8 +136,8 @@ static inline corral_heap_t *_corral_heap_get(void)
  * runtime is ready. */
 extern uint8_t _corral_group_mixed[CORRAL_MAX_GROUPS];
 
-/* Allocations and frees take the counted way: statistics were asked for or
- * dynamic mode samples. Set once, before the runtime is ready. */
+/* Allocations and frees take the counted way: statistics were asked for.
+ * Set once, before the runtime is ready. */
 extern int _corral_track;
 
 /* What a pointer is to group memory (_corral_chunk_of). */
@@ -275,16 +276,23 @@ static inline __attribute__((always_inline)) void _corral_block_free_local(corra
   c->live--;
 }
 
-/* The owner's way: pop the head of the current block chunk's free list of
- * the group whose first pool is pool0 (group * CORRAL_SIZE_CLASSES). NULL
- * when anything else is needed (no chunk yet, list empty, a mixed group
- * whose chunk never has a `free` list, counting): the slow way then. */
-/* pool0 is a size_t: no 32-bit index to widen on the fast path. */
-static inline __attribute__((always_inline)) void *_corral_pool_pop(size_t pool0, size_t size)
+/* The owner's way: the thread's current block chunk for `size` in the
+ * group whose first pool is pool0 (group * CORRAL_SIZE_CLASSES), when its
+ * free list has a block. NULL when anything else is needed (no chunk yet,
+ * list empty, a mixed group whose chunk never has a `free` list,
+ * counting): the slow way then. pool0 is a size_t: no 32-bit index to
+ * widen on the fast path. */
+static inline __attribute__((always_inline)) corral_chunk_t *_corral_pool_ready(size_t pool0, size_t size)
 {
   corral_chunk_t *c = _corral_tls_fast->cur[pool0 + (size_t)_corral_class(size)];
-  if (CORRAL_LIKELY(c != NULL && c->free != NULL)) return _corral_block_pop(c);
-  return NULL;
+  return CORRAL_LIKELY(c != NULL && c->free != NULL) ? c : NULL;
+}
+
+/* A block from that chunk, or NULL. */
+static inline __attribute__((always_inline)) void *_corral_pool_pop(size_t pool0, size_t size)
+{
+  corral_chunk_t *c = _corral_pool_ready(pool0, size);
+  return CORRAL_LIKELY(c != NULL) ? _corral_block_pop(c) : NULL;
 }
 
 static inline __attribute__((always_inline)) void *_corral_group_alloc(unsigned g, size_t size, size_t align)
@@ -296,12 +304,20 @@ static inline __attribute__((always_inline)) void *_corral_group_alloc(unsigned 
   return _corral_group_alloc_slow(g, size, align);
 }
 
+/* Whether block p of c may go on c's local list at once: not a double free
+ * (the key is not in word 1), and c is this thread's chunk (never while
+ * counting: no chunk is _corral_no_heap's). */
+static inline __attribute__((always_inline)) int _corral_frees_here(corral_chunk_t *c, const void *p)
+{
+  return ((const uint64_t *)p)[1] != c->key &&
+         atomic_load_explicit(&c->owner, memory_order_relaxed) == _corral_tls_fast;
+}
+
 /* The owner's free of a block. Anything else (another thread's chunk, a
  * mixed chunk, a double free, counting) takes the slow way. */
 static inline __attribute__((always_inline)) void _corral_group_free(corral_chunk_t *c, void *p)
 {
-  if (CORRAL_LIKELY(c->block_size != 0 && ((uint64_t *)p)[1] != c->key &&
-                    atomic_load_explicit(&c->owner, memory_order_relaxed) == _corral_tls_fast)) {
+  if (CORRAL_LIKELY(c->block_size != 0 && _corral_frees_here(c, p))) {
     _corral_block_free_local(c, p);
     return;
   }
@@ -322,10 +338,7 @@ static inline __attribute__((always_inline)) int _corral_free_owned(void *p)
   if (CORRAL_UNLIKELY(a - _corral_range_lo[0] >= __atomic_load_n(&_corral_range_carved[0], __ATOMIC_RELAXED)))
     return 0;
   corral_chunk_t *c = _corral_chunk_header(a);
-  uint64_t off = a - (uintptr_t)c->blocks, m = c->div_magic;
-  if (CORRAL_LIKELY(off < __atomic_load_n(&c->limit, __ATOMIC_RELAXED) && off * m < m &&
-                    ((uint64_t *)p)[1] != c->key &&
-                    atomic_load_explicit(&c->owner, memory_order_relaxed) == _corral_tls_fast)) {
+  if (CORRAL_LIKELY(_corral_block_start(c, p) && _corral_frees_here(c, p))) {
     _corral_block_free_local(c, p);
     return 1;
   }

@@ -237,6 +237,20 @@ static __attribute__((noinline)) int walk_decide(const ident_tables_t *t, void *
   return group;
 }
 
+/* What decides when neither frame 0 nor the stub notes do. A replay needs
+ * no stack bounds: it reads only slots a walk of this thread validated,
+ * and they stay mapped while the thread runs. */
+static inline __attribute__((always_inline)) int replay_or_walk(const ident_tables_t *t, void *ret0, void *fp0,
+                                                               ident_counters_t *c)
+{
+  int group;
+  if (replay(t, (uintptr_t)ret0, (uintptr_t)fp0, &group)) {
+    if (c) c->replays++;
+    return group;
+  }
+  return walk_decide(t, ret0, fp0, c ? c : counters());
+}
+
 /* The decision; c is this thread's counters, or NULL where nothing is
  * counted (decide is inlined, so the tests of c fold away). */
 static inline __attribute__((always_inline)) int decide(const ident_tables_t *t, void *ret0, void *fp0,
@@ -252,13 +266,7 @@ static inline __attribute__((always_inline)) int decide(const ident_tables_t *t,
     if (c) c->stub_decisions++;
     return group;
   }
-  /* A replay needs no stack bounds: it reads only slots a walk of this
-   * thread validated, and they stay mapped while the thread runs. */
-  if (replay(t, (uintptr_t)ret0, (uintptr_t)fp0, &group)) {
-    if (c) c->replays++;
-    return group;
-  }
-  return walk_decide(t, ret0, fp0, c ? c : counters());
+  return replay_or_walk(t, ret0, fp0, c);
 }
 
 /* ---------------------------------------------------------------------------
@@ -293,10 +301,7 @@ static inline __attribute__((always_inline)) int identify_with(const ident_table
 int _corral_identify_after_stubs(void *ret0, void *fp0)
 {
   const ident_tables_t *t = __atomic_load_n(&_corral_ident.tables, __ATOMIC_ACQUIRE);
-  int group;
-  if (!t) return -1;
-  if (replay(t, (uintptr_t)ret0, (uintptr_t)fp0, &group)) return group;
-  return walk_decide(t, ret0, fp0, counters());
+  return t ? replay_or_walk(t, ret0, fp0, NULL) : -1;
 }
 
 /* Without statistics nothing is counted on the way to a decision: a

@@ -227,15 +227,18 @@ static int32_t tls_offset(const void *var)
   return (int32_t)((intptr_t)var - (intptr_t)__builtin_thread_pointer());
 }
 
-static void put32(uint8_t *p, int32_t v) { memcpy(p, &v, 4); }
+static uint8_t *put32(uint8_t *p, uint32_t v)
+{
+  memcpy(p, &v, 4);
+  return p + 4;
+}
 
 /*   jmp target   (rel32 where it reaches, else through an absolute address) */
 static uint8_t *put_jump(uint8_t *p, uintptr_t target)
 {
   if (reaches(target, (uintptr_t)p + 5)) {
     *p++ = 0xe9;
-    put32(p, (int32_t)(target - ((uintptr_t)p + 4)));
-    return p + 4;
+    return put32(p, (uint32_t)(target - ((uintptr_t)p + 4)));
   }
   static const uint8_t jmp_abs[] = {0xff, 0x25, 0, 0, 0, 0};
   memcpy(p, jmp_abs, sizeof jmp_abs); p += sizeof jmp_abs;
@@ -275,9 +278,9 @@ static void write_stub(uint8_t *s, unsigned k, uintptr_t target)
   static const uint8_t bts[] = {0x64, 0x48, 0x0f, 0xba, 0x2c, 0x25};
   uint8_t *p = s;
   memcpy(p, mov, sizeof mov); p += sizeof mov;
-  put32(p, tls_offset(&_corral_stub_notes.sp[k])); p += 4;
+  p = put32(p, (uint32_t)tls_offset(&_corral_stub_notes.sp[k]));
   memcpy(p, bts, sizeof bts); p += sizeof bts;
-  put32(p, tls_offset(&_corral_stub_notes.live)); p += 4;
+  p = put32(p, (uint32_t)tls_offset(&_corral_stub_notes.live));
   *p++ = (uint8_t)k;
   p = put_jump(p, target);
   while (p < s + STUB_BYTES) *p++ = 0xcc;     /* int3: nothing jumps here */
@@ -293,7 +296,7 @@ static void write_pool_call(uint8_t *s, unsigned pool, corral_callee_t callee)
 {
   uint8_t *p = s;
   *p++ = callee == CORRAL_CALLS_CALLOC || callee == CORRAL_CALLS_NEW_NOTHROW ? 0xba : 0xbe;
-  put32(p, (int32_t)pool); p += 4;
+  p = put32(p, pool);
   p = put_jump(p, pool_way(callee, pool == CORRAL_POOL_NONE));
   while (p < s + STUB_BYTES) *p++ = 0xcc;
 }
@@ -315,8 +318,6 @@ static uintptr_t stub_jump(const uint8_t *s, int *pool_call)
 
 /* ---- unwind information ---------------------------------------------------- */
 
-static uint8_t *put_u32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); return p + 4; }
-
 /* One CIE and one FDE covering the page's stubs, in .eh_frame form: at
  * every instruction of a stub the CFA is %rsp + 8 and the return address
  * at CFA - 8, as at a function's first instruction. */
@@ -336,17 +337,17 @@ static void register_unwind(stub_page_t *pg)
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0,   /* DW_CFA_nop: 32 bytes with the length */
   };
   uint8_t *p = pg->eh;
-  p = put_u32(p, sizeof cie_body);
+  p = put32(p, sizeof cie_body);
   memcpy(p, cie_body, sizeof cie_body);
   p += sizeof cie_body;
   uint64_t begin = (uintptr_t)pg->code, range = pg->used;
-  p = put_u32(p, 4 + 8 + 8 + 1 + 7);                 /* length */
-  p = put_u32(p, (uint32_t)(p - pg->eh));            /* back to the CIE */
+  p = put32(p, 4 + 8 + 8 + 1 + 7);                 /* length */
+  p = put32(p, (uint32_t)(p - pg->eh));            /* back to the CIE */
   memcpy(p, &begin, 8); p += 8;
   memcpy(p, &range, 8); p += 8;
   *p++ = 0;                                          /* no augmentation data */
   memset(p, 0, 7); p += 7;                           /* DW_CFA_nop */
-  put_u32(p, 0);                                     /* end of the table */
+  put32(p, 0);                                     /* end of the table */
   __register_frame_info(pg->eh, pg->object);
 }
 
