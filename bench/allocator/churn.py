@@ -21,20 +21,20 @@ from corral.allocators import BASE_LIBRARIES
 from corral.paths import BUILD, RUNTIME_LIB
 
 
-def run(binary: Path, threads: int, seconds: float, preload: list[str], extra: dict) -> tuple[float, int]:
+def run(binary: Path, threads: int, seconds: float, preload: list[str], extra: dict) -> tuple[float, int, float]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CORRAL_")}
     env["LD_PRELOAD"] = " ".join(preload)
     env.update(extra)
     out = subprocess.run([str(binary), str(threads), str(seconds)], env=env, check=True,
                          capture_output=True, text=True).stdout.split()
-    return float(out[1]), int(out[3])
+    return float(out[1]), int(out[3]), float(out[7])
 
 
 def plan_for(binary: Path, folder: Path) -> Path:
-    """A plan grouping every malloc call of churn.c's worker and main."""
+    """A plan grouping every malloc call of churn.c's worker."""
     sys.path.insert(0, str(Path(__file__).parent))
     from run import call_returns
-    sites = [a for f in ("worker", "main") for a in call_returns(binary, f, "malloc@plt")]
+    sites = [a for a in call_returns(binary, "worker", "malloc@plt")]
     lines = ["corral-plan 1", f"module 0 - {binary.name}", "group 0 churn"]
     lines += [f"clause 0 0+{a:#x}" for a in sites] + [f"direct 0+{a:#x} 0" for a in sites]
     path = folder / "churn.plan"
@@ -60,13 +60,15 @@ def main() -> None:
     }
     rates = {name: [] for name in configs}
     rss = {name: 0 for name in configs}
+    remote = 0.0
     for _ in range(args.runs):                  # alternating: drift hits both alike
         for name, (preload, extra) in configs.items():
-            r, kib = run(binary, args.threads, args.seconds, preload, extra)
+            r, kib, remote = run(binary, args.threads, args.seconds, preload, extra)
             rates[name].append(r)
             rss[name] = max(rss[name], kib)
     base = statistics.median(rates["mimalloc alone"])
-    print(f"threaded churn, {args.threads} threads, {args.runs} alternating runs of {args.seconds:g} s")
+    print(f"threaded churn, {args.threads} threads, {args.runs} alternating runs of {args.seconds:g} s; "
+          f"{remote:.0%} of frees are of another thread's object")
     print(f"{'configuration':40s} {'Mops/s':>8s} {'x base':>7s} {'peak RSS MiB':>13s}")
     for name in configs:
         m = statistics.median(rates[name])
