@@ -47,18 +47,22 @@ CORRAL_INLINE void _corral_count_ungrouped(size_t size)
   }
 }
 
-/* Group of an allocation, or -1. Random pools (CORRAL_RANDOM_POOLS=N) pick
- * one of N at random; otherwise the plan decides. */
+/* One of the random pools (CORRAL_RANDOM_POOLS=N), uniformly. */
+CORRAL_INLINE unsigned _corral_random_group(void)
+{
+  uint64_t x = _corral_rng;             /* xorshift64 */
+  if (CORRAL_UNLIKELY(!x)) x = _corral_rdtsc() | 1;
+  x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+  _corral_rng = x;
+  return (unsigned)(((x >> 32) * _corral_ngroups) >> 32);   /* no division */
+}
+
+/* Group of an allocation, or -1. Random pools pick one at random;
+ * otherwise the plan decides. */
 CORRAL_INLINE int _corral_pick_group(size_t size, void *ret0, void *fp0)
 {
   if (size > _corral_options.max_size || _corral_ngroups == 0) return -1;
-  if (_corral_options.random_pools > 0) {
-    uint64_t x = _corral_rng;           /* xorshift64 */
-    if (CORRAL_UNLIKELY(!x)) x = _corral_rdtsc() | 1;
-    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-    _corral_rng = x;
-    return (int)(((x >> 32) * _corral_ngroups) >> 32);   /* no division */
-  }
+  if (_corral_options.random_pools > 0) return (int)_corral_random_group();
   /* A frame-0 decision without a call: the direct table's first probe. */
   const ident_tables_t *t = __atomic_load_n(&_corral_ident.tables, __ATOMIC_ACQUIRE);
   const direct_entry_t *e;

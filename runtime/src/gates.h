@@ -52,12 +52,20 @@ extern __thread corral_stub_notes_t _corral_stub_notes __attribute__((tls_model(
  * once the plan went stale. Full is negative, so that one test of the gate
  * tells the three apart (sign, zero, other). malloc's gate is -2
  * (CORRAL_GATE_DYNAMIC) in dynamic mode without statistics: its requests
- * take dynamic mode's own way (dynamic.c, "The fast way").
+ * take dynamic mode's own way (dynamic.c, "The fast way"); and -3
+ * (CORRAL_GATE_RANDOM) with random pools without statistics: a pool at
+ * random, popped without identification (interpose.c).
  *
  * pool_below: the pool calls (pool_call.c) serve sizes below this; 0 while
  * they must take the entry point's full way (not ready, counting, random
  * pools, a plan gone stale). */
-enum { CORRAL_GATE_CLOSED = 0, CORRAL_GATE_PROBE = 1, CORRAL_GATE_FULL = -1, CORRAL_GATE_DYNAMIC = -2 };
+enum {
+  CORRAL_GATE_CLOSED = 0,
+  CORRAL_GATE_PROBE = 1,
+  CORRAL_GATE_FULL = -1,
+  CORRAL_GATE_DYNAMIC = -2,
+  CORRAL_GATE_RANDOM = -3
+};
 typedef struct corral_gates_s {
   size_t forward_from;
   int64_t on_malloc, on_calloc, on_realloc, on_new;
@@ -77,23 +85,25 @@ static inline int _corral_gate_open(const int64_t *gate)
 
 /* Every pointer outside [_corral_mine_lo, _corral_mine_hi) belongs to the next
  * allocator: the span holds all group memory and the bootstrap buffer. The
- * entry points hand such pointers over without looking further. Below it
- * lies glibc's heap; above it, mimalloc's segments. Until the runtime is
- * ready the span is everything, so nothing takes the short way before the
- * next allocator is known. Each bound only widens after that, before a new
- * range is published: a reader that sees one bound new and one old still
- * covers all published memory. */
+ * entry points hand such pointers over without looking further. Natively
+ * glibc's heap and mimalloc's segments lie below it (one compare); under
+ * Valgrind mimalloc's lie above. Until the runtime is ready the span is
+ * everything, so nothing takes the short way before the next allocator is
+ * known. Each bound only widens after that, before a new range is
+ * published: a reader that sees one bound new and one old still covers all
+ * published memory, so the bounds need no order between them, and plain
+ * loads let each compare read its bound itself (an atomic load would cost
+ * a move apiece on every free). */
 extern uintptr_t _corral_mine_lo, _corral_mine_hi;
 
 static inline int _corral_foreign(const void *p)
 {
-  return (uintptr_t)p < __atomic_load_n(&_corral_mine_lo, __ATOMIC_ACQUIRE) ||
-         (uintptr_t)p >= __atomic_load_n(&_corral_mine_hi, __ATOMIC_ACQUIRE);
+  return (uintptr_t)p < _corral_mine_lo || (uintptr_t)p >= _corral_mine_hi;
 }
 
 /* ---- entries the C++ operators continue in (interpose.c, new.cc) ------------- */
 
-/* free of a pointer in the span (interpose.c). */
+/* free of any pointer: free itself (interpose.c). */
 void _corral_free(void *p) CORRAL_NOEXCEPT;
 /* The allocation path of every entry point; ret0/fp0 are the exported
  * function's own return and frame address (interpose.c). */

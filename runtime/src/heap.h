@@ -329,13 +329,14 @@ static inline __attribute__((always_inline)) void _corral_group_free(corral_chun
  * chunk, not a block start, a double free, another thread's chunk,
  * counting): _corral_free's full way then tells which. An empty chunk needs
  * no magic test here: release clears its limit, and a purged header reads
- * zero. The range is read relaxed: a pointer a program frees came from an
- * allocation that happened before, and a stray one inside the carved part
- * reads a header that exists. */
+ * zero. The range is read with a plain load, which the compare takes as
+ * its operand: a pointer a program frees came from an allocation that
+ * happened before, and a stray one inside the carved part reads a header
+ * that exists. */
 static inline __attribute__((always_inline)) int _corral_free_owned(void *p)
 {
   uintptr_t a = (uintptr_t)p;
-  if (CORRAL_UNLIKELY(a - _corral_range_lo[0] >= __atomic_load_n(&_corral_range_carved[0], __ATOMIC_RELAXED)))
+  if (CORRAL_UNLIKELY(a - _corral_range_lo[0] >= _corral_range_carved[0]))
     return 0;
   corral_chunk_t *c = _corral_chunk_header(a);
   if (CORRAL_LIKELY(_corral_block_start(c, p) && _corral_frees_here(c, p))) {

@@ -68,6 +68,8 @@ int _corral_init_slow(void)
                    __ATOMIC_RELEASE);
   /* Opening the direct table also sets the gates from its tables. */
   if (!_corral_track && _corral_options.random_pools <= 0) _corral_ident_open_direct();
+  if (!_corral_track && _corral_options.random_pools > 0)
+    __atomic_store_n(&_corral_gates.on_malloc, CORRAL_GATE_RANDOM, __ATOMIC_RELAXED);
   initialising = 0;
   atomic_store(&_corral_state, CORRAL_STATE_READY);
   return CORRAL_STATE_READY;

@@ -53,10 +53,12 @@ static __attribute__((noinline)) void free_checked(void *p)
   _corral_next.free(p);
 }
 
-/* Pointers in corral's span: the owner's block free in a few compares,
- * else every test in turn. */
+/* free of any pointer, and free itself (below): the next allocator's
+ * pointers in one compare, then the owner's block free in the first range,
+ * then every test in turn. */
 void _corral_free(void *p)
 {
+  if (CORRAL_LIKELY(_corral_foreign(p))) return _corral_next.free(p);
   if (CORRAL_LIKELY(_corral_free_owned(p))) return;
   free_checked(p);
 }
@@ -168,6 +170,15 @@ static __attribute__((noinline, cold)) void *malloc_at(size_t size, int g, void 
   return enomem_if_null(_corral_next.malloc(size));
 }
 
+/* Random pools without statistics (CORRAL_GATE_RANDOM): the request is
+ * below max_size (forward_from), so a pool's pop is all it takes; an empty
+ * list takes the full way, which picks again. Entered by a tail call. */
+static __attribute__((noinline)) void *malloc_random(size_t size)
+{
+  void *p = _corral_pool_pop((size_t)_corral_random_group() * CORRAL_SIZE_CLASSES, size);
+  return CORRAL_LIKELY(p != NULL) ? p : _corral_malloc_rest(size);
+}
+
 /* A plan that needs no walk, a frame 0 not in the direct table, and a stub
  * site noted live: the stubs decide here, without the way through
  * identification's entry. Entered by a tail call, like _corral_malloc_rest. */
@@ -242,6 +253,7 @@ CORRAL_EXPORT void *malloc(size_t size)
   int64_t gate = __atomic_load_n(&_corral_gates.on_malloc, __ATOMIC_RELAXED);
   if (gate < 0) {
     if (gate == CORRAL_GATE_DYNAMIC) return _corral_dyn_malloc(size);
+    if (gate == CORRAL_GATE_RANDOM) return malloc_random(size);
     return _corral_malloc_rest(size);                            /* CORRAL_GATE_FULL */
   }
   const ident_tables_t *t = __atomic_load_n(&_corral_direct_tables, __ATOMIC_ACQUIRE);
@@ -269,12 +281,7 @@ CORRAL_EXPORT void *malloc(size_t size)
   return _corral_malloc_rest(size);
 }
 
-CORRAL_EXPORT void free(void *p)
-{
-  if (CORRAL_LIKELY(_corral_foreign(p)))
-    return _corral_next.free(p);
-  _corral_free(p);
-}
+CORRAL_EXPORT void free(void *p) __attribute__((alias("_corral_free")));
 
 CORRAL_EXPORT void cfree(void *p)
 {

@@ -65,14 +65,8 @@ inline void *from_next(std::size_t n)
   return nullptr;
 }
 
-// free's short way. The next allocator's free is C and never throws; saying
-// so lets the noexcept operators jump to it instead of calling it.
-inline void delete_at(void *p) noexcept
-{
-  using free_fn = void (*)(void *) noexcept;
-  if (__builtin_expect(_corral_foreign(p), 1)) return reinterpret_cast<free_fn>(_corral_next.free)(p);
-  _corral_free(p);
-}
+// free's way, which hands the next allocator's pointers over first.
+inline void delete_at(void *p) noexcept { _corral_free(p); }
 
 }  // namespace
 

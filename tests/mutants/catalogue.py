@@ -126,4 +126,8 @@ MUTANTS = [
            "  if (_corral_dyn_sample_pending) _corral_dyn_sample(p);\n}",
            "}",
            "dynamic mode's samples are scheduled but never read, so no pool merges"),
+    Mutant("random-way-forwards", "runtime/src/interpose.c",
+           "  return CORRAL_LIKELY(p != NULL) ? p : _corral_malloc_rest(size);\n",
+           "  return p ? _corral_next.malloc(size) : _corral_malloc_rest(size);\n",
+           "malloc's random-pools way hands popped requests to the allocator underneath"),
 ]
