@@ -68,7 +68,7 @@ CORRAL_INLINE int _corral_pick_group(size_t size, void *ret0, void *fp0)
   const direct_entry_t *e;
   int g;
   if (CORRAL_LIKELY(t != NULL && !_corral_track && t->direct_mask != 0) &&
-      (e = &t->direct[_corral_direct_slot(t, (uintptr_t)ret0)])->key == (uintptr_t)ret0)
+      (e = _corral_direct_first(t, (uintptr_t)ret0))->key == (uintptr_t)ret0)
     g = (int)e->group;
   else
     g = _corral_identify(ret0, fp0, size);

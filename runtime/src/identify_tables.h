@@ -114,6 +114,13 @@ static inline size_t _corral_direct_slot(const ident_tables_t *t, uintptr_t pc)
   return (pc * CORRAL_DIRECT_HASH >> 20) & t->direct_mask;
 }
 
+/* The entry in pc's first slot: the entry points' one probe, which decides
+ * when its key is pc (a collision or an empty slot leaves it to the rest). */
+static inline const direct_entry_t *_corral_direct_first(const ident_tables_t *t, uintptr_t pc)
+{
+  return &t->direct[_corral_direct_slot(t, pc)];
+}
+
 /* The slot holding frame-0 address pc, or the empty slot where it would
  * go (the table is never full: slots >= 2 * entries, or one empty slot). */
 static inline size_t _corral_direct_find(const ident_tables_t *t, uintptr_t pc)

@@ -265,7 +265,7 @@ CORRAL_EXPORT void *malloc(size_t size)
   }
   if (CORRAL_LIKELY(t != NULL)) {                 /* CORRAL_GATE_PROBE */
     uintptr_t ret0 = (uintptr_t)__builtin_return_address(0);
-    const direct_entry_t *e = &t->direct[_corral_direct_slot(t, ret0)];
+    const direct_entry_t *e = _corral_direct_first(t, ret0);
     if (CORRAL_LIKELY(e->key == ret0)) {
       if (e->pool < 0) return _corral_next.malloc(size);     /* size <= max_size: errno is the next's */
       void *p = _corral_pool_pop((size_t)e->pool, size);
@@ -282,11 +282,7 @@ CORRAL_EXPORT void *malloc(size_t size)
 }
 
 CORRAL_EXPORT void free(void *p) __attribute__((alias("_corral_free")));
-
-CORRAL_EXPORT void cfree(void *p)
-{
-  _corral_free(p);
-}
+CORRAL_EXPORT void cfree(void *p) __attribute__((alias("_corral_free")));
 
 __attribute__((noinline)) void *_corral_calloc_rest(size_t n, size_t size)
 {
