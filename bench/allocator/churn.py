@@ -33,10 +33,8 @@ def run(binary: Path, threads: int, seconds: float, preload: list[str], extra: d
 def plan_for(binary: Path, folder: Path) -> Path:
     """A plan grouping every malloc call of churn.c's worker."""
     sys.path.insert(0, str(Path(__file__).parent))
-    from run import call_returns
-    sites = [a for a in call_returns(binary, "worker", "malloc@plt")]
-    lines = ["corral-plan 1", f"module 0 - {binary.name}", "group 0 churn"]
-    lines += [f"clause 0 0+{a:#x}" for a in sites] + [f"direct 0+{a:#x} 0" for a in sites]
+    from run import call_returns, one_group_lines
+    lines = one_group_lines(binary, "churn", call_returns(binary, "worker", "malloc@plt"))
     path = folder / "churn.plan"
     path.write_text("\n".join(lines + ["end"]) + "\n")
     return path

@@ -81,6 +81,13 @@ def call_returns(binary: Path, function: str, callee: str) -> list[int]:
     return found
 
 
+def one_group_lines(binary: Path, group: str, sites: list[int]) -> list[str]:
+    """A plan (without its `end`) whose group 0 holds these malloc call
+    sites of `binary`, each as a one-site clause and an exact `direct` entry."""
+    return (["corral-plan 1", f"module 0 - {binary.name}", f"group 0 {group}"] +
+            [f"clause 0 0+{a:#x}" for a in sites] + [f"direct 0+{a:#x} 0" for a in sites])
+
+
 def plans(binary: Path, folder: Path) -> dict[str, str]:
     """Hand-written plans for `binary`: name -> path.
     plan:   grouped_rounds' malloc sites form group 0, as `direct` entries
@@ -90,12 +97,11 @@ def plans(binary: Path, folder: Path) -> dict[str, str]:
             the planner writes for a profiled site that frame 0 decides.
     deepD:  group 0 is the clause "the call in hop(D-1)", frame D-1 of
             walked_rounds' allocations; the walk goes D frames deep."""
-    header = ["corral-plan 1", f"module 0 - {binary.name}", "group 0 bench_pairs"]
-    grouped = call_returns(binary, "grouped_rounds", "malloc@plt")
-    direct = [f"clause 0 0+{a:#x}" for a in grouped] + [f"direct 0+{a:#x} 0" for a in grouped]
+    direct = one_group_lines(binary, "bench_pairs", call_returns(binary, "grouped_rounds", "malloc@plt"))
+    header = direct[:3]
     texts = {
-        "plan": header + direct,
-        "plan-": header + direct + [f"direct 0+{a:#x} -" for a in call_returns(binary, "other_rounds", "malloc@plt")],
+        "plan": direct,
+        "plan-": direct + [f"direct 0+{a:#x} -" for a in call_returns(binary, "other_rounds", "malloc@plt")],
     }
     for d in DEPTHS:
         caller, callee = f"hop{d - 1}", "walked_rounds" if d == 2 else f"hop{d - 2}"
