@@ -29,6 +29,9 @@ static size_t spare_count;
 static corral_chunk_t *purged_chunks;            /* empty, given back to the OS */
 static corral_chunk_t *retired[CORRAL_POOLS];
 static uint64_t group_chunks[CORRAL_MAX_GROUPS], group_peak_chunks[CORRAL_MAX_GROUPS];
+/* Bytes of those chunks a group can touch: from each header to the chunk's
+ * end (the colour offset before a header is never used). */
+static uint64_t group_bytes[CORRAL_MAX_GROUPS], group_peak_bytes[CORRAL_MAX_GROUPS];
 static uint64_t group_peak_live[CORRAL_MAX_GROUPS];
 static uint64_t chunk_key_seed;
 
@@ -38,6 +41,9 @@ void _corral_layout_init(void)
   l->chunk_size = _corral_options.chunk_size;
   l->chunk_mask = ~(l->chunk_size - 1);
   l->colour_shift = (unsigned)__builtin_ctzl(l->chunk_size) - 6;
+  size_t colours = 64;                   /* a page and a line apart: _corral_chunk_header */
+  while (colours > 1 && (colours - 1) * (4096 + 64) > l->chunk_size / 4) colours /= 2;
+  l->colour_mask = (colours - 1) << 6;
   l->classes = _corral_options.max_size / CORRAL_GRANULE;
   l->bitmap_words = l->chunk_size / CORRAL_GRANULE / 64;
   size_t h = sizeof(corral_chunk_t) + l->classes * sizeof(void *) + 2 * l->bitmap_words * 8;
@@ -102,6 +108,11 @@ static corral_chunk_t *take_empty_chunk(void)
 
 static void update_peaks(unsigned g);
 
+static uint64_t usable_bytes(const corral_chunk_t *c)
+{
+  return _corral_chunk_base(c) + _corral_layout.chunk_size - (uintptr_t)c;
+}
+
 /* A block chunk's blocks start at the alignment of its block size (the
  * largest power of two dividing it, at most 4096): every block then has it. */
 static void reset_chunk(corral_chunk_t *c, unsigned pool, corral_heap_t *h)
@@ -153,6 +164,7 @@ static void release_locked(corral_chunk_t *c)
   unsigned g = c->group;
   if (c->in_retired) retired_remove(c);
   group_chunks[g]--;
+  group_bytes[g] -= usable_bytes(c);
   __atomic_store_n(&c->limit, 0, __ATOMIC_RELAXED);   /* free's first way tests only this */
   __atomic_store_n(&c->magic, 0, __ATOMIC_RELEASE);
   if (spare_count < _corral_options.max_spare) {
@@ -205,6 +217,8 @@ corral_chunk_t *_corral_chunk_acquire(corral_heap_t *h, unsigned pool, int may_a
   if (c) {
     reset_chunk(c, pool, h);
     group_chunks[g]++;
+    group_bytes[g] += usable_bytes(c);
+    if (group_bytes[g] > group_peak_bytes[g]) group_peak_bytes[g] = group_bytes[g];
     if (group_chunks[g] > group_peak_chunks[g]) {
       group_peak_chunks[g] = group_chunks[g];
       update_peaks(g);
@@ -288,7 +302,7 @@ void _corral_heap_totals(corral_group_totals_t *groups, unsigned ngroups,
     t->chunks = group_chunks[g];
     t->peak_chunks = group_peak_chunks[g];
     t->peak_live = group_peak_live[g];
-    t->peak_resident = group_peak_chunks[g] * _corral_layout.chunk_size;
+    t->peak_resident = group_peak_bytes[g];
   }
   for (corral_heap_t *h = _corral_heaps; h; h = h->next_heap) {
     *ungrouped_objects += h->ungrouped_objects;

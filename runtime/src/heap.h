@@ -92,6 +92,7 @@ typedef struct corral_heap_s {
 typedef struct corral_layout_s {
   size_t chunk_size, chunk_mask;
   unsigned colour_shift;                   /* log2(chunk_size) - 6: see _corral_chunk_header */
+  uintptr_t colour_mask;                   /* (colours - 1) * 64 */
   size_t classes;                          /* mixed chunks: max_size / 16 */
   size_t bitmap_words;                     /* mixed chunks: per bitmap (two, interleaved) */
   size_t header;                           /* mixed chunks: bytes before the first object */
@@ -151,17 +152,22 @@ typedef enum {
 const char *_corral_where_text(corral_where_t w);
 
 /* Chunk headers are coloured: the header of the k-th chunk of a range sits
- * (k mod 64) cache lines past the chunk's start. Chunks are aligned to their
- * size, so uncoloured headers would all share one set of every cache
- * indexed by low address bits, and a program with more chunks in use than
- * the cache has ways (4 pools of 30 size classes are 120 chunks; an L1 has 8
- * to 12 ways) would miss on most header reads. The offset costs an
- * allocation nothing (thread heaps hold header pointers) and a free two
- * instructions. The space before a header (at most 4 KiB) is never used. */
-#define CORRAL_COLOURS_MASK ((uintptr_t)63 << 6)
+ * k' pages and k' cache lines past the chunk's start, k' = k mod the
+ * layout's colours (64 for chunks of 1 MiB and more, fewer for smaller
+ * chunks, so that colouring takes at most a quarter of a chunk). Blocks
+ * follow the header. Chunks are aligned to their size, so without colours
+ * every header would fall into one set of each cache indexed by low address
+ * bits (an L1 has 8 to 12 ways; 4 pools of 17 classes are 68 chunks), and
+ * the pages that every chunk actually uses (its first few) into one set of
+ * each set-associative TLB. The line offset spreads the headers over cache
+ * sets, the page offset spreads the used pages over TLB sets. The space
+ * before a header is never touched, so it costs address space, not memory.
+ * The offset costs an allocation nothing (thread heaps hold header
+ * pointers) and a free four instructions. */
 static inline __attribute__((always_inline)) corral_chunk_t *_corral_chunk_header(uintptr_t p)
 {
-  return (corral_chunk_t *)((p & _corral_layout.chunk_mask) + ((p >> _corral_layout.colour_shift) & CORRAL_COLOURS_MASK));
+  uintptr_t lines = (p >> _corral_layout.colour_shift) & _corral_layout.colour_mask;   /* k' * 64 */
+  return (corral_chunk_t *)((p & _corral_layout.chunk_mask) + (lines << 6) + lines);
 }
 
 static inline uintptr_t _corral_chunk_base(const corral_chunk_t *c)

@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#define N 40      /* all pairs together fit in one 1 MiB chunk, so "apart" is never a full chunk */
+#define N 40      /* all pairs together fit in one chunk (4 MiB in the test), so "apart" is never a full chunk */
 
 __attribute__((noinline)) static void *make(size_t size)
 {

@@ -40,7 +40,7 @@ def test_stats_json_schema_and_counts(prog, tmp_path):
                       "peak_resident", "frag_bytes", "frag_pct"}
     assert g["id"] == 0 and g["name"] == "random-0"
     assert g["objects"] == 1000 and g["bytes"] == 32000 and g["frees"] == 400
-    assert g["chunks"] == 1 and g["peak_resident"] == 1 << 20
+    assert g["chunks"] == 1 and is_one_chunk_from_its_header(g["peak_resident"], 1 << 20)
     assert 0 < g["peak_live"] <= 32000
     assert g["frag_bytes"] == g["peak_resident"] - g["peak_live"]
     assert s["ungrouped"] == {"objects": 10, "bytes": 100000}
@@ -66,7 +66,7 @@ def test_lenient_values(prog, tmp_path):
     o = s["options"]
     assert (o["random_pools"], o["chunk_size"], o["max_spare"], o["max_size"], o["verbose"]) == \
         (1, 256 << 10, 8, 1024, 1)
-    assert s["groups"][0]["peak_resident"] == 256 << 10
+    assert is_one_chunk_from_its_header(s["groups"][0]["peak_resident"], 256 << 10)
 
 
 def test_unknown_name_and_bad_values_warn_once(prog, tmp_path):
@@ -89,3 +89,11 @@ def test_max_size_limits_grouping(prog, tmp_path):
 def test_other_corral_variables_do_not_warn(prog):
     r = run(prog, CORRAL_BUILD="/tmp", CORRAL_DYNAMIC="0")
     assert "warning" not in r.stderr
+
+
+def is_one_chunk_from_its_header(resident, chunk):
+    """A chunk counts from its header, a whole number of colour steps (a page
+    and a cache line) past its start, at most a quarter of it
+    (docs/runtime.md, "Chunks")."""
+    offset = chunk - resident
+    return 0 <= offset <= chunk // 4 and offset % (4096 + 64) == 0

@@ -9,7 +9,9 @@ import pytest
 from corral.plan.layout import SIZE_CLASSES, size_class
 from ident_helpers import FP, HERE, compile_c, plan_text, run, site_range
 
-CHUNK = 1 << 20
+# Chunks large enough that every pair's objects fit into one together, past
+# the colour offset of any chunk (up to a quarter of it, docs/runtime.md).
+CHUNK = 4 << 20
 MAX_SIZE = 4096
 # Every class boundary up to the largest grouped size: (last size of a
 # class, first size of the next), found from the planner's classes.
@@ -31,7 +33,8 @@ def layout_run(prog, tmp_path, layouts, **options):
     plan.write_text(plan_text(modules=[(prog, True)], groups={0: "made"},
                               directs=[(site_range(0, prog, "make"), 0)], layouts=layouts))
     args = [str(s) for pair in PAIRS for s in pair]
-    r = run([prog, str(CHUNK), *args], plan=plan, **options)
+    env_extra = {"CORRAL_CHUNK_SIZE": str(CHUNK), **options.pop("env_extra", {})}
+    r = run([prog, str(CHUNK), *args], plan=plan, env_extra=env_extra, **options)
     assert r.returncode == 0 and r.stderr == "", r.stdout + r.stderr
     lines = r.stdout.splitlines()
     assert lines[-1] == f"checked {80 * len(PAIRS)} wrong 0"
