@@ -76,7 +76,7 @@ void *_corral_group_alloc_slow(unsigned g, size_t size, size_t align)
 }
 
 /* Another thread's free: push onto the chunk's remote stack. */
-static __attribute__((noinline)) void free_remote(corral_chunk_t *c, void *p)
+__attribute__((noinline)) void _corral_free_remote(corral_chunk_t *c, void *p)
 {
   CORRAL_ASSERT(c->magic == CORRAL_CHUNK_MAGIC && (!c->block_size || _corral_block_start(c, p)));
   ((uint64_t *)p)[1] = c->key;
@@ -106,7 +106,7 @@ void _corral_group_free_slow(corral_chunk_t *c, void *p)
     h->counts[c->group].frees++;
     h->counts[c->group].freed_bytes += _corral_object_size(c, p);
   }
-  if (h == NULL || atomic_load_explicit(&c->owner, memory_order_relaxed) != h) return free_remote(c, p);
+  if (h == NULL || atomic_load_explicit(&c->owner, memory_order_relaxed) != h) return _corral_free_remote(c, p);
   if (c->block_size) _corral_block_free_local(c, p);
   else _corral_mixed_free_local(c, p);
 }

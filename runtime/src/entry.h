@@ -47,14 +47,15 @@ CORRAL_INLINE void _corral_count_ungrouped(size_t size)
   }
 }
 
-/* One of the random pools (CORRAL_RANDOM_POOLS=N), uniformly. */
+/* One of the random pools (CORRAL_RANDOM_POOLS=N), uniformly: the top bits
+ * of a per-thread 64-bit LCG (Knuth's MMIX constants), scaled to N without a
+ * division. Two instructions to step; the low bits of an LCG are poor, the
+ * top ones are what a scatter needs. */
 CORRAL_INLINE unsigned _corral_random_group(void)
 {
-  uint64_t x = _corral_rng;             /* xorshift64 */
-  if (CORRAL_UNLIKELY(!x)) x = _corral_rdtsc() | 1;
-  x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+  uint64_t x = _corral_rng * 6364136223846793005ull + 1442695040888963407ull;
   _corral_rng = x;
-  return (unsigned)(((x >> 32) * _corral_ngroups) >> 32);   /* no division */
+  return (unsigned)(((x >> 32) * _corral_ngroups) >> 32);
 }
 
 /* Group of an allocation, or -1. Random pools pick one at random;

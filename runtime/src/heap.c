@@ -62,7 +62,6 @@ static corral_heap_t *heap_create(void)
   _corral_unlock(&_corral_heap_lock);
   corral_heap_t *h = _corral_os_map(sizeof *h);   /* zeroed */
   if (!h) return NULL;
-  h->rng = _corral_rdtsc() ^ (uintptr_t)h;
   _corral_lock(&_corral_heap_lock);
   h->next_heap = _corral_heaps;
   _corral_heaps = h;

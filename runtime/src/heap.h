@@ -83,7 +83,6 @@ typedef struct corral_heap_s {
   corral_chunk_t *cur[CORRAL_POOLS];       /* by pool: group * CORRAL_SIZE_CLASSES + size class */
   corral_group_counts_t counts[CORRAL_MAX_GROUPS];
   uint64_t ungrouped_objects, ungrouped_bytes;
-  uint64_t rng;
   int dead;                                /* thread exited; counts stay for stats */
   struct corral_heap_s *next_heap;
 } corral_heap_t;
@@ -330,24 +329,32 @@ static inline __attribute__((always_inline)) void _corral_group_free(corral_chun
   _corral_group_free_slow(c, p);
 }
 
-/* free's first way: the owner's free of a block in the first range, each
- * test one compare. 0 when any fails (another range, a mixed or empty
- * chunk, not a block start, a double free, another thread's chunk,
- * counting): _corral_free's full way then tells which. An empty chunk needs
- * no magic test here: release clears its limit, and a purged header reads
- * zero. The range is read with a plain load, which the compare takes as
- * its operand: a pointer a program frees came from an allocation that
+/* free's first way: a block in the first range, each test one compare:
+ * the owner's free, or while nothing is counted another thread's (a push
+ * onto the chunk's remote stack, _corral_free_remote). 0 when any test
+ * fails (another range, a mixed or empty chunk, not a block start, a double
+ * free, counting): _corral_free's full way then tells which. An empty chunk
+ * needs no magic test here: release clears its limit, and a purged header
+ * reads zero. The range is read with a plain load, which the compare takes
+ * as its operand: a pointer a program frees came from an allocation that
  * happened before, and a stray one inside the carved part reads a header
  * that exists. */
+void _corral_free_remote(corral_chunk_t *c, void *p);
 static inline __attribute__((always_inline)) int _corral_free_owned(void *p)
 {
   uintptr_t a = (uintptr_t)p;
   if (CORRAL_UNLIKELY(a - _corral_range_lo[0] >= _corral_range_carved[0]))
     return 0;
   corral_chunk_t *c = _corral_chunk_header(a);
-  if (CORRAL_LIKELY(_corral_block_start(c, p) && _corral_frees_here(c, p))) {
-    _corral_block_free_local(c, p);
-    return 1;
+  if (CORRAL_LIKELY(_corral_block_start(c, p) && ((const uint64_t *)p)[1] != c->key)) {
+    if (CORRAL_LIKELY(atomic_load_explicit(&c->owner, memory_order_relaxed) == _corral_tls_fast)) {
+      _corral_block_free_local(c, p);
+      return 1;
+    }
+    if (!_corral_track) {
+      _corral_free_remote(c, p);
+      return 1;
+    }
   }
   return 0;
 }

@@ -172,11 +172,16 @@ static __attribute__((noinline, cold)) void *malloc_at(size_t size, int g, void 
 
 /* Random pools without statistics (CORRAL_GATE_RANDOM): the request is
  * below max_size (forward_from), so a pool's pop is all it takes; an empty
- * list takes the full way, which picks again. Entered by a tail call. */
+ * list is refilled from the same pool's chunks, and only when group memory
+ * runs out does the full way (which picks again, then forwards) take over.
+ * Entered by a tail call. */
 static __attribute__((noinline)) void *malloc_random(size_t size)
 {
-  void *p = _corral_pool_pop((size_t)_corral_random_group() * CORRAL_SIZE_CLASSES, size);
-  return CORRAL_LIKELY(p != NULL) ? p : _corral_malloc_rest(size);
+  unsigned g = _corral_random_group();
+  void *p = _corral_pool_pop((size_t)g * CORRAL_SIZE_CLASSES, size);
+  if (CORRAL_LIKELY(p != NULL)) return p;
+  if ((p = _corral_group_alloc_slow(g, size, 0))) return p;
+  return _corral_malloc_rest(size);
 }
 
 /* A plan that needs no walk, a frame 0 not in the direct table, and a stub

@@ -52,9 +52,9 @@ MUTANTS = [
            "return off < __atomic_load_n(&c->limit, __ATOMIC_RELAXED);",
            "a free of a pointer inside a block is taken for the block's own"),
     Mutant("malloc-not-a-tail-call", "runtime/src/interpose.c",
-           "  return _corral_malloc_rest(size);\n",
+           "  return _corral_malloc_rest(size);\n}\n\nCORRAL_EXPORT void free(",
            "  void *p = _corral_malloc_rest(size);\n"
-           "  __asm__ __volatile__(\"\" : : \"r\"(p) : \"memory\");\n  return p;\n",
+           "  __asm__ __volatile__(\"\" : : \"r\"(p) : \"memory\");\n  return p;\n}\n\nCORRAL_EXPORT void free(",
            "identification sees a frame inside libcorral instead of the program's call site"),
     Mutant("realloc-interior-pointer", "runtime/src/interpose.c",
            "  if (where != CORRAL_OBJECT && where != CORRAL_NOT_GROUP) {\n"
@@ -91,8 +91,9 @@ MUTANTS = [
            "  return 1;\n",
            "a site that calls malloc loses its stub though no direct entry decides it"),
     Mutant("free-owner-unchecked", "runtime/src/heap.h",
-           "  if (CORRAL_LIKELY(_corral_block_start(c, p) && _corral_frees_here(c, p))) {",
-           "  if (CORRAL_LIKELY(_corral_block_start(c, p) && ((const uint64_t *)p)[1] != c->key)) {",
+           "    if (CORRAL_LIKELY(atomic_load_explicit(&c->owner, memory_order_relaxed) == _corral_tls_fast)) {\n"
+           "      _corral_block_free_local(c, p);",
+           "    if (1) {\n      _corral_block_free_local(c, p);",
            "free's first way pushes onto another thread's list without a lock"),
     Mutant("size-class-boundary", "runtime/src/size_class.h",
            "(unsigned)(((k - 1) >> (top - 1)) & 1);",
@@ -127,7 +128,12 @@ MUTANTS = [
            "}",
            "dynamic mode's samples are scheduled but never read, so no pool merges"),
     Mutant("random-way-forwards", "runtime/src/interpose.c",
-           "  return CORRAL_LIKELY(p != NULL) ? p : _corral_malloc_rest(size);\n",
-           "  return p ? _corral_next.malloc(size) : _corral_malloc_rest(size);\n",
+           "  if (CORRAL_LIKELY(p != NULL)) return p;\n  if ((p = _corral_group_alloc_slow(g, size, 0))) return p;\n",
+           "  if (CORRAL_LIKELY(p != NULL)) return _corral_next.malloc(size);\n"
+           "  if ((p = _corral_group_alloc_slow(g, size, 0))) return p;\n",
            "malloc's random-pools way hands popped requests to the allocator underneath"),
+    Mutant("remote-free-uncounted", "runtime/src/heap.h",
+           "    if (!_corral_track) {\n      _corral_free_remote(c, p);\n",
+           "    {\n      _corral_free_remote(c, p);\n",
+           "free's first way pushes another thread's block while statistics count frees, so they go uncounted"),
 ]
