@@ -33,7 +33,8 @@
 #define DYN_EAGER_SAMPLES 16               /* a new pool's first samples, ... */
 #define DYN_EAGER_EVERY   8                /* ... one every 8th of its allocations */
 #define DYN_STEADY_EVERY  512              /* afterwards: 1 in 512 pooled allocations per thread */
-#define DYN_REMOTE_CHECKS 32               /* samples before judging a pool producer/consumer */
+#define DYN_JUDGE_AFTER   32               /* samples before judging whether a pool pays */
+#define DYN_SMALL_BYTES   4096             /* a live set under a page has nothing to lay out */
 
 /* Per context: what decides its pool. Written on the slow path, or racily
  * (relaxed counters) where a lost update only delays a decision. */
@@ -44,7 +45,9 @@ typedef struct dyn_ctx_s {
   uint32_t eager_left;      /* eager samples still to take */
   uint32_t eager_tick;
   uint32_t ring_next;
-  uint32_t remote_checks, remote_heavy;   /* samples, and those whose chunk was mostly freed remotely */
+  uint32_t checks;          /* samples judged, and of those: */
+  uint32_t remote_heavy;    /* the chunk's objects were mostly freed by other threads */
+  uint32_t small;           /* the chunk held less than a page of live objects */
   struct { void *p; uint32_t size; } ring[DYN_RING];
   const char *via;          /* name of the outermost wrapper in the chain, if any */
 } dyn_ctx_t;
@@ -80,7 +83,8 @@ static struct {
   /* statistics (relaxed) */
   uint64_t walks, frames_walked, samples, samples_skipped, words_read, links_seen, sample_cycles;
   uint64_t pools_refused;
-  int unpooled[DYN_MAX_MERGES];          /* pools given up as producer/consumer */
+  int unpooled[DYN_MAX_MERGES];          /* pools given back, and why (DYN_GIVEN_BACK_*) */
+  uint8_t unpooled_why[DYN_MAX_MERGES];
   unsigned unpooled_count;
 } dyn;
 
@@ -495,21 +499,11 @@ static void scan_object(uint32_t src, const void *obj, uint32_t size) {
   }
 }
 
-/* A pool whose objects are mostly freed by other threads (producers
- * allocate, consumers free) gains no locality and pays the group heap's
- * cross-thread free path on every object: give it back to the allocator
- * underneath. Judged at samples, on the allocating thread, which owns the
- * chunk `p` came from: `balance` counts the frees other threads pushed onto
- * it that its owner has not taken back yet, `drained` those it took back,
- * `counted_allocs` the objects it handed out. Objects already pooled stay. */
-static void judge_remote_frees(uint32_t id, void *p) {
-  corral_chunk_t *chunk = _corral_chunk_header((uintptr_t)p);
-  long undrained = atomic_load_explicit(&chunk->balance, memory_order_relaxed);
-  uint64_t remote = chunk->drained + (uint64_t)(undrained > 0 ? undrained : 0);
-  dyn_ctx_t *c = &dyn.ctx[id];
-  c->remote_checks++;
-  if (remote * 2 > chunk->counted_allocs) c->remote_heavy++;
-  if (c->remote_checks < DYN_REMOTE_CHECKS || c->remote_heavy * 4 <= c->remote_checks * 3) return;
+enum { DYN_GIVEN_BACK_REMOTE, DYN_GIVEN_BACK_SMALL };
+
+/* Every context of the pool of context `id` goes to the allocator
+ * underneath from now on; objects already pooled stay. */
+static void give_back(uint32_t id, int why) {
   uint32_t root = _corral_dynm_find(&dyn.merge, id);
   int g = dyn.ctx[root].group;
   if (g < 0) return;
@@ -518,7 +512,41 @@ static void judge_remote_frees(uint32_t id, void *p) {
     if (_corral_dynm_find(&dyn.merge, i) == root) __atomic_store_n(&dyn.ctx[i].allocs, UINT32_MAX, __ATOMIC_RELAXED);
   __atomic_store_n(&dyn.ctx[root].group, -1, __ATOMIC_RELEASE);
   bump_epoch();
-  if (dyn.unpooled_count < DYN_MAX_MERGES) dyn.unpooled[dyn.unpooled_count++] = g;
+  if (dyn.unpooled_count < DYN_MAX_MERGES) {
+    dyn.unpooled_why[dyn.unpooled_count] = (uint8_t)why;
+    dyn.unpooled[dyn.unpooled_count++] = g;
+  }
+}
+
+/* Whether the pool of context `id` pays, judged at its samples on the
+ * allocating thread, which owns the chunk `p` came from. It does not, and
+ * is given back:
+ * - when its objects are mostly freed by other threads (producers
+ *   allocate, consumers free): it gains no locality and pays the group
+ *   heap's cross-thread free on every object. `balance` counts the frees
+ *   other threads pushed onto the chunk that its owner has not taken back
+ *   yet, `drained` those it took back, `counted_allocs` the objects it
+ *   handed out;
+ * - when its live objects fit in a page (allocation-heavy, short-lived:
+ *   each object is freed before many more are made): the allocator
+ *   underneath keeps so few objects in the same few hot lines, so the pool
+ *   has nothing to lay out and only costs its lookup and its free. A
+ *   structure still being built looks small only to the pool's eager
+ *   samples, which are at most half of the first DYN_JUDGE_AFTER: by its
+ *   first steady sample it has grown by hundreds of objects.
+ * Each judged over all samples, once there are DYN_JUDGE_AFTER. */
+static void judge_pool(uint32_t id, void *p) {
+  corral_chunk_t *chunk = _corral_chunk_header((uintptr_t)p);
+  long undrained = atomic_load_explicit(&chunk->balance, memory_order_relaxed);
+  uint64_t remote = chunk->drained + (uint64_t)(undrained > 0 ? undrained : 0);
+  size_t object = chunk->block_size ? chunk->block_size : (sample_size + CORRAL_GRANULE - 1) & ~(size_t)(CORRAL_GRANULE - 1);
+  dyn_ctx_t *c = &dyn.ctx[id];
+  c->checks++;
+  if (remote * 2 > chunk->counted_allocs) c->remote_heavy++;
+  if (chunk->live * object < DYN_SMALL_BYTES) c->small++;
+  if (c->checks < DYN_JUDGE_AFTER) return;
+  if (c->remote_heavy * 4 > c->checks * 3) give_back(id, DYN_GIVEN_BACK_REMOTE);
+  else if (c->small * 4 > c->checks * 3) give_back(id, DYN_GIVEN_BACK_SMALL);
 }
 
 void _corral_dyn_sample(void *p) {
@@ -534,7 +562,7 @@ void _corral_dyn_sample(void *p) {
     if (c->ring[k].p) scan_object(sample_ctx, c->ring[k].p, c->ring[k].size);
   c->ring[c->ring_next++ % DYN_RING].p = p;
   c->ring[(c->ring_next - 1) % DYN_RING].size = sample_size;
-  judge_remote_frees(sample_ctx, p);
+  judge_pool(sample_ctx, p);
   dyn.samples++;
   dyn.sample_cycles += _corral_rdtsc() - t0;
   unlock();
@@ -636,6 +664,9 @@ void _corral_dyn_stats_json(int fd) {
   }
   _corral_fdprintf(fd, "],\"unpooled\":[");
   for (unsigned i = 0; i < dyn.unpooled_count; i++) _corral_fdprintf(fd, "%s%d", i ? "," : "", dyn.unpooled[i]);
+  _corral_fdprintf(fd, "],\"unpooled_why\":[");
+  for (unsigned i = 0; i < dyn.unpooled_count; i++)
+    _corral_fdprintf(fd, "%s\"%s\"", i ? "," : "", dyn.unpooled_why[i] == DYN_GIVEN_BACK_REMOTE ? "remote" : "small");
   _corral_fdprintf(fd, "]}");
 }
 

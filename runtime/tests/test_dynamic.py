@@ -189,3 +189,15 @@ def test_a_pool_freed_by_another_thread_is_given_back(tmp_path):
     done, stats = _same_output(build(tmp_path, "dyn_prodcons", ("-O2", "-pthread")), tmp_path)
     assert series(done.stderr)["tail"]["pooled"] == "0"
     assert stats["dynamic"]["unpooled"] == [0] and stats["dynamic"]["pools"] == 1
+    assert stats["dynamic"]["unpooled_why"] == ["remote"]
+
+
+def test_a_pool_whose_live_set_fits_a_page_is_given_back(tmp_path):
+    """Scratch buffers that die one by one lose their pool; a list that
+    starts as small but grows keeps its own."""
+    done, stats = _same_output(build(tmp_path, "dyn_small"), tmp_path)
+    assert series(done.stderr)["last"] == {"scratch_pooled": "0", "list_pooled": "100"}
+    d = stats["dynamic"]
+    assert d["pools"] == 2 and d["unpooled_why"] == ["small"], d
+    [list_group] = [g["id"] for g in stats["groups"] if g["id"] not in d["unpooled"]]
+    assert next(g for g in stats["groups"] if g["id"] == list_group)["peak_live"] >= 100000 * 16

@@ -132,6 +132,10 @@ MUTANTS = [
            "  if (CORRAL_LIKELY(p != NULL)) return _corral_next.malloc(size);\n"
            "  if ((p = _corral_group_alloc_slow(g, size, 0))) return p;\n",
            "malloc's random-pools way hands popped requests to the allocator underneath"),
+    Mutant("small-pool-kept", "runtime/src/dynamic.c",
+           "  if (chunk->live * object < DYN_SMALL_BYTES) c->small++;\n",
+           "  if (chunk->live * object < 0) c->small++;\n",
+           "dynamic mode keeps a pool whose live objects fit in a page"),
     Mutant("remote-free-uncounted", "runtime/src/heap.h",
            "    if (!_corral_track) {\n      _corral_free_remote(c, p);\n",
            "    {\n      _corral_free_remote(c, p);\n",
