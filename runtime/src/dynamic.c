@@ -19,6 +19,7 @@
 #include "lock.h"
 #include "modules.h"
 #include "next.h"
+#include "stubs.h"
 #include "unwind.h"
 
 /* ---------------------------------------------------------------------------
@@ -83,6 +84,7 @@ static struct {
   /* statistics (relaxed) */
   uint64_t walks, frames_walked, samples, samples_skipped, words_read, links_seen, sample_cycles;
   uint64_t pools_refused;
+  uint64_t calls_to_none;                /* calls of given-back sites pointed at the none way */
   int unpooled[DYN_MAX_MERGES];          /* pools given back, and why (DYN_GIVEN_BACK_*) */
   uint8_t unpooled_why[DYN_MAX_MERGES];
   unsigned unpooled_count;
@@ -171,12 +173,15 @@ static void load_wrappers(const char *path, const module_table_t *t) {
 }
 
 void _corral_dyn_after_dlopen(void) {
-  if (!_corral_dyn_on || !dyn.wrappers_loaded) return;
+  if (!_corral_dyn_on || (!dyn.wrappers_loaded && !_corral_options.stubs)) return;
   /* Identification rescans only for a plan; dynamic mode needs the new
-   * modules too, for its wrappers and for the walk through them. */
+   * modules too, for its wrappers, the walk through them and the none-way
+   * stubs of sites it gives back. */
   const module_table_t *t = _corral_modules_scan();
+  if (!t) t = _corral_modules_current();
   lock();
-  relocate_wrappers(t ? t : _corral_modules_current());
+  if (dyn.wrappers_loaded) relocate_wrappers(t);
+  if (_corral_options.stubs) _corral_none_stubs_prepare(t);
   unlock();
 }
 
@@ -501,6 +506,22 @@ static void scan_object(uint32_t src, const void *obj, uint32_t size) {
 
 enum { DYN_GIVEN_BACK_REMOTE, DYN_GIVEN_BACK_SMALL };
 
+/* A context given back whose frame 0 is its own call site (not inside a
+ * wrapper, where the call serves other contexts too): when that call is a
+ * direct call to malloc, point it at the none way, so its allocations skip
+ * malloc's lookup and go straight to the allocator underneath. Under the
+ * lock; the stubs were prepared at start-up or after dlopen. */
+static void point_at_none(uint32_t id) {
+  const dync_chain_t *chain = &dyn.table.chains[id];
+  if (chain->depth != 1) return;
+  const dync_site_t *s = _corral_dync_site(&dyn.table, chain->frames[0]);
+  if (!s || s->kind == DYNC_SITE_WRAPPER || __atomic_load_n(&s->ctx, __ATOMIC_RELAXED) != id) return;
+  corral_stub_refusal_t r = _corral_point_at_none(chain->frames[0]);
+  if (r == CORRAL_STUB_OK) dyn.calls_to_none++;
+  else _corral_note(2, "dynamic: site %#lx given back keeps its lookup (%s)", (unsigned long)chain->frames[0],
+                    _corral_stub_refusal_text(r));
+}
+
 /* Every context of the pool of context `id` goes to the allocator
  * underneath from now on; objects already pooled stay. */
 static void give_back(uint32_t id, int why) {
@@ -512,6 +533,9 @@ static void give_back(uint32_t id, int why) {
     if (_corral_dynm_find(&dyn.merge, i) == root) __atomic_store_n(&dyn.ctx[i].allocs, UINT32_MAX, __ATOMIC_RELAXED);
   __atomic_store_n(&dyn.ctx[root].group, -1, __ATOMIC_RELEASE);
   bump_epoch();
+  if (_corral_options.stubs)
+    for (uint32_t i = 0; i < total; i++)
+      if (_corral_dynm_find(&dyn.merge, i) == root) point_at_none(i);
   if (dyn.unpooled_count < DYN_MAX_MERGES) {
     dyn.unpooled_why[dyn.unpooled_count] = (uint8_t)why;
     dyn.unpooled[dyn.unpooled_count++] = g;
@@ -590,6 +614,7 @@ void _corral_dyn_init(void) {
   const module_table_t *t = _corral_modules_current();
   if (!t) t = _corral_modules_scan();
   if (_corral_options.wrappers && *_corral_options.wrappers) load_wrappers(_corral_options.wrappers, t);
+  if (_corral_options.stubs) _corral_none_stubs_prepare(t);
   __atomic_store_n(&_corral_dyn_on, 1, __ATOMIC_RELEASE);
 }
 
@@ -667,7 +692,7 @@ void _corral_dyn_stats_json(int fd) {
   _corral_fdprintf(fd, "],\"unpooled_why\":[");
   for (unsigned i = 0; i < dyn.unpooled_count; i++)
     _corral_fdprintf(fd, "%s\"%s\"", i ? "," : "", dyn.unpooled_why[i] == DYN_GIVEN_BACK_REMOTE ? "remote" : "small");
-  _corral_fdprintf(fd, "]}");
+  _corral_fdprintf(fd, "],\"calls_to_none\":%llu}", (unsigned long long)dyn.calls_to_none);
 }
 
 void _corral_dyn_stats_text(int fd) {

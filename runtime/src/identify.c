@@ -45,7 +45,11 @@ static void set_gates(const ident_tables_t *t, const ident_tables_t *d)
   __atomic_store_n(&_corral_gates.on_calloc, open & CORRAL_PROBE_CALLOC ? on : 0, __ATOMIC_RELAXED);
   __atomic_store_n(&_corral_gates.on_realloc, open & CORRAL_PROBE_REALLOC ? on : 0, __ATOMIC_RELAXED);
   __atomic_store_n(&_corral_gates.on_new, open & CORRAL_PROBE_NEW ? on : 0, __ATOMIC_RELAXED);
-  __atomic_store_n(&_corral_gates.pool_below, t ? below : 0, __ATOMIC_RELAXED);
+  /* Dynamic mode's given-back sites call the none way (dynamic.c): it
+   * forwards every size. Not once a plan was loaded: a stale plan's pool
+   * calls must take the full way. */
+  size_t none_below = _corral_dyn_on && !_corral_ident.plan ? SIZE_MAX : 0;
+  __atomic_store_n(&_corral_gates.pool_below, t ? below : none_below, __ATOMIC_RELAXED);
   __atomic_store_n(&_corral_gates.forward_from, !open && d && !d->stub_installed ? 0 : below,
                    __ATOMIC_RELEASE);
 }

@@ -505,3 +505,50 @@ void _corral_pool_calls_install(corral_pool_call_t *req, size_t n)
   for (size_t i = 0; i < n; i++)
     if (req[i].stub) req[i].result = point_call(req[i].ret, req[i].stub, alone);
 }
+
+/* ---- dynamic mode: given-back sites to the none way ------------------------ */
+
+/* malloc none-way stubs, one within reach of each module's code, written
+ * and sealed at a safe point (start-up, after dlopen) so that pointing a
+ * call at one (_corral_point_at_none) writes no stub and registers no
+ * unwind table: that happens inside malloc. */
+static uint8_t *none_stubs[MAX_PAGES];
+static unsigned n_none;
+
+static uint8_t *none_stub_near(uintptr_t a)
+{
+  for (unsigned i = 0; i < n_none; i++)
+    if (reaches((uintptr_t)none_stubs[i], a) && !page_of((uintptr_t)none_stubs[i])->failed) return none_stubs[i];
+  return NULL;
+}
+
+void _corral_none_stubs_prepare(const module_table_t *all)
+{
+  if (!all) return;
+  unsigned before = n_none;
+  for (size_t i = 0; i < all->count && n_none < MAX_PAGES; i++) {
+    const corral_module_t *m = &all->modules[i];
+    if (m->code_hi <= m->code_lo || (none_stub_near(m->code_lo) && none_stub_near(m->code_hi))) continue;
+    uint8_t *s = stub_room(m->code_lo);
+    if (!s || !reaches((uintptr_t)s, m->code_hi)) continue;
+    write_pool_call(s, CORRAL_POOL_NONE, CORRAL_CALLS_MALLOC);
+    none_stubs[n_none++] = s;
+  }
+  if (n_none != before) seal_pages();
+}
+
+corral_stub_refusal_t _corral_point_at_none(uintptr_t ret)
+{
+  const module_table_t *all = _corral_modules_current();
+  const corral_module_t *m = all ? _corral_module_of(all, ret) : NULL;
+  if (!m) return CORRAL_STUB_NOT_DIRECT;
+  uintptr_t raw = raw_call_target(ret, m);
+  if (raw && page_of(raw)) return CORRAL_STUB_OK;             /* pointed before */
+  corral_stub_refusal_t why;
+  uintptr_t target = call_target(ret, m, all, &why);
+  if (!target) return why;
+  if (callee_of(target, _corral_module_of(all, target), all) != CORRAL_CALLS_MALLOC) return CORRAL_STUB_OTHER_CALLEE;
+  uint8_t *stub = none_stub_near(ret);
+  if (!stub) return CORRAL_STUB_OUT_OF_REACH;
+  return patch_call(ret, stub, single_threaded());
+}

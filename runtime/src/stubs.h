@@ -93,6 +93,18 @@ typedef struct corral_pool_call_s {
  * call leads to its entry point's none way instead. */
 void _corral_pool_calls_install(corral_pool_call_t *req, size_t n);
 
+/* Dynamic mode (dynamic.c): a malloc none-way stub within reach of each
+ * module of `all` that has none yet, written and sealed with its unwind
+ * information; at start-up and after dlopen, not inside malloc. */
+void _corral_none_stubs_prepare(const module_table_t *all);
+/* Points the `call rel32` to malloc that returns to ret at the none way of
+ * its module's prepared stub: a site given back to the allocator
+ * underneath then skips malloc's lookup. Writes no stub and registers
+ * nothing, so it may run inside malloc (under the caller's lock; one
+ * caller at a time with _corral_none_stubs_prepare). While other threads
+ * run, a displacement that spans two words is refused (CORRAL_STUB_TORN). */
+corral_stub_refusal_t _corral_point_at_none(uintptr_t ret);
+
 /* The pool ways (pool_call.c): the pool arrives after the entry point's own
  * arguments, as a 64-bit register the stub's 32-bit move zero-extended. */
 void *_corral_malloc_pool(size_t size, size_t pool);

@@ -1,11 +1,15 @@
 /* Dynamic mode's judgement of small live sets (docs/dynamic.md, "When a
  * context gets a pool"): one context makes scratch buffers that die before
- * the next is made (a live set of one object), another builds a list that
- * starts small and keeps growing. The scratch pool is given back; the
- * list's pool stays, though its first samples saw it under a page.
- * Prints where the last objects of each landed. */
+ * the next is made (a live set of one object), from a call of main's own
+ * (so that, given back, that call can be pointed at the none way); another
+ * builds a list that starts small and keeps growing. The scratch pool is
+ * given back; the list's pool stays, though its first samples saw it under
+ * a page. With `threads`, two threads run the scratch loop at once, so
+ * that the call is pointed at the none way while the other thread may be
+ * executing it. Prints where the last objects landed. */
 #include "../include/corral.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,8 +19,6 @@
 
 struct node { struct node *next; long value; };
 
-NOIPA char *scratch(size_t n) { return malloc(n); }
-
 NOIPA struct node *make_node(struct node *next, long v) {
   struct node *n = malloc(sizeof *n);
   n->next = next;
@@ -24,12 +26,47 @@ NOIPA struct node *make_node(struct node *next, long v) {
   return n;
 }
 
-int main(void) {
+/* nops before the threads' call: the test picks a count that keeps the
+ * call's displacement within one aligned word, which other threads' fetches
+ * then see whole */
+#ifndef PAD
+#define PAD 0
+#endif
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+struct worker { unsigned long hash; int pooled; };
+
+static void *scratch_loop(void *arg) {
+  struct worker *w = arg;
+  for (long i = 0; i < ROUNDS; i++) {
+    __asm__ volatile(".rept " STR(PAD) "\n nop\n .endr");
+    char *s = malloc(40);                /* a thread function's own call, not a wrapper's */
+    snprintf(s, 40, "item %ld", i);
+    for (char *c = s; *c; c++) w->hash = w->hash * 31 + (unsigned char)*c;
+    if (i >= ROUNDS - 100) w->pooled += corral_group_of_if_loaded(s) >= 0;
+    free(s);
+  }
+  return NULL;
+}
+
+static int threads(void) {
+  struct worker w[2] = {{0, 0}, {0, 0}};
+  pthread_t t[2];
+  for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, scratch_loop, &w[i]);
+  for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+  fprintf(stderr, "last scratch_pooled=%d\n", w[0].pooled + w[1].pooled);
+  printf("hash %lu %lu\n", w[0].hash, w[1].hash);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "threads") == 0) return threads();
   struct node *list = NULL;
   unsigned long hash = 0;
   int scratch_pooled = 0, list_pooled = 0;
   for (long i = 0; i < ROUNDS; i++) {
-    char *s = scratch(40);
+    char *s = malloc(40);                /* in main, not in a wrapper: its own call site */
     snprintf(s, 40, "item %ld", i);
     for (char *c = s; *c; c++) hash = hash * 31 + (unsigned char)*c;
     if (i >= ROUNDS - 100) scratch_pooled += corral_group_of_if_loaded(s) >= 0;

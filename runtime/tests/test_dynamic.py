@@ -192,12 +192,53 @@ def test_a_pool_freed_by_another_thread_is_given_back(tmp_path):
     assert stats["dynamic"]["unpooled_why"] == ["remote"]
 
 
-def test_a_pool_whose_live_set_fits_a_page_is_given_back(tmp_path):
+@pytest.mark.parametrize("stubs", [1, 0])
+def test_a_pool_whose_live_set_fits_a_page_is_given_back(tmp_path, stubs):
     """Scratch buffers that die one by one lose their pool; a list that
-    starts as small but grows keeps its own."""
-    done, stats = _same_output(build(tmp_path, "dyn_small"), tmp_path)
+    starts as small but grows keeps its own. The scratch site's call (a
+    direct call to malloc, in a one-thread program) is pointed at the none
+    way, unless stubs are off; its allocations go to the allocator
+    underneath either way."""
+    prog = build(tmp_path, "dyn_small")
+    plain = run_plain(prog)
+    done, stats = run_dynamic(prog, (), tmp_path, env={"CORRAL_STUBS": str(stubs)})
+    _ok(done)
+    assert done.stdout == plain.stdout
     assert series(done.stderr)["last"] == {"scratch_pooled": "0", "list_pooled": "100"}
     d = stats["dynamic"]
     assert d["pools"] == 2 and d["unpooled_why"] == ["small"], d
+    assert d["calls_to_none"] == stubs
     [list_group] = [g["id"] for g in stats["groups"] if g["id"] not in d["unpooled"]]
     assert next(g for g in stats["groups"] if g["id"] == list_group)["peak_live"] >= 100000 * 16
+
+
+def _threads_call_displacement(prog):
+    """Where the displacement of scratch_loop's call to malloc lies."""
+    text = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(prog)], capture_output=True, text=True,
+                          check=True).stdout
+    body = text.split("<scratch_loop>:", 1)[1].split("\n\n", 1)[0]
+    call = next(line for line in body.splitlines() if "call" in line and "malloc" in line)
+    return int(call.split(":")[0], 16) + 1
+
+
+@pytest.mark.parametrize("torn", [False, True])
+def test_a_call_is_pointed_at_the_none_way_while_another_thread_runs_it(tmp_path, torn):
+    """Two threads run the same scratch loop; whichever samples the pool
+    gives it back and repoints the call while the other may be running it:
+    one aligned 8-byte store when the displacement lies within one word;
+    left alone (its lookup kept) when it spans two. Either way both threads
+    finish with every late object unpooled and the same output."""
+    for pad in range(8):
+        prog = build(tmp_path, "dyn_small", ("-O2", "-pthread", f"-DPAD={pad}"))
+        disp = _threads_call_displacement(prog)
+        if (disp // 8 != (disp + 3) // 8) == torn:
+            break
+    else:
+        pytest.fail("no padding puts the call's displacement where the test needs it")
+    plain = run_plain(prog, ["threads"])
+    done, stats = run_dynamic(prog, ["threads"], tmp_path)
+    _ok(done)
+    assert done.stdout == plain.stdout
+    assert series(done.stderr)["last"] == {"scratch_pooled": "0"}
+    assert stats["dynamic"]["unpooled_why"] == ["small"]
+    assert stats["dynamic"]["calls_to_none"] == (0 if torn else 1)
