@@ -438,32 +438,61 @@ int _corral_dyn_identify(void *ret0, void *fp0, size_t size) {
   return g;
 }
 
-/* malloc's way in dynamic mode (gates.h, CORRAL_GATE_DYNAMIC), entered by a
- * tail call: its return address is the program's call. A settled site
+/* What the fast way decided for a request of `size` (at most max_size)
+ * from the call returning to ret: forward it, here is the block, or take
+ * the full way. */
+enum { FAST_FULL, FAST_FORWARD, FAST_POPPED };
+
+static inline __attribute__((always_inline)) int fast_way(size_t size, uintptr_t ret, void **block) {
+  const dync_site_t *s = _corral_dync_site(&dyn.table, ret);
+  if (CORRAL_UNLIKELY(s == NULL)) return FAST_FULL;
+  uint64_t f = __atomic_load_n(&s->fast, __ATOMIC_ACQUIRE);
+  uint32_t want = (uint32_t)(f >> 16) & FAST_SIZE_MAX;
+  if (CORRAL_UNLIKELY((uint32_t)(f >> 40) != __atomic_load_n(&dyn.epoch, __ATOMIC_RELAXED) ||
+                      (want != size && want != 0)))
+    return FAST_FULL;
+  uint32_t pool = (uint32_t)f & 0xffff;
+  if (pool == 0) return FAST_FORWARD;
+  if (CORRAL_UNLIKELY(steady_countdown <= 1)) return FAST_FULL;   /* at 1 the full way samples */
+  corral_chunk_t *c = _corral_pool_ready(pool - 1, size);
+  if (CORRAL_UNLIKELY(c == NULL)) return FAST_FULL;
+  steady_countdown--;
+  c->counted_allocs++;
+  *block = _corral_block_pop(c);
+  return FAST_POPPED;
+}
+
+/* malloc's way in dynamic mode (gates.h, CORRAL_GATE_DYNAMIC), entered by
+ * a tail call: its return address is the program's call. A settled site
  * forwards, or pops its pool's current chunk and counts the object on it
  * for the remote-free judgement; anything else continues on malloc's full
  * way, which decides from scratch. */
 void *_corral_dyn_malloc(size_t size) {
+  void *p;
   if (size > dyn.max_size) return _corral_next.malloc(size);       /* below max_size: errno is the next's */
-  const dync_site_t *s = _corral_dync_site(&dyn.table, (uintptr_t)__builtin_return_address(0));
-  if (CORRAL_LIKELY(s != NULL)) {
-    uint64_t f = __atomic_load_n(&s->fast, __ATOMIC_ACQUIRE);
-    uint32_t want = (uint32_t)(f >> 16) & FAST_SIZE_MAX;
-    if (CORRAL_LIKELY((uint32_t)(f >> 40) == __atomic_load_n(&dyn.epoch, __ATOMIC_RELAXED) &&
-                      (want == size || want == 0))) {
-      uint32_t pool = (uint32_t)f & 0xffff;
-      if (pool == 0) return _corral_next.malloc(size);
-      if (CORRAL_LIKELY(steady_countdown > 1)) {                   /* at 1 the full way samples */
-        corral_chunk_t *c = _corral_pool_ready(pool - 1, size);
-        if (CORRAL_LIKELY(c != NULL)) {
-          steady_countdown--;
-          c->counted_allocs++;
-          return _corral_block_pop(c);
-        }
-      }
-    }
+  switch (fast_way(size, (uintptr_t)__builtin_return_address(0), &p)) {
+  case FAST_POPPED: return p;
+  case FAST_FORWARD: return _corral_next.malloc(size);
+  default: return _corral_malloc_rest(size);
   }
-  return _corral_malloc_rest(size);
+}
+
+/* The same for operator new and new[] (new.cc), whose full ways call the
+ * new-handler or throw when the allocator underneath fails. */
+void *_corral_dyn_new(size_t size) {
+  void *p;
+  int way = size > dyn.max_size ? FAST_FORWARD : fast_way(size, (uintptr_t)__builtin_return_address(0), &p);
+  if (way == FAST_POPPED) return p;
+  if (way == FAST_FORWARD && (p = _corral_next.malloc(size))) return p;
+  return _corral_new_rest(size);
+}
+
+void *_corral_dyn_new_nothrow(size_t size) {
+  void *p;
+  int way = size > dyn.max_size ? FAST_FORWARD : fast_way(size, (uintptr_t)__builtin_return_address(0), &p);
+  if (way == FAST_POPPED) return p;
+  if (way == FAST_FORWARD && (p = _corral_next.malloc(size))) return p;
+  return _corral_new_rest_nothrow(size);
 }
 
 void _corral_dyn_allocated(void *p) {
@@ -508,9 +537,10 @@ enum { DYN_GIVEN_BACK_REMOTE, DYN_GIVEN_BACK_SMALL };
 
 /* A context given back whose frame 0 is its own call site (not inside a
  * wrapper, where the call serves other contexts too): when that call is a
- * direct call to malloc, point it at the none way, so its allocations skip
- * malloc's lookup and go straight to the allocator underneath. Under the
- * lock; the stubs were prepared at start-up or after dlopen. */
+ * direct call to malloc or operator new, point it at the entry's none way,
+ * so its allocations skip the lookup and go straight to the allocator
+ * underneath. Under the lock; the stubs were prepared at start-up or after
+ * dlopen. */
 static void point_at_none(uint32_t id) {
   const dync_chain_t *chain = &dyn.table.chains[id];
   if (chain->depth != 1) return;

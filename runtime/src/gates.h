@@ -50,11 +50,12 @@ extern __thread corral_stub_notes_t _corral_stub_notes __attribute__((tls_model(
  * (CORRAL_GATE_FULL) while every request takes the full way: until the
  * direct table is open, for good while counting or with random pools, and
  * once the plan went stale. Full is negative, so that one test of the gate
- * tells the three apart (sign, zero, other). malloc's gate is -2
- * (CORRAL_GATE_DYNAMIC) in dynamic mode without statistics: its requests
- * take dynamic mode's own way (dynamic.c, "The fast way"); and -3
- * (CORRAL_GATE_RANDOM) with random pools without statistics: a pool at
- * random, popped without identification (interpose.c).
+ * tells the three apart (sign, zero, other). malloc's and operator new's
+ * gates are -2 (CORRAL_GATE_DYNAMIC) in dynamic mode without statistics:
+ * their requests take dynamic mode's own way (dynamic.c, "The fast way");
+ * malloc's is -3 (CORRAL_GATE_RANDOM) with random pools without
+ * statistics: a pool at random, popped without identification
+ * (interpose.c).
  *
  * pool_below: the pool calls (pool_call.c) serve sizes below this; 0 while
  * they must take the entry point's full way (not ready, counting, random
@@ -112,6 +113,10 @@ void *_corral_new_alloc(size_t size, size_t align, void *ret0, void *fp0) CORRAL
  * missed: it may throw std::bad_alloc (new.cc). */
 void *_corral_new_rest(size_t n);
 void *_corral_new_rest_nothrow(size_t n) CORRAL_NOEXCEPT;
+/* operator new's way while its gate is CORRAL_GATE_DYNAMIC, entered by a
+ * tail call: dynamic mode's fast way, else the full way (dynamic.c). */
+void *_corral_dyn_new(size_t n);
+void *_corral_dyn_new_nothrow(size_t n) CORRAL_NOEXCEPT;
 
 #pragma GCC visibility pop
 

@@ -65,6 +65,9 @@ inline void *from_next(std::size_t n)
   return nullptr;
 }
 
+// Dynamic mode decides the rest on its own fast way (dynamic.c).
+inline bool dynamic_gate() { return __atomic_load_n(&_corral_gates.on_new, __ATOMIC_RELAXED) == CORRAL_GATE_DYNAMIC; }
+
 // free's way, which hands the next allocator's pointers over first.
 inline void delete_at(void *p) noexcept { _corral_free(p); }
 
@@ -82,21 +85,25 @@ extern "C" __attribute__((noinline)) void *_corral_new_rest_nothrow(std::size_t 
 CORRAL_EXPORT void *operator new(std::size_t n)
 {
   if (void *p = from_next(n)) return p;
+  if (dynamic_gate()) return _corral_dyn_new(n);
   return _corral_new_rest(n);
 }
 CORRAL_EXPORT void *operator new[](std::size_t n)
 {
   if (void *p = from_next(n)) return p;
+  if (dynamic_gate()) return _corral_dyn_new(n);
   return _corral_new_rest(n);
 }
 CORRAL_EXPORT void *operator new(std::size_t n, const std::nothrow_t &) noexcept
 {
   if (void *p = from_next(n)) return p;
+  if (dynamic_gate()) return _corral_dyn_new_nothrow(n);
   return _corral_new_rest_nothrow(n);
 }
 CORRAL_EXPORT void *operator new[](std::size_t n, const std::nothrow_t &) noexcept
 {
   if (void *p = from_next(n)) return p;
+  if (dynamic_gate()) return _corral_dyn_new_nothrow(n);
   return _corral_new_rest_nothrow(n);
 }
 CORRAL_EXPORT void *operator new(std::size_t n, std::align_val_t a) { return new_at(n, ALIGN(a), RET0, FP0, false); }

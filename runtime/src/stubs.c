@@ -508,17 +508,21 @@ void _corral_pool_calls_install(corral_pool_call_t *req, size_t n)
 
 /* ---- dynamic mode: given-back sites to the none way ------------------------ */
 
-/* malloc none-way stubs, one within reach of each module's code, written
- * and sealed at a safe point (start-up, after dlopen) so that pointing a
- * call at one (_corral_point_at_none) writes no stub and registers no
- * unwind table: that happens inside malloc. */
-static uint8_t *none_stubs[MAX_PAGES];
+/* None-way stubs of the entry points dynamic mode decides (malloc, operator
+ * new and its nothrow form), a set within reach of each module's code,
+ * written and sealed at a safe point (start-up, after dlopen) so that
+ * pointing a call at one (_corral_point_at_none) writes no stub and
+ * registers no unwind table: that happens inside malloc. */
+static const corral_callee_t none_callees[] = {CORRAL_CALLS_MALLOC, CORRAL_CALLS_NEW, CORRAL_CALLS_NEW_NOTHROW};
+#define NONE_KINDS (sizeof none_callees / sizeof *none_callees)
+static uint8_t *none_stubs[MAX_PAGES][NONE_KINDS];
 static unsigned n_none;
 
-static uint8_t *none_stub_near(uintptr_t a)
+static uint8_t *none_stub_near(uintptr_t a, unsigned kind)
 {
   for (unsigned i = 0; i < n_none; i++)
-    if (reaches((uintptr_t)none_stubs[i], a) && !page_of((uintptr_t)none_stubs[i])->failed) return none_stubs[i];
+    if (reaches((uintptr_t)none_stubs[i][kind], a) && !page_of((uintptr_t)none_stubs[i][kind])->failed)
+      return none_stubs[i][kind];
   return NULL;
 }
 
@@ -528,11 +532,15 @@ void _corral_none_stubs_prepare(const module_table_t *all)
   unsigned before = n_none;
   for (size_t i = 0; i < all->count && n_none < MAX_PAGES; i++) {
     const corral_module_t *m = &all->modules[i];
-    if (m->code_hi <= m->code_lo || (none_stub_near(m->code_lo) && none_stub_near(m->code_hi))) continue;
-    uint8_t *s = stub_room(m->code_lo);
-    if (!s || !reaches((uintptr_t)s, m->code_hi)) continue;
-    write_pool_call(s, CORRAL_POOL_NONE, CORRAL_CALLS_MALLOC);
-    none_stubs[n_none++] = s;
+    if (m->code_hi <= m->code_lo || (none_stub_near(m->code_lo, 0) && none_stub_near(m->code_hi, 0))) continue;
+    unsigned k;
+    for (k = 0; k < NONE_KINDS; k++) {
+      uint8_t *s = stub_room(m->code_lo);
+      if (!s || !reaches((uintptr_t)s, m->code_hi)) break;
+      write_pool_call(s, CORRAL_POOL_NONE, none_callees[k]);
+      none_stubs[n_none][k] = s;
+    }
+    if (k == NONE_KINDS) n_none++;
   }
   if (n_none != before) seal_pages();
 }
@@ -547,8 +555,11 @@ corral_stub_refusal_t _corral_point_at_none(uintptr_t ret)
   corral_stub_refusal_t why;
   uintptr_t target = call_target(ret, m, all, &why);
   if (!target) return why;
-  if (callee_of(target, _corral_module_of(all, target), all) != CORRAL_CALLS_MALLOC) return CORRAL_STUB_OTHER_CALLEE;
-  uint8_t *stub = none_stub_near(ret);
+  corral_callee_t callee = callee_of(target, _corral_module_of(all, target), all);
+  unsigned kind = 0;
+  while (kind < NONE_KINDS && none_callees[kind] != callee) kind++;
+  if (kind == NONE_KINDS) return CORRAL_STUB_OTHER_CALLEE;
+  uint8_t *stub = none_stub_near(ret, kind);
   if (!stub) return CORRAL_STUB_OUT_OF_REACH;
   return patch_call(ret, stub, single_threaded());
 }

@@ -24,9 +24,13 @@ BUILDS = {
 
 
 def build(tmp_path, name, flags=("-O2",), extra=()):
+    """Compiles runtime/tests/NAME.c (gcc) or NAME.cc (g++)."""
     out = tmp_path / f"{name}-{'-'.join(f.strip('-') for f in flags)}"
-    subprocess.run(["gcc", *flags, "-Wall", "-o", str(out), str(HERE / f"{name}.c"), *extra, "-ldl"],
-                   check=True)
+    source = HERE / f"{name}.c"
+    compiler = "gcc"
+    if not source.exists():
+        source, compiler = HERE / f"{name}.cc", "g++"
+    subprocess.run([compiler, *flags, "-Wall", "-o", str(out), str(source), *extra, "-ldl"], check=True)
     return out
 
 

@@ -212,6 +212,22 @@ def test_a_pool_whose_live_set_fits_a_page_is_given_back(tmp_path, stubs):
     assert next(g for g in stats["groups"] if g["id"] == list_group)["peak_live"] >= 100000 * 16
 
 
+def test_operator_new_takes_the_fast_way_and_keeps_its_failures(tmp_path):
+    """`new` and nothrow `new` sites are pooled on operator new's own fast
+    way; a `new[]` site whose objects die at once is given back and its
+    call pointed at the none way; bad_alloc and nullptr still come back
+    from requests the allocator underneath cannot serve."""
+    prog = build(tmp_path, "dyn_new")
+    plain = run_plain(prog)
+    done, stats = run_dynamic(prog, (), tmp_path)
+    _ok(done)
+    assert done.stdout == plain.stdout
+    assert series(done.stderr)["last"] == {"list_pooled": "100", "quiet_pooled": "100", "scratch_pooled": "0",
+                                          "threw": "1", "nothrow_null": "1"}
+    d = stats["dynamic"]
+    assert d["pools"] == 3 and d["unpooled_why"] == ["small"] and d["calls_to_none"] == 1, d
+
+
 def _threads_call_displacement(prog):
     """Where the displacement of scratch_loop's call to malloc lies."""
     text = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(prog)], capture_output=True, text=True,
