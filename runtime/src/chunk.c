@@ -265,8 +265,6 @@ void _corral_chunk_retire(corral_chunk_t *c)
 
 /* ---- statistics ------------------------------------------------------------ */
 
-extern corral_heap_t *_corral_heaps;     /* heap.c, under the lock */
-
 static uint64_t live_bytes_locked(unsigned g)
 {
   uint64_t live = 0;

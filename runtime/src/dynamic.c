@@ -477,6 +477,17 @@ void *_corral_dyn_malloc(size_t size) {
   }
 }
 
+/* The same for calloc (interpose.c): a popped block is zeroed. */
+void *_corral_dyn_calloc(size_t n, size_t size) {
+  void *p;
+  size_t total;
+  if (__builtin_mul_overflow(n, size, &total)) return _corral_calloc_rest(n, size);   /* it says ENOMEM */
+  int way = total > dyn.max_size ? FAST_FORWARD : fast_way(total, (uintptr_t)__builtin_return_address(0), &p);
+  if (way == FAST_POPPED) return memset(p, 0, total);
+  if (way == FAST_FORWARD) return _corral_next.calloc(n, size);     /* errno is the next's */
+  return _corral_calloc_rest(n, size);
+}
+
 /* The same for operator new and new[] (new.cc), whose full ways call the
  * new-handler or throw when the allocator underneath fails. */
 void *_corral_dyn_new(size_t size) {
@@ -537,7 +548,7 @@ enum { DYN_GIVEN_BACK_REMOTE, DYN_GIVEN_BACK_SMALL };
 
 /* A context given back whose frame 0 is its own call site (not inside a
  * wrapper, where the call serves other contexts too): when that call is a
- * direct call to malloc or operator new, point it at the entry's none way,
+ * direct call to malloc, calloc or operator new, point it at the entry's none way,
  * so its allocations skip the lookup and go straight to the allocator
  * underneath. Under the lock; the stubs were prepared at start-up or after
  * dlopen. */

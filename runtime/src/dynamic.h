@@ -35,6 +35,8 @@ void _corral_dyn_allocated(void *p);
 /* malloc's way while its gate is CORRAL_GATE_DYNAMIC (gates.h), entered by
  * a tail call; continues in _corral_malloc_rest where it cannot decide. */
 void *_corral_dyn_malloc(size_t size);
+/* calloc's, the same way; continues in _corral_calloc_rest. */
+void *_corral_dyn_calloc(size_t n, size_t size);
 
 /* After dlopen (outside malloc): relocate wrappers of newly loaded modules. */
 void _corral_dyn_after_dlopen(void);

@@ -123,6 +123,8 @@ void _corral_heap_init(void);
 extern __thread corral_heap_t *_corral_tls_heap __attribute__((tls_model("initial-exec")));
 extern __thread corral_heap_t *_corral_tls_fast __attribute__((tls_model("initial-exec")));
 extern corral_heap_t _corral_no_heap;
+/* Every thread heap, linked by next_heap (heap.c; under _corral_heap_lock). */
+extern corral_heap_t *_corral_heaps;
 corral_heap_t *_corral_heap_create_for_thread(void);
 static inline corral_heap_t *_corral_heap_get(void)
 {

@@ -311,6 +311,8 @@ CORRAL_EXPORT void *calloc(size_t n, size_t size)
     return enomem_if_null(_corral_next.calloc(n, size));
   }
   if (CORRAL_LIKELY(_corral_gate_open(&_corral_gates.on_calloc))) return _corral_next.calloc(n, size);
+  if (__atomic_load_n(&_corral_gates.on_calloc, __ATOMIC_RELAXED) == CORRAL_GATE_DYNAMIC)
+    return _corral_dyn_calloc(n, size);
   return _corral_calloc_rest(n, size);
 }
 

@@ -93,13 +93,13 @@ typedef struct corral_pool_call_s {
  * call leads to its entry point's none way instead. */
 void _corral_pool_calls_install(corral_pool_call_t *req, size_t n);
 
-/* Dynamic mode (dynamic.c): none-way stubs of malloc, operator new and its
- * nothrow form within reach of each module of `all` that has none yet,
+/* Dynamic mode (dynamic.c): none-way stubs of malloc, calloc, operator new
+ * and its nothrow form within reach of each module of `all` that has none yet,
  * written and sealed with their unwind information; at start-up and after
  * dlopen, not inside malloc. */
 void _corral_none_stubs_prepare(const module_table_t *all);
-/* Points the `call rel32` to malloc, operator new (or new[]) or their
- * nothrow forms that returns to ret at its module's prepared none-way
+/* Points the `call rel32` to malloc, calloc, operator new (or new[]) or
+ * their nothrow forms that returns to ret at its module's prepared none-way
  * stub: a site given back to the allocator underneath then skips the
  * entry point's lookup. Writes no stub and registers
  * nothing, so it may run inside malloc (under the caller's lock; one

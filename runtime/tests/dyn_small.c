@@ -2,9 +2,10 @@
  * context gets a pool"): one context makes scratch buffers that die before
  * the next is made (a live set of one object), from a call of main's own
  * (so that, given back, that call can be pointed at the none way); another
- * builds a list that starts small and keeps growing. The scratch pool is
- * given back; the list's pool stays, though its first samples saw it under
- * a page. With `threads`, two threads run the scratch loop at once, so
+ * builds a list that starts small and keeps growing; a third zeroes scratch
+ * blocks with calloc, which must come zeroed even when reused. The scratch
+ * pools are given back; the list's pool stays, though its first samples
+ * saw it under a page. With `threads`, two threads run the scratch loop at once, so
  * that the call is pointed at the none way while the other thread may be
  * executing it. Prints where the last objects landed. */
 #include "../include/corral.h"
@@ -60,11 +61,21 @@ static int threads(void) {
   return 0;
 }
 
+/* calloc's scratch: every block must come zeroed, a reused one too. */
+NOIPA int zeroed_scratch(long i, int *dirty) {
+  unsigned char *z = calloc(1, 48);
+  for (int k = 0; k < 48; k++) *dirty |= z[k];
+  memset(z, (int)(i | 1), 48);
+  int pooled = corral_group_of_if_loaded(z) >= 0;
+  free(z);
+  return pooled;
+}
+
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "threads") == 0) return threads();
   struct node *list = NULL;
   unsigned long hash = 0;
-  int scratch_pooled = 0, list_pooled = 0;
+  int scratch_pooled = 0, list_pooled = 0, zeroed_pooled = 0, dirty = 0;
   for (long i = 0; i < ROUNDS; i++) {
     char *s = malloc(40);                /* in main, not in a wrapper: its own call site */
     snprintf(s, 40, "item %ld", i);
@@ -73,10 +84,13 @@ int main(int argc, char **argv) {
     free(s);
     list = make_node(list, i);
     if (i >= ROUNDS - 100) list_pooled += corral_group_of_if_loaded(list) >= 0;
+    int z = zeroed_scratch(i, &dirty);
+    if (i >= ROUNDS - 100) zeroed_pooled += z;
   }
   long sum = 0;
   while (list) { struct node *next = list->next; sum += list->value; free(list); list = next; }
-  fprintf(stderr, "last scratch_pooled=%d list_pooled=%d\n", scratch_pooled, list_pooled);
+  fprintf(stderr, "last scratch_pooled=%d list_pooled=%d zeroed_pooled=%d dirty=%d\n", scratch_pooled,
+          list_pooled, zeroed_pooled, dirty);
   printf("hash %lu sum %ld\n", hash, sum);
   return 0;
 }

@@ -194,20 +194,21 @@ def test_a_pool_freed_by_another_thread_is_given_back(tmp_path):
 
 @pytest.mark.parametrize("stubs", [1, 0])
 def test_a_pool_whose_live_set_fits_a_page_is_given_back(tmp_path, stubs):
-    """Scratch buffers that die one by one lose their pool; a list that
-    starts as small but grows keeps its own. The scratch site's call (a
-    direct call to malloc, in a one-thread program) is pointed at the none
-    way, unless stubs are off; its allocations go to the allocator
-    underneath either way."""
+    """Scratch buffers that die one by one (from malloc, and zeroed from
+    calloc) lose their pools; a list that starts as small but grows keeps
+    its own. The scratch sites' calls (direct calls to malloc and calloc, in
+    a one-thread program) are pointed at their none ways, unless stubs are
+    off; their allocations go to the allocator underneath either way."""
     prog = build(tmp_path, "dyn_small")
     plain = run_plain(prog)
     done, stats = run_dynamic(prog, (), tmp_path, env={"CORRAL_STUBS": str(stubs)})
     _ok(done)
     assert done.stdout == plain.stdout
-    assert series(done.stderr)["last"] == {"scratch_pooled": "0", "list_pooled": "100"}
+    assert series(done.stderr)["last"] == {"scratch_pooled": "0", "list_pooled": "100", "zeroed_pooled": "0",
+                                          "dirty": "0"}
     d = stats["dynamic"]
-    assert d["pools"] == 2 and d["unpooled_why"] == ["small"], d
-    assert d["calls_to_none"] == stubs
+    assert d["pools"] == 3 and d["unpooled_why"] == ["small", "small"], d
+    assert d["calls_to_none"] == 2 * stubs        # malloc's and calloc's
     [list_group] = [g["id"] for g in stats["groups"] if g["id"] not in d["unpooled"]]
     assert next(g for g in stats["groups"] if g["id"] == list_group)["peak_live"] >= 100000 * 16
 
