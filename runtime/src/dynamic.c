@@ -65,15 +65,15 @@ static __thread uint32_t sample_ctx, sample_size, steady_countdown = DYN_STEADY_
 static __thread uint64_t sample_rng;
 
 static struct {
-  dync_t table;
+  corral_dync_t table;
   size_t max_size;
   /* Bumped whenever a context's pool changes other than by its own slow
    * way (a merge, a pool given back): every site's fast word then goes
    * stale (see "The fast way"). Starts at 1, so a zeroed word never holds. */
   uint32_t epoch;
-  dynm_t merge;
+  corral_dynm_t merge;
   dyn_ctx_t *ctx;
-  dynw_list_t wrappers;
+  corral_dynw_list_t wrappers;
   int wrappers_loaded;
   size_t min_objects;
   corral_lock_t lock;                    /* slow path: new sites, contexts, pools, merges */
@@ -131,11 +131,11 @@ static char *read_file(const char *path, size_t *len, char *err, size_t errlen) 
 
 /* Match the list's modules against the loaded ones (by build-id, else by file
  * name) and publish a relocated view if anything new matched. */
-static void relocate_wrappers(const module_table_t *t) {
-  dynw_list_t *list = &dyn.wrappers;
+static void relocate_wrappers(const corral_module_table_t *t) {
+  corral_dynw_list_t *list = &dyn.wrappers;
   int changed = 0;
   for (unsigned i = 0; t && i < list->module_count; i++) {
-    dynw_module_t *m = &list->modules[i];
+    corral_dynw_module_t *m = &list->modules[i];
     if (!m->path || m->loaded) continue;
     for (size_t k = 0; k < t->count; k++) {
       const corral_module_t *lm = &t->modules[k];
@@ -149,17 +149,17 @@ static void relocate_wrappers(const module_table_t *t) {
     }
   }
   if (!changed) return;
-  dynw_view_t *view = _corral_os_map(_corral_dynw_view_size(list));
+  corral_dynw_view_t *view = _corral_os_map(_corral_dynw_view_size(list));
   if (view) _corral_dynw_publish(list, view);     /* an older view stays mapped for late readers */
 }
 
-static void load_wrappers(const char *path, const module_table_t *t) {
+static void load_wrappers(const char *path, const corral_module_table_t *t) {
   char err[160];
   size_t len = 0;
   char *text = read_file(path, &len, err, sizeof err);
   if (text) {
     size_t n = _corral_dynw_count(text, len);
-    dyn.wrappers.ranges = _corral_os_map((n ? n : 1) * sizeof(dynw_range_t));
+    dyn.wrappers.ranges = _corral_os_map((n ? n : 1) * sizeof(corral_dynw_range_t));
     dyn.wrappers.capacity = n;
     if (!dyn.wrappers.ranges) {
       snprintf(err, sizeof err, "out of memory");
@@ -177,7 +177,7 @@ void _corral_dyn_after_dlopen(void) {
   /* Identification rescans only for a plan; dynamic mode needs the new
    * modules too, for its wrappers, the walk through them and the none-way
    * stubs of sites it gives back. */
-  const module_table_t *t = _corral_modules_scan();
+  const corral_module_table_t *t = _corral_modules_scan();
   if (!t) t = _corral_modules_current();
   lock();
   if (dyn.wrappers_loaded) relocate_wrappers(t);
@@ -195,7 +195,7 @@ static uint32_t site_kind(uintptr_t addr) {
 
 /* Kind of a return address, learning it once (slow path, under the lock). */
 static uint32_t kind_of(uintptr_t addr) {
-  const dync_site_t *s = _corral_dync_site(&dyn.table, addr);
+  const corral_dync_site_t *s = _corral_dync_site(&dyn.table, addr);
   if (s) return s->kind;
   uint32_t kind = site_kind(addr);
   lock();
@@ -204,7 +204,7 @@ static uint32_t kind_of(uintptr_t addr) {
   return kind;
 }
 
-static uint32_t intern(const dync_chain_t *chain) {
+static uint32_t intern(const corral_dync_chain_t *chain) {
   uint32_t id = _corral_dync_find_chain(&dyn.table, chain);
   if (id != DYNC_NONE) return id;
   int created;
@@ -214,7 +214,8 @@ static uint32_t intern(const dync_chain_t *chain) {
     dyn_ctx_t *c = &dyn.ctx[id];
     c->group = -1;
     /* named after the outermost wrapper: layer3 says more than the xmalloc inside it */
-    const dynw_range_t *w = chain->depth > 1 ? _corral_dynw_find(&dyn.wrappers, chain->frames[chain->depth - 2]) : NULL;
+    const corral_dynw_range_t *w =
+        chain->depth > 1 ? _corral_dynw_find(&dyn.wrappers, chain->frames[chain->depth - 2]) : NULL;
     c->via = w ? w->name : NULL;
   }
   unlock();
@@ -226,16 +227,16 @@ static uint32_t intern(const dync_chain_t *chain) {
  * where it does not, every read checked against the stack bounds), up to and
  * including the first frame that is not inside a wrapper. Each wrapper
  * site's frame size is remembered for the fast walk below. */
-static uint32_t context_by_full_walk(uintptr_t ret0, void *fp0, dync_chain_t *chain) {
+static uint32_t context_by_full_walk(uintptr_t ret0, void *fp0, corral_dync_chain_t *chain) {
   chain->wrapped = 1;
-  unwind_stack_t stack;
-  unwind_frame_t f;
+  corral_unwind_stack_t stack;
+  corral_unwind_frame_t f;
   if (_corral_unwind_stack((uintptr_t)fp0, &stack) >= 0 && _corral_unwind_start((void *)ret0, fp0, &stack, &f) == 0) {
-    const module_table_t *t = _corral_modules_current();
+    const corral_module_table_t *t = _corral_modules_current();
     while (chain->depth < DYNC_MAX_CHAIN) {
       uintptr_t callee_cfa = f.sp;
       if (_corral_unwind_step(t, &stack, &f) == UNWIND_STOP) break;
-      dync_site_t *s = (dync_site_t *)_corral_dync_site(&dyn.table, chain->frames[chain->depth - 1]);
+      corral_dync_site_t *s = (corral_dync_site_t *)_corral_dync_site(&dyn.table, chain->frames[chain->depth - 1]);
       if (s && f.sp > callee_cfa && f.sp - callee_cfa < (1u << 20))
         __atomic_store_n(&s->frame, (uint32_t)(f.sp - callee_cfa), __ATOMIC_RELAXED);
       chain->frames[chain->depth++] = f.pc;
@@ -255,12 +256,12 @@ static uint32_t context_by_full_walk(uintptr_t ret0, void *fp0, dync_chain_t *ch
  * point's frame (checked against the stack bounds). A wrapper whose frame
  * size changes between calls (alloca) can mislead it into a wrong but
  * harmless context; anything unknown falls back to the full walk. */
-static uint32_t context_through_wrappers(const dync_site_t *s, uintptr_t ret0, void *fp0) {
-  dync_chain_t chain;
+static uint32_t context_through_wrappers(const corral_dync_site_t *s, uintptr_t ret0, void *fp0) {
+  corral_dync_chain_t chain;
   chain.frames[0] = ret0;
   chain.depth = 1;
   chain.wrapped = 0;
-  unwind_stack_t stack;
+  corral_unwind_stack_t stack;
   if (_corral_unwind_stack((uintptr_t)fp0, &stack) >= 0) {
     uintptr_t cfa = (uintptr_t)fp0 + 16;     /* the entry point's CFA: it keeps a frame pointer */
     uint64_t below = ret0 * 0x9e3779b97f4a7c15ull;
@@ -277,7 +278,7 @@ static uint32_t context_through_wrappers(const dync_site_t *s, uintptr_t ret0, v
         if (tail >> 32 == (uint32_t)(below >> 32) && (uint32_t)tail) return (uint32_t)tail - 1;
         uint32_t id = _corral_dync_find_chain(&dyn.table, &chain);
         if (id == DYNC_NONE) break;
-        __atomic_store_n(&((dync_site_t *)s)->tail, (below >> 32) << 32 | (id + 1), __ATOMIC_RELAXED);
+        __atomic_store_n(&((corral_dync_site_t *)s)->tail, (below >> 32) << 32 | (id + 1), __ATOMIC_RELAXED);
         return id;
       }
       below = (below ^ ret) * 0x9e3779b97f4a7c15ull;
@@ -291,13 +292,13 @@ static uint32_t context_through_wrappers(const dync_site_t *s, uintptr_t ret0, v
 static uint32_t context_of_new_site(uintptr_t ret0, void *fp0) {
   if (kind_of(ret0) == DYNC_SITE_WRAPPER)
     return context_through_wrappers(_corral_dync_site(&dyn.table, ret0), ret0, fp0);
-  dync_chain_t chain;
+  corral_dync_chain_t chain;
   memset(&chain, 0, sizeof chain);
   chain.frames[0] = ret0;
   chain.depth = 1;
   uint32_t id = intern(&chain);
   if (id != DYNC_NONE) {
-    dync_site_t *s = (dync_site_t *)_corral_dync_site(&dyn.table, ret0);
+    corral_dync_site_t *s = (corral_dync_site_t *)_corral_dync_site(&dyn.table, ret0);
     if (s) __atomic_store_n(&s->ctx, id, __ATOMIC_RELEASE);   /* next time: one lookup */
   }
   return id;
@@ -395,13 +396,13 @@ static void bump_epoch(void) {
 }
 
 /* The decision of the full way, for the next allocation at the same site. */
-static void publish_fast(const dync_site_t *s, uint32_t id, uint32_t epoch, int g, const dyn_ctx_t *c) {
+static void publish_fast(const corral_dync_site_t *s, uint32_t id, uint32_t epoch, int g, const dyn_ctx_t *c) {
   if (!s || __atomic_load_n(&s->ctx, __ATOMIC_RELAXED) != id) return;     /* a wrapper site, or not yet bound */
   uint32_t size = __atomic_load_n(&c->size, __ATOMIC_RELAXED);
   if (size == DYNM_SIZE_MIXED) size = 0;
   if (size > FAST_SIZE_MAX) return;
   uint64_t pool = g < 0 ? 0 : (uint64_t)g * CORRAL_SIZE_CLASSES + 1;
-  __atomic_store_n(&((dync_site_t *)s)->fast, (uint64_t)epoch << 40 | (uint64_t)size << 16 | pool,
+  __atomic_store_n(&((corral_dync_site_t *)s)->fast, (uint64_t)epoch << 40 | (uint64_t)size << 16 | pool,
                    __ATOMIC_RELEASE);
 }
 
@@ -409,7 +410,7 @@ int _corral_dyn_identify(void *ret0, void *fp0, size_t size) {
   if (size > dyn.max_size) return -1;
   uint32_t epoch = __atomic_load_n(&dyn.epoch, __ATOMIC_ACQUIRE);   /* before anything it decides from */
   uintptr_t r0 = (uintptr_t)ret0;
-  const dync_site_t *s = _corral_dync_site(&dyn.table, r0);
+  const corral_dync_site_t *s = _corral_dync_site(&dyn.table, r0);
   uint32_t id = s ? __atomic_load_n(&s->ctx, __ATOMIC_ACQUIRE) : DYNC_NONE;
   if (__builtin_expect(id == DYNC_NONE, 0)) {
     id = s && s->kind == DYNC_SITE_WRAPPER ? context_through_wrappers(s, r0, fp0) : context_of_new_site(r0, fp0);
@@ -444,7 +445,7 @@ int _corral_dyn_identify(void *ret0, void *fp0, size_t size) {
 enum { FAST_FULL, FAST_FORWARD, FAST_POPPED };
 
 static inline __attribute__((always_inline)) int fast_way(size_t size, uintptr_t ret, void **block) {
-  const dync_site_t *s = _corral_dync_site(&dyn.table, ret);
+  const corral_dync_site_t *s = _corral_dync_site(&dyn.table, ret);
   if (CORRAL_UNLIKELY(s == NULL)) return FAST_FULL;
   uint64_t f = __atomic_load_n(&s->fast, __ATOMIC_ACQUIRE);
   uint32_t want = (uint32_t)(f >> 16) & FAST_SIZE_MAX;
@@ -515,7 +516,7 @@ void _corral_dyn_allocated(void *p) {
    Sampling: read a few recent objects of the context, note SSG edges
 --------------------------------------------------------------------------- */
 
-static void note_merge(const dynm_merge_t *m) {
+static void note_merge(const corral_dynm_merge_t *m) {
   bump_epoch();                          /* the merged context's sites now lead to another pool */
   if (dyn.merge_count >= DYN_MAX_MERGES) return;
   dyn_merge_rec_t *r = &dyn.merges[dyn.merge_count++];
@@ -538,7 +539,7 @@ static void scan_object(uint32_t src, const void *obj, uint32_t size) {
     dyn.words_read++;
     if (g < 0 || (unsigned)g >= dyn.pools) continue;
     dyn.links_seen++;
-    dynm_merge_t m;
+    corral_dynm_merge_t m;
     if (_corral_dynm_observe(&dyn.merge, src, i * sizeof(uintptr_t), (uint32_t)dyn.group_owner[g], &m))
       note_merge(&m);
   }
@@ -553,9 +554,9 @@ enum { DYN_GIVEN_BACK_REMOTE, DYN_GIVEN_BACK_SMALL };
  * underneath. Under the lock; the stubs were prepared at start-up or after
  * dlopen. */
 static void point_at_none(uint32_t id) {
-  const dync_chain_t *chain = &dyn.table.chains[id];
+  const corral_dync_chain_t *chain = &dyn.table.chains[id];
   if (chain->depth != 1) return;
-  const dync_site_t *s = _corral_dync_site(&dyn.table, chain->frames[0]);
+  const corral_dync_site_t *s = _corral_dync_site(&dyn.table, chain->frames[0]);
   if (!s || s->kind == DYNC_SITE_WRAPPER || __atomic_load_n(&s->ctx, __ATOMIC_RELAXED) != id) return;
   corral_stub_refusal_t r = _corral_point_at_none(chain->frames[0]);
   if (r == CORRAL_STUB_OK) dyn.calls_to_none++;
@@ -652,7 +653,7 @@ void _corral_dyn_init(void) {
   _corral_dync_init(&dyn.table, tables, DYN_MAX_CONTEXTS);
   _corral_dynm_init(&dyn.merge, merge, DYN_MAX_CONTEXTS, DYN_MERGE_SLOTS);
   _corral_unwind_init();
-  const module_table_t *t = _corral_modules_current();
+  const corral_module_table_t *t = _corral_modules_current();
   if (!t) t = _corral_modules_scan();
   if (_corral_options.wrappers && *_corral_options.wrappers) load_wrappers(_corral_options.wrappers, t);
   if (_corral_options.stubs) _corral_none_stubs_prepare(t);
@@ -678,9 +679,9 @@ const char *_corral_dyn_group_name(unsigned g) {
   char *name = group_names[g];
   if (name[0]) return name;
   uint32_t id = (uint32_t)dyn.group_owner[g];
-  const dync_chain_t *chain = &dyn.table.chains[id];
+  const corral_dync_chain_t *chain = &dyn.table.chains[id];
   uintptr_t site = chain->frames[chain->depth - 1];
-  const module_table_t *t = _corral_modules_current();
+  const corral_module_table_t *t = _corral_modules_current();
   const corral_module_t *m = t ? _corral_module_of(t, site) : NULL;
   const char *via = dyn.ctx[id].via;
   if (m)
@@ -694,7 +695,7 @@ const char *_corral_dyn_group_name(unsigned g) {
 
 /* Wrapper ranges relocated into loaded modules (none may be loaded yet). */
 static size_t wrappers_in_use(void) {
-  const dynw_view_t *view = __atomic_load_n(&dyn.wrappers.active, __ATOMIC_ACQUIRE);
+  const corral_dynw_view_t *view = __atomic_load_n(&dyn.wrappers.active, __ATOMIC_ACQUIRE);
   return view ? view->count : 0;
 }
 

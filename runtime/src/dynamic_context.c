@@ -15,26 +15,26 @@ static uint32_t site_slots(uint32_t max_contexts) { return pow2_at_least(max_con
 static uint32_t chain_slots(uint32_t max_contexts) { return pow2_at_least(max_contexts * 2); }
 
 size_t _corral_dync_bytes(uint32_t max_contexts) {
-  return (size_t)site_slots(max_contexts) * sizeof(dync_site_t) +
+  return (size_t)site_slots(max_contexts) * sizeof(corral_dync_site_t) +
          (size_t)chain_slots(max_contexts) * sizeof(uint32_t) +
-         (size_t)max_contexts * sizeof(dync_chain_t);
+         (size_t)max_contexts * sizeof(corral_dync_chain_t);
 }
 
-void _corral_dync_init(dync_t *t, void *mem, uint32_t max_contexts) {
+void _corral_dync_init(corral_dync_t *t, void *mem, uint32_t max_contexts) {
   memset(t, 0, sizeof *t);
   char *p = mem;
   t->site_slots = site_slots(max_contexts);
-  t->sites = (dync_site_t *)p;
-  p += (size_t)t->site_slots * sizeof(dync_site_t);
+  t->sites = (corral_dync_site_t *)p;
+  p += (size_t)t->site_slots * sizeof(corral_dync_site_t);
   t->chain_slots = chain_slots(max_contexts);
   t->chain_index = (uint32_t *)p;
   p += (size_t)t->chain_slots * sizeof(uint32_t);
-  t->chains = (dync_chain_t *)p;
+  t->chains = (corral_dync_chain_t *)p;
   t->max_contexts = max_contexts;
 }
 
-dync_site_t *_corral_dync_add_site(dync_t *t, uintptr_t addr, uint32_t kind) {
-  dync_site_t *known = (dync_site_t *)_corral_dync_site(t, addr);
+corral_dync_site_t *_corral_dync_add_site(corral_dync_t *t, uintptr_t addr, uint32_t kind) {
+  corral_dync_site_t *known = (corral_dync_site_t *)_corral_dync_site(t, addr);
   if (known) return known;
   if ((uint64_t)t->site_count * 4 >= (uint64_t)t->site_slots * 3) {
     t->full++;
@@ -43,7 +43,7 @@ dync_site_t *_corral_dync_add_site(dync_t *t, uintptr_t addr, uint32_t kind) {
   uint32_t mask = t->site_slots - 1;
   uint32_t at = (uint32_t)((addr * 0x9e3779b97f4a7c15ull) >> 40) & mask;
   while (t->sites[at].addr != 0) at = (at + 1) & mask;
-  dync_site_t *s = &t->sites[at];
+  corral_dync_site_t *s = &t->sites[at];
   s->kind = kind;
   s->ctx = DYNC_NONE;
   s->frame = 0;
@@ -57,20 +57,20 @@ dync_site_t *_corral_dync_add_site(dync_t *t, uintptr_t addr, uint32_t kind) {
    Chains
 --------------------------------------------------------------------------- */
 
-static uint32_t chain_hash(const dync_chain_t *c) {
+static uint32_t chain_hash(const corral_dync_chain_t *c) {
   uint64_t h = c->depth;
   for (uint32_t i = 0; i < c->depth; i++) h = (h ^ c->frames[i]) * 0x9e3779b97f4a7c15ull;
   return (uint32_t)(h >> 32);
 }
 
-static int chain_equal(const dync_chain_t *a, const dync_chain_t *b) {
+static int chain_equal(const corral_dync_chain_t *a, const corral_dync_chain_t *b) {
   if (a->depth != b->depth) return 0;
   for (uint32_t i = 0; i < a->depth; i++)
     if (a->frames[i] != b->frames[i]) return 0;
   return 1;
 }
 
-uint32_t _corral_dync_find_chain(const dync_t *t, const dync_chain_t *chain) {
+uint32_t _corral_dync_find_chain(const corral_dync_t *t, const corral_dync_chain_t *chain) {
   uint32_t mask = t->chain_slots - 1;
   uint32_t at = chain_hash(chain) & mask;
   for (uint32_t i = 0; i <= mask; i++, at = (at + 1) & mask) {
@@ -81,7 +81,7 @@ uint32_t _corral_dync_find_chain(const dync_t *t, const dync_chain_t *chain) {
   return DYNC_NONE;
 }
 
-uint32_t _corral_dync_intern(dync_t *t, const dync_chain_t *chain, int *created) {
+uint32_t _corral_dync_intern(corral_dync_t *t, const corral_dync_chain_t *chain, int *created) {
   *created = 0;
   uint32_t id = _corral_dync_find_chain(t, chain);
   if (id != DYNC_NONE) return id;

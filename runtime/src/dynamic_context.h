@@ -45,30 +45,30 @@ typedef struct dync_site_s {
    * decision malloc may take without the full way (dynamic.c, "The fast
    * way"); 0 = none. */
   uint64_t fast;
-} dync_site_t;
+} corral_dync_site_t;
 
 typedef struct dync_chain_s {
   uintptr_t frames[DYNC_MAX_CHAIN];
   uint32_t depth;                 /* frames used */
   uint32_t wrapped;               /* 1 if the walk stopped at DYNC_MAX_CHAIN inside wrappers */
-} dync_chain_t;
+} corral_dync_chain_t;
 
 typedef struct dync_s {
-  dync_site_t *sites;             /* site_slots entries */
+  corral_dync_site_t *sites;             /* site_slots entries */
   uint32_t site_slots, site_count;
   uint32_t *chain_index;          /* chain_slots entries: context id + 1, 0 = empty */
   uint32_t chain_slots;
-  dync_chain_t *chains;           /* [max_contexts]: the chain of each context id */
+  corral_dync_chain_t *chains;           /* [max_contexts]: the chain of each context id */
   uint32_t max_contexts, context_count;
   uint64_t full;                  /* lookups refused because a table was full */
-} dync_t;
+} corral_dync_t;
 
 size_t _corral_dync_bytes(uint32_t max_contexts);
 /* Lay the tables out in `mem` (zeroed, _corral_dync_bytes long). */
-void _corral_dync_init(dync_t *t, void *mem, uint32_t max_contexts);
+void _corral_dync_init(corral_dync_t *t, void *mem, uint32_t max_contexts);
 
 /* Lock-free: the site entry of `addr`, or NULL if not known yet. */
-static inline const dync_site_t *_corral_dync_site(const dync_t *t, uintptr_t addr) {
+static inline const corral_dync_site_t *_corral_dync_site(const corral_dync_t *t, uintptr_t addr) {
   uint32_t mask = t->site_slots - 1;
   uint32_t at = (uint32_t)((addr * 0x9e3779b97f4a7c15ull) >> 40) & mask;
   for (uint32_t i = 0; i <= mask; i++, at = (at + 1) & mask) {
@@ -82,14 +82,14 @@ static inline const dync_site_t *_corral_dync_site(const dync_t *t, uintptr_t ad
 /* Writers (under the caller's lock) -------------------------------------- */
 
 /* Record the kind of a site (idempotent); NULL if the table is full. */
-dync_site_t *_corral_dync_add_site(dync_t *t, uintptr_t addr, uint32_t kind);
+corral_dync_site_t *_corral_dync_add_site(corral_dync_t *t, uintptr_t addr, uint32_t kind);
 
 /* The context id of `chain`, creating it if new; DYNC_NONE if full. Sets
  * *created when it was new. */
-uint32_t _corral_dync_intern(dync_t *t, const dync_chain_t *chain, int *created);
+uint32_t _corral_dync_intern(corral_dync_t *t, const corral_dync_chain_t *chain, int *created);
 
 /* Lock-free lookup of a chain's context; DYNC_NONE if not interned yet. */
-uint32_t _corral_dync_find_chain(const dync_t *t, const dync_chain_t *chain);
+uint32_t _corral_dync_find_chain(const corral_dync_t *t, const corral_dync_chain_t *chain);
 
 #pragma GCC visibility pop
 

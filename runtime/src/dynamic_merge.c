@@ -5,14 +5,14 @@
 #include <string.h>
 
 size_t _corral_dynm_bytes(uint32_t contexts, uint32_t slots) {
-  return 2 * (size_t)contexts * sizeof(uint32_t) + 2 * (size_t)slots * sizeof(dynm_slot_t);
+  return 2 * (size_t)contexts * sizeof(uint32_t) + 2 * (size_t)slots * sizeof(corral_dynm_slot_t);
 }
 
-void _corral_dynm_init(dynm_t *m, void *mem, uint32_t contexts, uint32_t slots) {
+void _corral_dynm_init(corral_dynm_t *m, void *mem, uint32_t contexts, uint32_t slots) {
   memset(m, 0, sizeof *m);
   char *p = mem;
-  m->pairs = (dynm_slot_t *)p;  p += (size_t)slots * sizeof(dynm_slot_t);
-  m->fields = (dynm_slot_t *)p; p += (size_t)slots * sizeof(dynm_slot_t);
+  m->pairs = (corral_dynm_slot_t *)p;  p += (size_t)slots * sizeof(corral_dynm_slot_t);
+  m->fields = (corral_dynm_slot_t *)p; p += (size_t)slots * sizeof(corral_dynm_slot_t);
   m->parent = (uint32_t *)p;    p += (size_t)contexts * sizeof(uint32_t);
   m->size = (uint32_t *)p;
   m->contexts = contexts;
@@ -24,7 +24,7 @@ void _corral_dynm_init(dynm_t *m, void *mem, uint32_t contexts, uint32_t slots) 
    Union-find
 --------------------------------------------------------------------------- */
 
-uint32_t _corral_dynm_find(const dynm_t *m, uint32_t c) {
+uint32_t _corral_dynm_find(const corral_dynm_t *m, uint32_t c) {
   /* No path compression: readers run concurrently with merges, and merge
    * chains stay a few links long (a merge always hangs a root under a root). */
   for (;;) {
@@ -34,12 +34,12 @@ uint32_t _corral_dynm_find(const dynm_t *m, uint32_t c) {
   }
 }
 
-static void unite(dynm_t *m, uint32_t into, uint32_t from) {
+static void unite(corral_dynm_t *m, uint32_t into, uint32_t from) {
   if (m->size[into] != m->size[from]) m->size[into] = DYNM_SIZE_MIXED;
   __atomic_store_n(&m->parent[from], into, __ATOMIC_RELEASE);
 }
 
-uint32_t _corral_dynm_note_size(dynm_t *m, uint32_t c, uint32_t size) {
+uint32_t _corral_dynm_note_size(corral_dynm_t *m, uint32_t c, uint32_t size) {
   uint32_t r = _corral_dynm_find(m, c);
   if (m->size[r] == 0) m->size[r] = size;
   else if (m->size[r] != size) m->size[r] = DYNM_SIZE_MIXED;
@@ -48,7 +48,7 @@ uint32_t _corral_dynm_note_size(dynm_t *m, uint32_t c, uint32_t size) {
 
 /* Two pools can merge when both hold objects of one and the same size:
  * without types, equal size stands in for "same type" (DPA, Sec. 3.2.2). */
-static int same_shape(const dynm_t *m, uint32_t a, uint32_t b) {
+static int same_shape(const corral_dynm_t *m, uint32_t a, uint32_t b) {
   return a != b && m->size[a] != 0 && m->size[a] != DYNM_SIZE_MIXED && m->size[a] == m->size[b];
 }
 
@@ -57,7 +57,7 @@ static int same_shape(const dynm_t *m, uint32_t a, uint32_t b) {
    roots simply stop being looked up)
 --------------------------------------------------------------------------- */
 
-static dynm_slot_t *slot_for(dynm_t *m, dynm_slot_t *table, uint64_t key) {
+static corral_dynm_slot_t *slot_for(corral_dynm_t *m, corral_dynm_slot_t *table, uint64_t key) {
   uint64_t h = key * 0x9e3779b97f4a7c15ull;
   uint32_t mask = m->slots - 1;
   for (uint32_t i = 0, at = (uint32_t)(h >> 32) & mask; i < 64; i++, at = (at + 1) & mask) {
@@ -71,7 +71,7 @@ static dynm_slot_t *slot_for(dynm_t *m, dynm_slot_t *table, uint64_t key) {
   return NULL;
 }
 
-static int merge(dynm_t *m, uint32_t a, uint32_t b, int type, uint32_t evidence, dynm_merge_t *out) {
+static int merge(corral_dynm_t *m, uint32_t a, uint32_t b, int type, uint32_t evidence, corral_dynm_merge_t *out) {
   /* The older context (smaller id) keeps its pool: it has the most objects
    * in it already, and later allocations of both join them. */
   uint32_t into = a < b ? a : b, from = a < b ? b : a;
@@ -83,16 +83,16 @@ static int merge(dynm_t *m, uint32_t a, uint32_t b, int type, uint32_t evidence,
   return 1;
 }
 
-static int observe_link(dynm_t *m, uint32_t a, uint32_t b, dynm_merge_t *out) {
+static int observe_link(corral_dynm_t *m, uint32_t a, uint32_t b, corral_dynm_merge_t *out) {
   uint32_t lo = a < b ? a : b, hi = a < b ? b : a;
-  dynm_slot_t *s = slot_for(m, m->pairs, ((uint64_t)lo << 32 | hi) + 1);
+  corral_dynm_slot_t *s = slot_for(m, m->pairs, ((uint64_t)lo << 32 | hi) + 1);
   if (!s) return 0;
   if (++s->count[0] < DYNM_EVIDENCE) return 0;
   return merge(m, a, b, 1, s->count[0], out);
 }
 
-static int observe_field(dynm_t *m, uint32_t src, uint32_t offset, uint32_t dst, dynm_merge_t *out) {
-  dynm_slot_t *s = slot_for(m, m->fields, ((uint64_t)src << 32 | offset) + 1);
+static int observe_field(corral_dynm_t *m, uint32_t src, uint32_t offset, uint32_t dst, corral_dynm_merge_t *out) {
+  corral_dynm_slot_t *s = slot_for(m, m->fields, ((uint64_t)src << 32 | offset) + 1);
   if (!s) return 0;
   /* Slots may name pools that were merged since: fold them first. */
   for (int k = 0; k < 2; k++)
@@ -120,7 +120,7 @@ static int observe_field(dynm_t *m, uint32_t src, uint32_t offset, uint32_t dst,
   return merged;
 }
 
-int _corral_dynm_observe(dynm_t *m, uint32_t src, uint32_t offset, uint32_t dst, dynm_merge_t *out) {
+int _corral_dynm_observe(corral_dynm_t *m, uint32_t src, uint32_t offset, uint32_t dst, corral_dynm_merge_t *out) {
   if (src >= m->contexts || dst >= m->contexts) return 0;
   src = _corral_dynm_find(m, src);
   dst = _corral_dynm_find(m, dst);

@@ -28,40 +28,40 @@ typedef struct dynm_slot_s {
   uint64_t key;                 /* 0 = empty */
   uint32_t dst[2];              /* type II: the first two pools the field points into */
   uint32_t count[2];            /* type I uses count[0] only */
-} dynm_slot_t;
+} corral_dynm_slot_t;
 
 typedef struct dynm_s {
   uint32_t *parent;             /* [contexts]: union-find parent, parent[i] == i for a root */
   uint32_t *size;               /* [contexts]: object size of the set (root entry), DYNM_SIZE_MIXED, 0 = none yet */
   uint32_t contexts;            /* ids in use are < contexts */
-  dynm_slot_t *pairs;           /* type I evidence: unordered pool pair -> count */
-  dynm_slot_t *fields;          /* type II evidence: (pool, field offset) -> pools pointed to */
+  corral_dynm_slot_t *pairs;           /* type I evidence: unordered pool pair -> count */
+  corral_dynm_slot_t *fields;          /* type II evidence: (pool, field offset) -> pools pointed to */
   uint32_t slots;               /* entries in each table, a power of two */
   uint64_t dropped;             /* observations lost to full tables */
-} dynm_t;
+} corral_dynm_t;
 
 typedef struct dynm_merge_s {
   uint32_t into, from;          /* roots before the merge; `from` now points to `into` */
   int type;                     /* 1: type I (pools link), 2: type II (one field points into both) */
   uint32_t evidence;            /* observations that decided it */
-} dynm_merge_t;
+} corral_dynm_merge_t;
 
 /* Bytes of memory dynm needs for `contexts` ids and `slots` table entries. */
 size_t _corral_dynm_bytes(uint32_t contexts, uint32_t slots);
 /* Lay the state out in `mem` (zeroed, _corral_dynm_bytes long). */
-void _corral_dynm_init(dynm_t *m, void *mem, uint32_t contexts, uint32_t slots);
+void _corral_dynm_init(corral_dynm_t *m, void *mem, uint32_t contexts, uint32_t slots);
 
 /* Root of context `c` (lock-free). */
-uint32_t _corral_dynm_find(const dynm_t *m, uint32_t c);
+uint32_t _corral_dynm_find(const corral_dynm_t *m, uint32_t c);
 
 /* A context's objects have `size` bytes (first call fixes it; a different
  * size later makes the set mixed). Returns the set's size afterwards. */
-uint32_t _corral_dynm_note_size(dynm_t *m, uint32_t c, uint32_t size);
+uint32_t _corral_dynm_note_size(corral_dynm_t *m, uint32_t c, uint32_t size);
 
 /* One sampled word: an object of context `src` holds, at byte `offset`, a
  * pointer into an object of context `dst`. Returns 1 and fills `out` when the
  * evidence now justifies a merge (already performed), else 0. */
-int _corral_dynm_observe(dynm_t *m, uint32_t src, uint32_t offset, uint32_t dst, dynm_merge_t *out);
+int _corral_dynm_observe(corral_dynm_t *m, uint32_t src, uint32_t offset, uint32_t dst, corral_dynm_merge_t *out);
 
 #pragma GCC visibility pop
 

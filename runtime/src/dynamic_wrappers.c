@@ -30,7 +30,7 @@ size_t _corral_dynw_count(const char *text, size_t len) {
 
 #define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); return -1; } while (0)
 
-int _corral_dynw_parse(char *text, size_t len, dynw_list_t *list, char *err, size_t errlen) {
+int _corral_dynw_parse(char *text, size_t len, corral_dynw_list_t *list, char *err, size_t errlen) {
   if (len > DYNW_MAX_BYTES) FAIL("larger than %u bytes", DYNW_MAX_BYTES);
   memset(list->modules, 0, sizeof list->modules);
   list->module_count = 0;
@@ -62,20 +62,20 @@ int _corral_dynw_parse(char *text, size_t len, dynw_list_t *list, char *err, siz
       unsigned long idx = strtoul(idx_s, &digits_end, 10);
       if (*idx_s < '0' || *idx_s > '9' || *digits_end || idx >= DYNW_MAX_MODULES)
         FAIL("line %u: module index out of range", lineno);
-      dynw_module_t *m = &list->modules[idx];
+      corral_dynw_module_t *m = &list->modules[idx];
       if (m->path) FAIL("line %u: module %lu given twice", lineno, idx);
       m->buildid = strcmp(bid, "-") == 0 ? NULL : bid;
       m->path = path;
       if (idx + 1 > list->module_count) list->module_count = (unsigned)idx + 1;
     } else if (strcmp(kind, "wrapper") == 0) {
       char *site = _corral_plan_take_word(&rest), *name = _corral_plan_take_word(&rest);
-      plan_site_t s;
+      corral_plan_site_t s;
       if (!site || !name) FAIL("line %u: wrapper needs SITE NAME", lineno);
       /* a wrapper is a whole function: the range form only */
       if (!strstr(site, "..") || _corral_plan_read_site(site, &s) != 0) FAIL("line %u: bad site", lineno);
       if (!list->modules[s.module].path) FAIL("line %u: module %u not declared", lineno, s.module);
       if (list->count >= list->capacity) FAIL("more than %zu wrappers", list->capacity);
-      dynw_range_t r = {s.lo, s.hi, strcmp(name, "-") == 0 ? NULL : name, s.module};
+      corral_dynw_range_t r = {s.lo, s.hi, strcmp(name, "-") == 0 ? NULL : name, s.module};
       list->ranges[list->count++] = r;
     } else if (strcmp(kind, "end") == 0) {
       seen_end = 1;
@@ -93,27 +93,27 @@ int _corral_dynw_parse(char *text, size_t len, dynw_list_t *list, char *err, siz
 --------------------------------------------------------------------------- */
 
 /* Heapsort by lo: qsort may call malloc, which is us. */
-static void sift(dynw_range_t *a, size_t root, size_t n) {
+static void sift(corral_dynw_range_t *a, size_t root, size_t n) {
   for (;;) {
     size_t child = 2 * root + 1;
     if (child >= n) return;
     if (child + 1 < n && a[child + 1].lo > a[child].lo) child++;
     if (a[root].lo >= a[child].lo) return;
-    dynw_range_t t = a[root]; a[root] = a[child]; a[child] = t;
+    corral_dynw_range_t t = a[root]; a[root] = a[child]; a[child] = t;
     root = child;
   }
 }
 
-size_t _corral_dynw_view_size(const dynw_list_t *list) {
-  return sizeof(dynw_view_t) + list->count * sizeof(dynw_range_t);
+size_t _corral_dynw_view_size(const corral_dynw_list_t *list) {
+  return sizeof(corral_dynw_view_t) + list->count * sizeof(corral_dynw_range_t);
 }
 
-size_t _corral_dynw_publish(dynw_list_t *list, dynw_view_t *view) {
-  dynw_range_t *a = view->ranges;
+size_t _corral_dynw_publish(corral_dynw_list_t *list, corral_dynw_view_t *view) {
+  corral_dynw_range_t *a = view->ranges;
   size_t kept = 0;
   for (size_t i = 0; i < list->count; i++) {
-    dynw_range_t r = list->ranges[i];
-    const dynw_module_t *m = &list->modules[r.module];
+    corral_dynw_range_t r = list->ranges[i];
+    const corral_dynw_module_t *m = &list->modules[r.module];
     if (!m->loaded) continue;
     r.lo += m->bias;
     r.hi += m->bias;
@@ -121,7 +121,7 @@ size_t _corral_dynw_publish(dynw_list_t *list, dynw_view_t *view) {
   }
   for (size_t i = kept / 2; i-- > 0;) sift(a, i, kept);
   for (size_t n = kept; n > 1; n--) {
-    dynw_range_t t = a[0]; a[0] = a[n - 1]; a[n - 1] = t;
+    corral_dynw_range_t t = a[0]; a[0] = a[n - 1]; a[n - 1] = t;
     sift(a, 0, n - 1);
   }
   view->count = kept;
@@ -129,10 +129,10 @@ size_t _corral_dynw_publish(dynw_list_t *list, dynw_view_t *view) {
   return kept;
 }
 
-const dynw_range_t *_corral_dynw_find(const dynw_list_t *list, uintptr_t addr) {
-  const dynw_view_t *view = __atomic_load_n(&list->active, __ATOMIC_ACQUIRE);
+const corral_dynw_range_t *_corral_dynw_find(const corral_dynw_list_t *list, uintptr_t addr) {
+  const corral_dynw_view_t *view = __atomic_load_n(&list->active, __ATOMIC_ACQUIRE);
   if (!view) return NULL;
-  const dynw_range_t *a = view->ranges;
+  const corral_dynw_range_t *a = view->ranges;
   size_t lo = 0, hi = view->count;
   while (lo < hi) {          /* first range with lo > addr, then one back */
     size_t mid = (lo + hi) / 2;
@@ -140,6 +140,6 @@ const dynw_range_t *_corral_dynw_find(const dynw_list_t *list, uintptr_t addr) {
     else hi = mid;
   }
   if (lo == 0) return NULL;
-  const dynw_range_t *r = &a[lo - 1];
+  const corral_dynw_range_t *r = &a[lo - 1];
   return addr < r->hi ? r : NULL;
 }

@@ -65,8 +65,8 @@ CORRAL_INLINE int _corral_pick_group(size_t size, void *ret0, void *fp0)
   if (size > _corral_options.max_size || _corral_ngroups == 0) return -1;
   if (_corral_options.random_pools > 0) return (int)_corral_random_group();
   /* A frame-0 decision without a call: the direct table's first probe. */
-  const ident_tables_t *t = __atomic_load_n(&_corral_ident.tables, __ATOMIC_ACQUIRE);
-  const direct_entry_t *e;
+  const corral_ident_tables_t *t = __atomic_load_n(&_corral_ident.tables, __ATOMIC_ACQUIRE);
+  const corral_direct_entry_t *e;
   int g;
   if (CORRAL_LIKELY(t != NULL && !_corral_track && t->direct_mask != 0) &&
       (e = _corral_direct_first(t, (uintptr_t)ret0))->key == (uintptr_t)ret0)

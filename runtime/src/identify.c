@@ -21,8 +21,8 @@
 #include "internal.h"
 #include "unwind.h"
 
-ident_state_t _corral_ident;
-const ident_tables_t *_corral_direct_tables;
+corral_ident_state_t _corral_ident;
+const corral_ident_tables_t *_corral_direct_tables;
 static int direct_open;
 
 /* The entry points' gates (gates.h) for direct tables d, once the direct
@@ -33,7 +33,7 @@ static int direct_open;
  * pool calls serve while a plan is loaded (t); a stale plan sends them the
  * full way. Until the direct table opens (and for good while counting or
  * with random pools) every gate stays open. */
-static void set_gates(const ident_tables_t *t, const ident_tables_t *d)
+static void set_gates(const corral_ident_tables_t *t, const corral_ident_tables_t *d)
 {
   if (!direct_open || _corral_ngroups == 0) return;
   size_t below = _corral_options.max_size + 1;
@@ -57,9 +57,9 @@ static void set_gates(const ident_tables_t *t, const ident_tables_t *d)
 
 /* The tables go to identification, and to the entry points' own frame-0
  * probe once that is open and the tables have direct entries. */
-static void publish(const ident_tables_t *t)
+static void publish(const corral_ident_tables_t *t)
 {
-  const ident_tables_t *d = direct_open && t && (t->direct_mask || t->no_walk) ? t : NULL;
+  const corral_ident_tables_t *d = direct_open && t && (t->direct_mask || t->no_walk) ? t : NULL;
   __atomic_store_n(&_corral_ident.tables, t, __ATOMIC_RELEASE);
   __atomic_store_n(&_corral_direct_tables, d, __ATOMIC_RELEASE);
   set_gates(t, d);
@@ -139,18 +139,19 @@ static char *read_plan_file(const char *path, size_t *len, char *err, size_t err
   return text;
 }
 
-static plan_t *parse_plan(char *text, size_t len, char *err, size_t errlen)
+static corral_plan_t *parse_plan(char *text, size_t len, char *err, size_t errlen)
 {
   size_t clauses, directs;
   _corral_plan_count(text, len, &clauses, &directs);
   if (clauses > PLAN_MAX_CLAUSES) clauses = PLAN_MAX_CLAUSES + 1;   /* the parser then says "too large" */
   if (directs > PLAN_MAX_DIRECT) directs = PLAN_MAX_DIRECT + 1;
-  size_t bytes = sizeof(plan_t) + clauses * sizeof(plan_clause_t) + directs * sizeof(plan_direct_t);
-  plan_t *plan = _corral_os_map(bytes);
+  size_t bytes =
+      sizeof(corral_plan_t) + clauses * sizeof(corral_plan_clause_t) + directs * sizeof(corral_plan_direct_t);
+  corral_plan_t *plan = _corral_os_map(bytes);
   if (!plan) { snprintf(err, errlen, "no memory to parse it"); return NULL; }
-  plan->clauses = (plan_clause_t *)(plan + 1);
+  plan->clauses = (corral_plan_clause_t *)(plan + 1);
   plan->clause_capacity = clauses;
-  plan->directs = (plan_direct_t *)(plan->clauses + clauses);
+  plan->directs = (corral_plan_direct_t *)(plan->clauses + clauses);
   plan->direct_capacity = directs;
   if (_corral_plan_parse(text, len, plan, err, errlen) != 0) {
     _corral_os_unmap(plan, bytes);
@@ -163,7 +164,7 @@ static plan_t *parse_plan(char *text, size_t len, char *err, size_t errlen)
  * corral: the table has an entry for it, which decides before any clause
  * does, and every live clause holding k is k alone (a clause of more sites
  * keeps k's stub, so that stubs still decide it without a walk). */
-static int frame0_ok(const ident_tables_t *t, unsigned k)
+static int frame0_ok(const corral_ident_tables_t *t, unsigned k)
 {
   uint64_t bit = (uint64_t)1 << k;
   for (size_t i = 0; i < t->clause_count; i++)
@@ -172,7 +173,7 @@ static int frame0_ok(const ident_tables_t *t, unsigned k)
 }
 
 /* Redirects the calls of t's stub sites (those of loaded modules). */
-static void install_stubs(ident_tables_t *t, const module_table_t *modules)
+static void install_stubs(corral_ident_tables_t *t, const corral_module_table_t *modules)
 {
   corral_stub_request_t req[CORRAL_STUB_SITES];
   unsigned n = 0;
@@ -213,7 +214,7 @@ static unsigned gates_of(corral_callee_t callee)
 /* Points the calls of t's exact direct entries at their pools (or, for
  * ungrouped ones, at the next allocator); the gates of the entry points the
  * others may call stay open. */
-static void install_pool_calls(ident_tables_t *t, const module_table_t *modules)
+static void install_pool_calls(corral_ident_tables_t *t, const corral_module_table_t *modules)
 {
   size_t n = 0;
   for (size_t s = 0; s <= t->direct_mask; s++) n += t->direct[s].key != 0;
@@ -226,7 +227,7 @@ static void install_pool_calls(ident_tables_t *t, const module_table_t *modules)
   }
   size_t k = 0;
   for (size_t s = 0; s <= t->direct_mask; s++) {
-    const direct_entry_t *e = &t->direct[s];
+    const corral_direct_entry_t *e = &t->direct[s];
     const corral_module_t *m = e->key ? _corral_module_of(modules, e->key) : NULL;
     if (m) req[k++] = (corral_pool_call_t){.ret = e->key, .m = m,
                                            .pool = e->pool >= 0 ? (unsigned)e->pool : CORRAL_POOL_NONE};
@@ -245,15 +246,15 @@ static void install_pool_calls(ident_tables_t *t, const module_table_t *modules)
 
 /* Binds and builds against the current module table; publishes the tables.
  * Returns 0, or -1 having refused the plan. */
-static int relocate(const module_table_t *modules)
+static int relocate(const corral_module_table_t *modules)
 {
   char err[256];
-  plan_binding_t binding;
+  corral_plan_binding_t binding;
   if (_corral_plan_bind(_corral_ident.plan, modules, &binding, err, sizeof err) != 0) {
     refuse(err);
     return -1;
   }
-  ident_tables_t *t = _corral_tables_build(_corral_ident.plan, &binding, modules,
+  corral_ident_tables_t *t = _corral_tables_build(_corral_ident.plan, &binding, modules,
                                            _corral_options.depth, _corral_options.first_match,
                                            err, sizeof err);
   if (!t) {
@@ -282,19 +283,19 @@ void _corral_ident_init(void)
   char err[256];
   size_t len = 0;
   char *text = read_plan_file(path, &len, err, sizeof err);
-  plan_t *plan = text ? parse_plan(text, len, err, sizeof err) : NULL;
+  corral_plan_t *plan = text ? parse_plan(text, len, err, sizeof err) : NULL;
   if (!plan) { refuse(err); return; }
   for (unsigned i = 0; i < plan->option_count; i++)
     _corral_option_from_plan(plan->options[i].name, plan->options[i].value);
   _corral_ident.plan = plan;
-  _corral_ident.counters = _corral_os_map(IDENT_COUNTER_SLOTS * sizeof(ident_counters_t));
+  _corral_ident.counters = _corral_os_map(IDENT_COUNTER_SLOTS * sizeof(corral_ident_counters_t));
   if (!_corral_ident.counters) { refuse("no memory for its counters"); return; }
   _corral_unwind_init();
-  const module_table_t *modules = _corral_modules_scan();
+  const corral_module_table_t *modules = _corral_modules_scan();
   if (!modules) { refuse("no memory for the module table"); return; }
   /* The main thread's stack bounds now, while core still forwards: glibc
    * finds them by reading /proc/self/maps with stdio, which allocates. */
-  unwind_stack_t stack;
+  corral_unwind_stack_t stack;
   _corral_unwind_stack((uintptr_t)__builtin_frame_address(0), &stack);
   pthread_atfork(NULL, NULL, child_after_fork);
   if (relocate(modules) == 0) {
@@ -314,7 +315,7 @@ void _corral_ident_after_dlopen(void)
   if (!_corral_ident.loaded) return;
   /* Two threads may dlopen at once: one rebuild at a time. */
   while (__atomic_exchange_n(&_corral_ident.rebuilding, 1, __ATOMIC_ACQUIRE)) sched_yield();
-  const module_table_t *modules = _corral_modules_scan();
+  const corral_module_table_t *modules = _corral_modules_scan();
   _corral_unwind_forget_rules();
   if (modules && relocate(modules) != 0) {
     /* Stale now: allocations from here on are ungrouped. */
@@ -331,7 +332,7 @@ unsigned _corral_group_count(void)
 
 const char *_corral_group_name(unsigned g)
 {
-  const plan_t *plan = _corral_ident.plan;
+  const corral_plan_t *plan = _corral_ident.plan;
   if (!plan || g >= plan->group_limit) return NULL;
   return plan->groups[g].name ? plan->groups[g].name : "-";
 }

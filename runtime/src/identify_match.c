@@ -25,11 +25,11 @@ typedef struct walk_s {
   uint8_t best;                     /* rank of the first group matched so far */
 } walk_t;
 
-static __thread ident_counters_t *thread_counters __attribute__((tls_model("initial-exec")));
+static __thread corral_ident_counters_t *thread_counters __attribute__((tls_model("initial-exec")));
 
-static ident_counters_t *counters(void)
+static corral_ident_counters_t *counters(void)
 {
-  ident_counters_t *c = thread_counters;
+  corral_ident_counters_t *c = thread_counters;
   if (__builtin_expect(c == NULL, 0)) {
     unsigned slot = __atomic_fetch_add(&_corral_ident.counters_used, 1, __ATOMIC_RELAXED);
     if (slot >= IDENT_COUNTER_SLOTS) slot = IDENT_COUNTER_SLOTS - 1;
@@ -43,9 +43,9 @@ static ident_counters_t *counters(void)
 --------------------------------------------------------------------------- */
 
 /* 1 with *group set when the table has frame 0. */
-static inline int direct_lookup(const ident_tables_t *t, uintptr_t pc, int *group)
+static inline int direct_lookup(const corral_ident_tables_t *t, uintptr_t pc, int *group)
 {
-  const direct_entry_t *e = &t->direct[_corral_direct_find(t, pc)];
+  const corral_direct_entry_t *e = &t->direct[_corral_direct_find(t, pc)];
   if (e->key) { *group = (int)e->group; return 1; }
   size_t lo = 0, hi = t->direct_range_count;
   while (lo < hi) {
@@ -61,7 +61,7 @@ static inline int direct_lookup(const ident_tables_t *t, uintptr_t pc, int *grou
    Selector matching, one frame at a time
 --------------------------------------------------------------------------- */
 
-static void count_site(const ident_tables_t *t, walk_t *w, uint32_t site)
+static void count_site(const corral_ident_tables_t *t, walk_t *w, uint32_t site)
 {
   for (unsigned i = 0; i < w->nsites; i++)
     if (w->sites[i] == site) return;        /* recursion: a site counts once */
@@ -82,7 +82,7 @@ static void count_site(const ident_tables_t *t, walk_t *w, uint32_t site)
   }
 }
 
-static void visit_frame(const ident_tables_t *t, walk_t *w, uintptr_t pc)
+static void visit_frame(const corral_ident_tables_t *t, walk_t *w, uintptr_t pc)
 {
   size_t j = _corral_tables_segment_of(t, pc);
   if (j == (size_t)-1) return;
@@ -107,7 +107,7 @@ static void renote_one(unsigned k, uintptr_t slot)
   _corral_stub_notes.live |= (uint64_t)1 << k;
 }
 
-static void renote(const ident_tables_t *t, uintptr_t pc, uintptr_t slot, renotes_t *r)
+static void renote(const corral_ident_tables_t *t, uintptr_t pc, uintptr_t slot, renotes_t *r)
 {
   for (uint64_t m = t->stub_installed; m; m &= m - 1) {
     unsigned k = (unsigned)__builtin_ctzll(m);
@@ -134,7 +134,7 @@ static void renote(const ident_tables_t *t, uintptr_t pc, uintptr_t slot, renote
 
 typedef struct replay_s {
   uintptr_t ret0, fp0;
-  const ident_tables_t *tables;
+  const corral_ident_tables_t *tables;
   int group;
   renotes_t renotes;
   unsigned n;
@@ -149,7 +149,7 @@ static inline replay_t *replay_set(uintptr_t ret0, uintptr_t fp0)
   return replays[((ret0 ^ (fp0 >> 4)) * 0x9E3779B97F4A7C15ull) >> 60];
 }
 
-static inline int replay(const ident_tables_t *t, uintptr_t ret0, uintptr_t fp0, int *group)
+static inline int replay(const corral_ident_tables_t *t, uintptr_t ret0, uintptr_t fp0, int *group)
 {
   const replay_t *set = replay_set(ret0, fp0);
   for (unsigned w = 0; w < REPLAY_WAYS; w++) {
@@ -170,7 +170,7 @@ static inline int replay(const ident_tables_t *t, uintptr_t ret0, uintptr_t fp0,
  * walk, and a thread's stack stays mapped while it runs (a new thread on a
  * reused stack starts with zeroed replays), so replaying them later from the
  * same thread cannot fault. */
-static void remember(const ident_tables_t *t, uintptr_t ret0, uintptr_t fp0, const unwind_trace_t *trace,
+static void remember(const corral_ident_tables_t *t, uintptr_t ret0, uintptr_t fp0, const corral_unwind_trace_t *trace,
                      int group, const renotes_t *renotes)
 {
   if (trace->n > UNWIND_TRACE_MAX) return;
@@ -192,15 +192,15 @@ static void remember(const ident_tables_t *t, uintptr_t ret0, uintptr_t fp0, con
 
 /* The walk, out of line: its frame (the walk state and the trace) is large,
  * and saving registers for it would cost every direct hit. */
-static __attribute__((noinline)) int walk_decide(const ident_tables_t *t, void *ret0, void *fp0,
-                                                 ident_counters_t *c)
+static __attribute__((noinline)) int walk_decide(const corral_ident_tables_t *t, void *ret0, void *fp0,
+                                                 corral_ident_counters_t *c)
 {
   int group;
-  unwind_stack_t stack;
-  unwind_frame_t f;
+  corral_unwind_stack_t stack;
+  corral_unwind_frame_t f;
   int on = _corral_unwind_stack((uintptr_t)fp0, &stack);
   if (on < 0 || _corral_unwind_start(ret0, fp0, &stack, &f)) return -1;
-  unwind_trace_t trace;
+  corral_unwind_trace_t trace;
   trace.n = 0;
   f.trace = &trace;
   c->walks++;
@@ -240,8 +240,8 @@ static __attribute__((noinline)) int walk_decide(const ident_tables_t *t, void *
 /* What decides when neither frame 0 nor the stub notes do. A replay needs
  * no stack bounds: it reads only slots a walk of this thread validated,
  * and they stay mapped while the thread runs. */
-static inline __attribute__((always_inline)) int replay_or_walk(const ident_tables_t *t, void *ret0, void *fp0,
-                                                               ident_counters_t *c)
+static inline __attribute__((always_inline)) int replay_or_walk(const corral_ident_tables_t *t, void *ret0, void *fp0,
+                                                               corral_ident_counters_t *c)
 {
   int group;
   if (replay(t, (uintptr_t)ret0, (uintptr_t)fp0, &group)) {
@@ -253,8 +253,8 @@ static inline __attribute__((always_inline)) int replay_or_walk(const ident_tabl
 
 /* The decision; c is this thread's counters, or NULL where nothing is
  * counted (decide is inlined, so the tests of c fold away). */
-static inline __attribute__((always_inline)) int decide(const ident_tables_t *t, void *ret0, void *fp0,
-                                                        ident_counters_t *c)
+static inline __attribute__((always_inline)) int decide(const corral_ident_tables_t *t, void *ret0, void *fp0,
+                                                        corral_ident_counters_t *c)
 {
   int group;
   if (direct_lookup(t, (uintptr_t)ret0, &group)) {
@@ -274,8 +274,8 @@ static inline __attribute__((always_inline)) int decide(const ident_tables_t *t,
 --------------------------------------------------------------------------- */
 
 /* One call in IDENT_SAMPLE_MASK + 1 is timed, out of line. */
-static __attribute__((noinline)) int decide_timed(const ident_tables_t *t, void *ret0, void *fp0,
-                                                  ident_counters_t *c)
+static __attribute__((noinline)) int decide_timed(const corral_ident_tables_t *t, void *ret0, void *fp0,
+                                                  corral_ident_counters_t *c)
 {
   uint64_t start = _corral_rdtsc();
   int group = decide(t, ret0, fp0, c);
@@ -287,10 +287,10 @@ static __attribute__((noinline)) int decide_timed(const ident_tables_t *t, void 
   return group;
 }
 
-static inline __attribute__((always_inline)) int identify_with(const ident_tables_t *t, void *ret0,
+static inline __attribute__((always_inline)) int identify_with(const corral_ident_tables_t *t, void *ret0,
                                                                void *fp0)
 {
-  ident_counters_t *c = counters();
+  corral_ident_counters_t *c = counters();
   uint64_t n = ++c->calls;
   int group = CORRAL_UNLIKELY((n & IDENT_SAMPLE_MASK) == 0) ? decide_timed(t, ret0, fp0, c)
                                                              : decide(t, ret0, fp0, c);
@@ -300,7 +300,7 @@ static inline __attribute__((always_inline)) int identify_with(const ident_table
 
 int _corral_identify_after_stubs(void *ret0, void *fp0)
 {
-  const ident_tables_t *t = __atomic_load_n(&_corral_ident.tables, __ATOMIC_ACQUIRE);
+  const corral_ident_tables_t *t = __atomic_load_n(&_corral_ident.tables, __ATOMIC_ACQUIRE);
   return t ? replay_or_walk(t, ret0, fp0, NULL) : -1;
 }
 
@@ -308,7 +308,7 @@ int _corral_identify_after_stubs(void *ret0, void *fp0)
  * frame-0 decision is one hash probe. */
 int _corral_identify(void *ret0, void *fp0, size_t size)
 {
-  const ident_tables_t *t = __atomic_load_n(&_corral_ident.tables, __ATOMIC_ACQUIRE);
+  const corral_ident_tables_t *t = __atomic_load_n(&_corral_ident.tables, __ATOMIC_ACQUIRE);
   if (!t) return CORRAL_UNLIKELY(_corral_dyn_on) ? _corral_dyn_identify(ret0, fp0, size) : -1;   /* no plan */
   if (CORRAL_UNLIKELY(_corral_track)) return identify_with(t, ret0, fp0);
   return decide(t, ret0, fp0, NULL);

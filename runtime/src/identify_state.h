@@ -18,25 +18,25 @@ typedef struct ident_counters_s {
   uint64_t calls, direct_hits, walks, frames, fp_steps, cfi_steps, grouped;
   uint64_t sampled, sampled_cycles, replays, stub_decisions;
   char pad[64 - 11 * sizeof(uint64_t) % 64];
-} ident_counters_t;
+} corral_ident_counters_t;
 
 #define IDENT_COUNTER_SLOTS 256
 #define IDENT_SAMPLE_MASK   63       /* time 1 identification in 64 */
 #define IDENT_SAMPLE_OUTLIER 100000  /* cycles; a longer sample was interrupted */
 
 typedef struct ident_state_s {
-  const ident_tables_t *tables;     /* NULL: no usable plan, everything ungrouped */
-  const plan_t *plan;
+  const corral_ident_tables_t *tables;     /* NULL: no usable plan, everything ungrouped */
+  const corral_plan_t *plan;
   int loaded;
   unsigned group_count;
   int rebuilding;
-  ident_counters_t *counters;       /* IDENT_COUNTER_SLOTS of them */
+  corral_ident_counters_t *counters;       /* IDENT_COUNTER_SLOTS of them */
   unsigned counters_used;
   char path[512];
   char message[256];                /* why the plan was refused, "" if it was not */
-} ident_state_t;
+} corral_ident_state_t;
 
-extern ident_state_t _corral_ident;
+extern corral_ident_state_t _corral_ident;
 
 #pragma GCC visibility pop
 

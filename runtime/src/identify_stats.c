@@ -11,14 +11,14 @@
 static const char *const gate_names[] = {"malloc", "calloc", "realloc", "new"};
 #define GATE_NAMES (sizeof gate_names / sizeof *gate_names)
 
-static void sum_counters(ident_counters_t *sum)
+static void sum_counters(corral_ident_counters_t *sum)
 {
-  *sum = (ident_counters_t){0};
+  *sum = (corral_ident_counters_t){0};
   if (!_corral_ident.counters) return;
   unsigned used = __atomic_load_n(&_corral_ident.counters_used, __ATOMIC_RELAXED);
   if (used > IDENT_COUNTER_SLOTS) used = IDENT_COUNTER_SLOTS;
   for (unsigned i = 0; i < used; i++) {
-    const ident_counters_t *c = &_corral_ident.counters[i];
+    const corral_ident_counters_t *c = &_corral_ident.counters[i];
     sum->calls += c->calls;
     sum->direct_hits += c->direct_hits;
     sum->walks += c->walks;
@@ -48,7 +48,7 @@ static void json_escape(const char *s, char *out, size_t size)
 
 void _corral_ident_stats_json(int fd)
 {
-  ident_counters_t s;
+  corral_ident_counters_t s;
   sum_counters(&s);
   double cycles = s.sampled ? (double)s.sampled_cycles / (double)s.sampled : 0.0;
   _corral_fdprintf(fd, "\"identify\":{\"calls\":%llu,\"direct_hits\":%llu,\"stub_decisions\":%llu,"
@@ -62,8 +62,8 @@ void _corral_ident_stats_json(int fd)
   char path[1100], message[600];
   json_escape(_corral_ident.path, path, sizeof path);
   json_escape(_corral_ident.message, message, sizeof message);
-  const plan_t *plan = _corral_ident.plan;
-  const ident_tables_t *t = __atomic_load_n(&_corral_ident.tables, __ATOMIC_ACQUIRE);
+  const corral_plan_t *plan = _corral_ident.plan;
+  const corral_ident_tables_t *t = __atomic_load_n(&_corral_ident.tables, __ATOMIC_ACQUIRE);
   if (!_corral_ident.path[0]) {
     _corral_fdprintf(fd, "\"plan\":{\"loaded\":false,\"path\":null,\"message\":null}");
     return;
@@ -99,7 +99,7 @@ void _corral_ident_stats_json(int fd)
 
 void _corral_ident_stats_text(int fd)
 {
-  ident_counters_t s;
+  corral_ident_counters_t s;
   sum_counters(&s);
   if (!_corral_ident.path[0]) {
     _corral_fdprintf(fd, "plan: none\n");
@@ -108,7 +108,7 @@ void _corral_ident_stats_text(int fd)
   _corral_fdprintf(fd, "plan: %s (%s%s%s)\n", _corral_ident.path,
                    _corral_ident.loaded ? "loaded" : "not used",
                    _corral_ident.message[0] ? ": " : "", _corral_ident.message);
-  const ident_tables_t *t = __atomic_load_n(&_corral_ident.tables, __ATOMIC_ACQUIRE);
+  const corral_ident_tables_t *t = __atomic_load_n(&_corral_ident.tables, __ATOMIC_ACQUIRE);
   if (t) {
     unsigned walked = 0;
     for (int r = CORRAL_STUB_OK + 1; r < CORRAL_STUB_REASONS; r++)

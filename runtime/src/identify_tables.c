@@ -11,12 +11,12 @@
    Binding plan modules to loaded ones
 --------------------------------------------------------------------------- */
 
-int _corral_plan_bind(const plan_t *plan, const module_table_t *modules, plan_binding_t *b,
+int _corral_plan_bind(const corral_plan_t *plan, const corral_module_table_t *modules, corral_plan_binding_t *b,
                       char *err, size_t errlen)
 {
   memset(b, 0, sizeof *b);
   for (unsigned i = 0; i < PLAN_MAX_MODULES; i++) {
-    const plan_module_t *pm = &plan->modules[i];
+    const corral_plan_module_t *pm = &plan->modules[i];
     if (!pm->path) continue;
     for (size_t k = 0; k < modules->count; k++) {
       const corral_module_t *m = &modules->modules[k];
@@ -91,15 +91,15 @@ static void *carve(carve_t *c, size_t bytes)
   return p;
 }
 
-static int clause_is_live(const plan_clause_t *c, const plan_binding_t *b)
+static int clause_is_live(const corral_plan_clause_t *c, const corral_plan_binding_t *b)
 {
   for (unsigned k = 0; k < c->nsites; k++)
     if (!b->loaded[c->sites[k].module]) return 0;
   return 1;
 }
 
-ident_tables_t *_corral_tables_build(const plan_t *plan, const plan_binding_t *b,
-                                     const module_table_t *modules, int depth, int first_match,
+corral_ident_tables_t *_corral_tables_build(const corral_plan_t *plan, const corral_plan_binding_t *b,
+                                     const corral_module_table_t *modules, int depth, int first_match,
                                      char *err, size_t errlen)
 {
   /* Upper bounds for every array, then one mapping. */
@@ -114,9 +114,9 @@ ident_tables_t *_corral_tables_build(const plan_t *plan, const plan_binding_t *b
   /* Segment memberships: each site is cut by at most 2 * occurrences boundaries. */
   size_t memberships_cap = occurrences * (2 * occurrences + 1);
   if (memberships_cap > (1u << 22)) memberships_cap = 1u << 22;   /* lazily touched pages */
-  size_t bytes = sizeof(ident_tables_t) + 16 * 16
-    + slots * sizeof(direct_entry_t)
-    + ranges * sizeof(direct_range_t)
+  size_t bytes = sizeof(corral_ident_tables_t) + 16 * 16
+    + slots * sizeof(corral_direct_entry_t)
+    + ranges * sizeof(corral_direct_range_t)
     + occurrences * 3 * sizeof(span_t)          /* scratch: sites, boundaries */
     + (2 * occurrences + 1) * (sizeof(uintptr_t) + sizeof(uint32_t))
     + memberships_cap * sizeof(uint32_t) + ranges * sizeof(span_t)
@@ -127,7 +127,7 @@ ident_tables_t *_corral_tables_build(const plan_t *plan, const plan_binding_t *b
   char *block = _corral_os_map(bytes);
   if (!block) { snprintf(err, errlen, "no memory for its tables (%zu bytes)", bytes); return NULL; }
   carve_t c = {block, block + bytes};
-  ident_tables_t *t = carve(&c, sizeof *t);
+  corral_ident_tables_t *t = carve(&c, sizeof *t);
   memset(t, 0, sizeof *t);
   t->modules = modules;
   t->depth = depth < 1 ? 1 : depth > IDENT_MAX_DEPTH ? IDENT_MAX_DEPTH : depth;
@@ -137,11 +137,11 @@ ident_tables_t *_corral_tables_build(const plan_t *plan, const plan_binding_t *b
   memcpy(t->group_by_rank, plan->group_by_rank, sizeof t->group_by_rank);
 
   /* Direct entries of loaded modules. */
-  t->direct = carve(&c, slots * sizeof(direct_entry_t));
+  t->direct = carve(&c, slots * sizeof(corral_direct_entry_t));
   t->direct_mask = slots - 1;
-  t->direct_ranges = carve(&c, ranges * sizeof(direct_range_t));
+  t->direct_ranges = carve(&c, ranges * sizeof(corral_direct_range_t));
   for (size_t i = 0; i < plan->direct_count; i++) {
-    const plan_direct_t *d = &plan->directs[i];
+    const corral_plan_direct_t *d = &plan->directs[i];
     if (!b->loaded[d->site.module]) continue;
     uintptr_t lo = d->site.lo + b->bias[d->site.module], hi = d->site.hi + b->bias[d->site.module];
     if (hi - lo == 1) {
@@ -151,7 +151,7 @@ ident_tables_t *_corral_tables_build(const plan_t *plan, const plan_binding_t *b
       t->direct[s].group = d->group;
       t->direct[s].pool = d->group >= 0 ? d->group * CORRAL_SIZE_CLASSES : -1;
     } else {
-      direct_range_t *r = &t->direct_ranges[t->direct_range_count++];
+      corral_direct_range_t *r = &t->direct_ranges[t->direct_range_count++];
       r->lo = lo; r->hi = hi; r->group = d->group;
     }
   }
@@ -163,21 +163,21 @@ ident_tables_t *_corral_tables_build(const plan_t *plan, const plan_binding_t *b
     sort_spans(scratch, n);
     for (size_t i = 0; i < n; i++) {
       if (i && scratch[i].lo < scratch[i - 1].hi) { snprintf(err, errlen, "overlapping direct ranges"); goto fail; }
-      t->direct_ranges[i] = (direct_range_t){scratch[i].lo, scratch[i].hi, (int16_t)(int32_t)scratch[i].tag};
+      t->direct_ranges[i] = (corral_direct_range_t){scratch[i].lo, scratch[i].hi, (int16_t)(int32_t)scratch[i].tag};
     }
   }
 
   /* Stub sites: the distinct exact sites of all clauses, in file order. */
   {
-    plan_site_t seen[CORRAL_STUB_SITES];
+    corral_plan_site_t seen[CORRAL_STUB_SITES];
     unsigned nseen = 0;
     t->clause_stub_mask = carve(&c, plan->clause_count * sizeof(uint64_t));
     t->stub_clauses = carve(&c, plan->clause_count * sizeof(struct stub_clause_s));
     for (size_t i = 0; i < plan->clause_count; i++) {
-      const plan_clause_t *cl = &plan->clauses[i];
+      const corral_plan_clause_t *cl = &plan->clauses[i];
       uint64_t mask = 0;
       for (unsigned k = 0; k < cl->nsites; k++) {
-        const plan_site_t *s = &cl->sites[k];
+        const corral_plan_site_t *s = &cl->sites[k];
         unsigned q = 0;
         while (q < nseen && !(seen[q].module == s->module && seen[q].lo == s->lo && seen[q].hi == s->hi)) q++;
         if (q == nseen && s->hi - s->lo == 1 && nseen < CORRAL_STUB_SITES) {
@@ -200,7 +200,7 @@ ident_tables_t *_corral_tables_build(const plan_t *plan, const plan_binding_t *b
   size_t nocc = 0;
   t->first_rank = NO_RANK;
   for (size_t i = 0; i < plan->clause_count; i++) {
-    const plan_clause_t *cl = &plan->clauses[i];
+    const corral_plan_clause_t *cl = &plan->clauses[i];
     t->clause_rank[i] = plan->groups[cl->group].rank;
     t->clause_need[i] = 0;
     if (!clause_is_live(cl, b)) continue;
@@ -278,7 +278,7 @@ fail:
 }
 
 
-void _corral_tables_stub_clauses(ident_tables_t *t)
+void _corral_tables_stub_clauses(corral_ident_tables_t *t)
 {
   t->stub_clause_count = 0;
   t->walk_first_rank = NO_RANK;

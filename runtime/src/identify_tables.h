@@ -32,23 +32,23 @@ typedef struct direct_entry_s {
   uintptr_t key;
   int32_t group;                    /* -1: ungrouped */
   int32_t pool;                     /* group * CORRAL_SIZE_CLASSES, -1 when ungrouped */
-} direct_entry_t;
+} corral_direct_entry_t;
 
 typedef struct direct_range_s {
   uintptr_t lo, hi;
   int16_t group;
-} direct_range_t;
+} corral_direct_range_t;
 
 typedef struct ident_tables_s {
-  const module_table_t *modules;    /* the scan these addresses come from */
+  const corral_module_table_t *modules;    /* the scan these addresses come from */
   int depth;                        /* frames looked at, 1..IDENT_MAX_DEPTH */
   int first_match;                  /* the first frame completing a clause decides */
 
   /* direct: exact frame-0 addresses (open addressing, key 0 = empty) ... */
-  direct_entry_t *direct;
+  corral_direct_entry_t *direct;
   size_t direct_mask;               /* slots - 1; one empty slot without entries */
   /* ... and ranges, sorted, not overlapping */
-  direct_range_t *direct_ranges;
+  corral_direct_range_t *direct_ranges;
   size_t direct_range_count;
 
   /* Clause sites. The address space is cut at every site boundary into
@@ -104,26 +104,26 @@ typedef struct ident_tables_s {
   /* For statistics. */
   unsigned modules_matched;
   size_t bytes;
-} ident_tables_t;
+} corral_ident_tables_t;
 
 #define IDENT_MAX_DEPTH 64
 
 /* The first slot to probe for frame-0 address pc. */
-static inline size_t _corral_direct_slot(const ident_tables_t *t, uintptr_t pc)
+static inline size_t _corral_direct_slot(const corral_ident_tables_t *t, uintptr_t pc)
 {
   return (pc * CORRAL_DIRECT_HASH >> 20) & t->direct_mask;
 }
 
 /* The entry in pc's first slot: the entry points' one probe, which decides
  * when its key is pc (a collision or an empty slot leaves it to the rest). */
-static inline const direct_entry_t *_corral_direct_first(const ident_tables_t *t, uintptr_t pc)
+static inline const corral_direct_entry_t *_corral_direct_first(const corral_ident_tables_t *t, uintptr_t pc)
 {
   return &t->direct[_corral_direct_slot(t, pc)];
 }
 
 /* The slot holding frame-0 address pc, or the empty slot where it would
  * go (the table is never full: slots >= 2 * entries, or one empty slot). */
-static inline size_t _corral_direct_find(const ident_tables_t *t, uintptr_t pc)
+static inline size_t _corral_direct_find(const corral_ident_tables_t *t, uintptr_t pc)
 {
   size_t s = _corral_direct_slot(t, pc);
   while (t->direct[s].key && t->direct[s].key != pc) s = (s + 1) & t->direct_mask;
@@ -131,7 +131,7 @@ static inline size_t _corral_direct_find(const ident_tables_t *t, uintptr_t pc)
 }
 
 /* The segment holding pc, or (size_t)-1 when pc is in no site. */
-static inline size_t _corral_tables_segment_of(const ident_tables_t *t, uintptr_t pc)
+static inline size_t _corral_tables_segment_of(const corral_ident_tables_t *t, uintptr_t pc)
 {
   size_t a = 0, b = t->seg_count;          /* first boundary > pc */
   while (a < b) {
@@ -146,23 +146,23 @@ static inline size_t _corral_tables_segment_of(const ident_tables_t *t, uintptr_
 typedef struct plan_binding_s {
   uintptr_t bias[PLAN_MAX_MODULES];
   uint8_t loaded[PLAN_MAX_MODULES];
-} plan_binding_t;
+} corral_plan_binding_t;
 
 /* Matches the plan's modules against `modules` (by build-id, else by file
  * name). Returns 0, or -1 with the reason in err when a loaded module of a
  * planned file name has another build-id (the plan is stale). */
-int _corral_plan_bind(const plan_t *plan, const module_table_t *modules, plan_binding_t *b,
+int _corral_plan_bind(const corral_plan_t *plan, const corral_module_table_t *modules, corral_plan_binding_t *b,
                       char *err, size_t errlen);
 
 /* Builds the tables (NULL with a reason in err: no memory, overlapping
  * direct ranges). */
-ident_tables_t *_corral_tables_build(const plan_t *plan, const plan_binding_t *b,
-                                     const module_table_t *modules, int depth, int first_match,
+corral_ident_tables_t *_corral_tables_build(const corral_plan_t *plan, const corral_plan_binding_t *b,
+                                     const corral_module_table_t *modules, int depth, int first_match,
                                      char *err, size_t errlen);
 
 /* After the stubs were installed (t->stub_installed set): the clauses
  * stubs decide alone, and the first rank of the others. */
-void _corral_tables_stub_clauses(ident_tables_t *t);
+void _corral_tables_stub_clauses(corral_ident_tables_t *t);
 
 #pragma GCC visibility pop
 

@@ -187,7 +187,7 @@ static __attribute__((noinline)) void *malloc_random(size_t size)
 /* A plan that needs no walk, a frame 0 not in the direct table, and a stub
  * site noted live: the stubs decide here, without the way through
  * identification's entry. Entered by a tail call, like _corral_malloc_rest. */
-static __attribute__((noinline)) void *malloc_stubbed(size_t size, const ident_tables_t *t)
+static __attribute__((noinline)) void *malloc_stubbed(size_t size, const corral_ident_tables_t *t)
 {
   void *ret0 = __builtin_return_address(0), *fp0 = __builtin_frame_address(0);
   int g;
@@ -211,7 +211,7 @@ static __attribute__((noinline)) void *malloc_stubbed(size_t size, const ident_t
  * alternate signal stack. 0 when this cannot tell (a recursive site, the
  * stack's bounds not known yet, a signal stack, an empty free list):
  * malloc_stubbed then decides. */
-static inline __attribute__((always_inline)) int one_site(const ident_tables_t *t, uint64_t live, size_t size,
+static inline __attribute__((always_inline)) int one_site(const corral_ident_tables_t *t, uint64_t live, size_t size,
                                                         void **out)
 {
   size_t k = (unsigned)__builtin_ctzll(live);
@@ -261,7 +261,7 @@ CORRAL_EXPORT void *malloc(size_t size)
     if (gate == CORRAL_GATE_RANDOM) return malloc_random(size);
     return _corral_malloc_rest(size);                            /* CORRAL_GATE_FULL */
   }
-  const ident_tables_t *t = __atomic_load_n(&_corral_direct_tables, __ATOMIC_ACQUIRE);
+  const corral_ident_tables_t *t = __atomic_load_n(&_corral_direct_tables, __ATOMIC_ACQUIRE);
   if (gate == CORRAL_GATE_CLOSED) {               /* a stub site is noted live */
     if (CORRAL_UNLIKELY(t == NULL)) return _corral_malloc_rest(size);
     void *p;
@@ -270,7 +270,7 @@ CORRAL_EXPORT void *malloc(size_t size)
   }
   if (CORRAL_LIKELY(t != NULL)) {                 /* CORRAL_GATE_PROBE */
     uintptr_t ret0 = (uintptr_t)__builtin_return_address(0);
-    const direct_entry_t *e = _corral_direct_first(t, ret0);
+    const corral_direct_entry_t *e = _corral_direct_first(t, ret0);
     if (CORRAL_LIKELY(e->key == ret0)) {
       if (e->pool < 0) return _corral_next.malloc(size);     /* size <= max_size: errno is the next's */
       void *p = _corral_pool_pop((size_t)e->pool, size);

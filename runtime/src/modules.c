@@ -14,7 +14,7 @@
 #define FP_SAMPLE 256
 #define MAX_MODULES 1024
 
-static const module_table_t *current_table;
+static const corral_module_table_t *current_table;
 
 const char *_corral_basename(const char *path)
 {
@@ -67,7 +67,7 @@ static void read_path(const struct dl_phdr_info *info, char *path, int is_main)
 }
 
 typedef struct scan_s {
-  module_table_t *table;
+  corral_module_table_t *table;
   size_t capacity;
   int first;
 } scan_t;
@@ -107,7 +107,7 @@ static int add_module(struct dl_phdr_info *info, size_t size, void *data)
    Table
 --------------------------------------------------------------------------- */
 
-static void sort_by_code(module_table_t *t)
+static void sort_by_code(corral_module_table_t *t)
 {
   for (size_t i = 1; i < t->count; i++) {       /* insertion sort: a few dozen modules */
     corral_module_t m = t->modules[i];
@@ -124,31 +124,31 @@ static int count_module(struct dl_phdr_info *info, size_t size, void *data)
   return 0;
 }
 
-const module_table_t *_corral_modules_scan(void)
+const corral_module_table_t *_corral_modules_scan(void)
 {
   /* Sized to what is loaded (plus room for a dlopen racing with us), since
    * every dlopen maps a new table and old ones are kept. */
   size_t loaded = 0;
   dl_iterate_phdr(count_module, &loaded);
   size_t capacity = loaded + 16 < MAX_MODULES ? loaded + 16 : MAX_MODULES;
-  size_t bytes = sizeof(module_table_t) + capacity * sizeof(corral_module_t);
-  module_table_t *t = _corral_os_map(bytes);
+  size_t bytes = sizeof(corral_module_table_t) + capacity * sizeof(corral_module_t);
+  corral_module_table_t *t = _corral_os_map(bytes);
   if (!t) return NULL;
   scan_t scan = {t, capacity, 1};
   dl_iterate_phdr(add_module, &scan);
   sort_by_code(t);
-  const module_table_t *old = current_table;
+  const corral_module_table_t *old = current_table;
   t->generation = old ? old->generation + 1 : 1;
   __atomic_store_n(&current_table, t, __ATOMIC_RELEASE);
   return t;
 }
 
-const module_table_t *_corral_modules_current(void)
+const corral_module_table_t *_corral_modules_current(void)
 {
   return __atomic_load_n(&current_table, __ATOMIC_ACQUIRE);
 }
 
-const corral_module_t *_corral_module_of(const module_table_t *t, uintptr_t pc)
+const corral_module_t *_corral_module_of(const corral_module_table_t *t, uintptr_t pc)
 {
   size_t lo = 0, hi = t->count;
   while (lo < hi) {

@@ -32,17 +32,17 @@ typedef struct module_table_s {
   size_t count;
   size_t generation;                /* bumps on each rescan */
   corral_module_t modules[];        /* sorted by code_lo */
-} module_table_t;
+} corral_module_table_t;
 
 /* Rescans the loaded modules and publishes the new table (NULL if the memory
  * for it could not be mapped). Call outside malloc only. */
-const module_table_t *_corral_modules_scan(void);
+const corral_module_table_t *_corral_modules_scan(void);
 
 /* The published table, or NULL before the first scan. */
-const module_table_t *_corral_modules_current(void);
+const corral_module_table_t *_corral_modules_current(void);
 
 /* The module whose code holds `pc`, or NULL. Lock-free. */
-const corral_module_t *_corral_module_of(const module_table_t *t, uintptr_t pc);
+const corral_module_t *_corral_module_of(const corral_module_table_t *t, uintptr_t pc);
 
 /* File-name part of a path. */
 const char *_corral_basename(const char *path);

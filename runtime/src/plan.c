@@ -69,7 +69,7 @@ static int read_index(const char *s, unsigned limit, unsigned *out)
 
 /* SITE: "IDX+0xOFF" or "IDX+0xLO..0xHI". Returns 0, -1 (syntax), -2 (module
  * index out of range). */
-static int read_site(const char *s, plan_site_t *site)
+static int read_site(const char *s, corral_plan_site_t *site)
 {
   uintptr_t idx, lo, hi;
   const char *p;
@@ -118,10 +118,10 @@ void _corral_plan_count(const char *text, size_t len, size_t *clauses, size_t *d
 
 /* Every module and group a site or record names must be declared somewhere
  * in the file; checked once all records are read, so order does not matter. */
-static int check_references(const plan_t *plan, char *err, size_t errlen)
+static int check_references(const corral_plan_t *plan, char *err, size_t errlen)
 {
   for (size_t i = 0; i < plan->clause_count; i++) {
-    const plan_clause_t *c = &plan->clauses[i];
+    const corral_plan_clause_t *c = &plan->clauses[i];
     if (!plan->groups[c->group].name) REFUSE("clause of undeclared group %u", c->group);
     for (unsigned k = 0; k < c->nsites; k++)
       if (!plan->modules[c->sites[k].module].path)
@@ -130,14 +130,14 @@ static int check_references(const plan_t *plan, char *err, size_t errlen)
   for (unsigned g = 0; g < PLAN_MAX_GROUPS; g++)
     if (plan->groups[g].layout && !plan->groups[g].name) REFUSE("layout of undeclared group %u", g);
   for (size_t i = 0; i < plan->direct_count; i++) {
-    const plan_direct_t *d = &plan->directs[i];
+    const corral_plan_direct_t *d = &plan->directs[i];
     if (d->group >= 0 && !plan->groups[d->group].name) REFUSE("direct to undeclared group %d", d->group);
     if (!plan->modules[d->site.module].path) REFUSE("site in undeclared module %u", d->site.module);
   }
   return 0;
 }
 
-int _corral_plan_parse(char *text, size_t len, plan_t *plan, char *err, size_t errlen)
+int _corral_plan_parse(char *text, size_t len, corral_plan_t *plan, char *err, size_t errlen)
 {
   if (len > PLAN_MAX_BYTES) REFUSE("too large (%zu bytes, limit %u)", len, PLAN_MAX_BYTES);
   memset(plan->modules, 0, sizeof plan->modules);
@@ -169,7 +169,7 @@ int _corral_plan_parse(char *text, size_t len, plan_t *plan, char *err, size_t e
       char *idx_s = take_word(&cursor), *bid = take_word(&cursor), *path = take_rest(&cursor);
       if (!idx_s || !bid || !path) REFUSE("line %u: module needs INDEX BUILDID PATH", lineno);
       if (read_index(idx_s, PLAN_MAX_MODULES, &idx)) REFUSE("line %u: module index out of range", lineno);
-      plan_module_t *m = &plan->modules[idx];
+      corral_plan_module_t *m = &plan->modules[idx];
       if (m->path) REFUSE("line %u: module %u declared twice", lineno, idx);
       if (strcmp(bid, "-") != 0) {
         for (char *h = bid; *h; h++) {
@@ -195,7 +195,7 @@ int _corral_plan_parse(char *text, size_t len, plan_t *plan, char *err, size_t e
       if (read_index(take_word(&cursor), PLAN_MAX_GROUPS, &gid)) REFUSE("line %u: group index out of range", lineno);
       if (plan->clause_count >= plan->clause_capacity || plan->clause_count >= PLAN_MAX_CLAUSES)
         REFUSE("too large (more than %d clauses)", PLAN_MAX_CLAUSES);
-      plan_clause_t *c = &plan->clauses[plan->clause_count];
+      corral_plan_clause_t *c = &plan->clauses[plan->clause_count];
       c->group = (uint8_t)gid;
       c->nsites = 0;
       for (char *s; (s = take_word(&cursor));) {
@@ -212,7 +212,7 @@ int _corral_plan_parse(char *text, size_t len, plan_t *plan, char *err, size_t e
       if (!s || !gid_s) REFUSE("line %u: direct needs SITE GID", lineno);
       if (plan->direct_count >= plan->direct_capacity || plan->direct_count >= PLAN_MAX_DIRECT)
         REFUSE("too large (more than %d direct entries)", PLAN_MAX_DIRECT);
-      plan_direct_t *d = &plan->directs[plan->direct_count];
+      corral_plan_direct_t *d = &plan->directs[plan->direct_count];
       int bad = read_site(s, &d->site);
       if (bad == -2) REFUSE("line %u: module index out of range in '%s'", lineno, s);
       if (bad) REFUSE("line %u: bad site '%s'", lineno, s);
@@ -248,4 +248,4 @@ int _corral_plan_parse(char *text, size_t len, plan_t *plan, char *err, size_t e
 /* The wrapper list of dynamic mode uses the same record conventions. */
 char *_corral_plan_take_word(char **cursor) { return take_word(cursor); }
 char *_corral_plan_take_rest(char **cursor) { return take_rest(cursor); }
-int _corral_plan_read_site(const char *s, plan_site_t *site) { return read_site(s, site); }
+int _corral_plan_read_site(const char *s, corral_plan_site_t *site) { return read_site(s, site); }

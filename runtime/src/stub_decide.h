@@ -20,7 +20,8 @@
  * its stub saw lies between this call's frame and the top of the thread's
  * stack and still holds the site's return address; the others are dropped
  * from the notes. Unlike a walk, a live site counts at any depth. */
-static inline __attribute__((always_inline)) int _corral_stub_decide(const ident_tables_t *t, uintptr_t fp0, int *group)
+static inline __attribute__((always_inline)) int _corral_stub_decide(const corral_ident_tables_t *t, uintptr_t fp0,
+                                                                     int *group)
 {
   corral_stub_notes_t *notes = &_corral_stub_notes;
   uint64_t noted = notes->live & t->stub_installed;
@@ -28,7 +29,7 @@ static inline __attribute__((always_inline)) int _corral_stub_decide(const ident
   if (noted) {
     uintptr_t hi = _corral_stack_top(fp0);
     if (CORRAL_UNLIKELY(!hi)) {
-      unwind_stack_t stack;
+      corral_unwind_stack_t stack;
       if (_corral_unwind_stack(fp0, &stack) != 0) return 0;
       hi = stack.hi;
     }

@@ -130,7 +130,7 @@ static corral_callee_t callee_of_name(const char *n)
  * lazy (the slot leads back into tm's own PLT); the slot's relocation
  * names the entry. A slot bound to an allocation function of another
  * module does not enter corral. */
-static corral_callee_t callee_of(uintptr_t target, const corral_module_t *tm, const module_table_t *all)
+static corral_callee_t callee_of(uintptr_t target, const corral_module_t *tm, const corral_module_table_t *all)
 {
   const uint8_t *jmp = plt_jump((const uint8_t *)target);
   if (!jmp || !tm) return CORRAL_CALLS_UNKNOWN;
@@ -161,7 +161,7 @@ static uintptr_t raw_call_target(uintptr_t ret, const corral_module_t *m)
  * (an indirect call is shorter): the target must then be a function start
  * (an FDE begins there) or a PLT entry, which a stray byte almost never
  * reaches. */
-static uintptr_t call_target(uintptr_t ret, const corral_module_t *m, const module_table_t *all,
+static uintptr_t call_target(uintptr_t ret, const corral_module_t *m, const corral_module_table_t *all,
                              corral_stub_refusal_t *why)
 {
   uintptr_t target = raw_call_target(ret, m);
@@ -426,7 +426,7 @@ static corral_stub_refusal_t point_call(uintptr_t ret, const uint8_t *stub, int 
 
 void _corral_stubs_install(corral_stub_request_t *req, unsigned n)
 {
-  const module_table_t *all = _corral_modules_current();
+  const corral_module_table_t *all = _corral_modules_current();
   uint8_t *stub[CORRAL_STUB_SITES];
   /* Stubs first, into pages still writable... */
   for (unsigned i = 0; i < n; i++) {
@@ -467,7 +467,7 @@ void _corral_stubs_install(corral_stub_request_t *req, unsigned n)
 /* The callee of a call that already leads to one of our stubs: a pool call
  * (patched by an earlier relocation) or a clause site's note stub, whose
  * own target says what the call enters. */
-static corral_stub_refusal_t restubbed(uintptr_t target, const module_table_t *all, corral_callee_t *callee)
+static corral_stub_refusal_t restubbed(uintptr_t target, const corral_module_table_t *all, corral_callee_t *callee)
 {
   int pool_call;
   uintptr_t next = stub_jump((const uint8_t *)target, &pool_call);
@@ -481,7 +481,7 @@ static corral_stub_refusal_t restubbed(uintptr_t target, const module_table_t *a
 
 void _corral_pool_calls_install(corral_pool_call_t *req, size_t n)
 {
-  const module_table_t *all = _corral_modules_current();
+  const corral_module_table_t *all = _corral_modules_current();
   for (size_t i = 0; i < n; i++) {
     corral_pool_call_t *r = &req[i];
     r->stub = NULL;
@@ -527,7 +527,7 @@ static uint8_t *none_stub_near(uintptr_t a, unsigned kind)
   return NULL;
 }
 
-void _corral_none_stubs_prepare(const module_table_t *all)
+void _corral_none_stubs_prepare(const corral_module_table_t *all)
 {
   if (!all) return;
   unsigned before = n_none;
@@ -548,7 +548,7 @@ void _corral_none_stubs_prepare(const module_table_t *all)
 
 corral_stub_refusal_t _corral_point_at_none(uintptr_t ret)
 {
-  const module_table_t *all = _corral_modules_current();
+  const corral_module_table_t *all = _corral_modules_current();
   const corral_module_t *m = all ? _corral_module_of(all, ret) : NULL;
   if (!m) return CORRAL_STUB_NOT_DIRECT;
   uintptr_t raw = raw_call_target(ret, m);

@@ -97,7 +97,7 @@ void _corral_pool_calls_install(corral_pool_call_t *req, size_t n);
  * and its nothrow form within reach of each module of `all` that has none yet,
  * written and sealed with their unwind information; at start-up and after
  * dlopen, not inside malloc. */
-void _corral_none_stubs_prepare(const module_table_t *all);
+void _corral_none_stubs_prepare(const corral_module_table_t *all);
 /* Points the `call rel32` to malloc, calloc, operator new (or new[]) or
  * their nothrow forms that returns to ret at its module's prepared none-way
  * stub: a site given back to the allocator underneath then skips the

@@ -25,7 +25,7 @@ static __thread unsigned alt_stack_misses __attribute__((tls_model("initial-exec
 /* A signal handler running on sigaltstack: walk within the alternate stack
  * (the walk ends at the signal frame); 1 then. One system call each time, never a
  * cached answer: the alternate stack may have been replaced and freed. */
-static __attribute__((noinline)) int alternate_stack(uintptr_t sp, unwind_stack_t *stack)
+static __attribute__((noinline)) int alternate_stack(uintptr_t sp, corral_unwind_stack_t *stack)
 {
   if (alt_stack_misses >= ALT_STACK_MISSES) return -1;
   stack_t alt;
@@ -43,7 +43,7 @@ static __attribute__((noinline)) int alternate_stack(uintptr_t sp, unwind_stack_
   return 1;
 }
 
-int _corral_unwind_stack(uintptr_t sp, unwind_stack_t *stack)
+int _corral_unwind_stack(uintptr_t sp, corral_unwind_stack_t *stack)
 {
   if (CORRAL_UNLIKELY(thread_stack.state != STACK_KNOWN)) {
     if (thread_stack.state != STACK_UNKNOWN) return -1;
@@ -68,7 +68,7 @@ int _corral_unwind_stack(uintptr_t sp, unwind_stack_t *stack)
 }
 
 
-int _corral_unwind_start(void *ret0, void *fp0, const unwind_stack_t *stack, unwind_frame_t *f)
+int _corral_unwind_start(void *ret0, void *fp0, const corral_unwind_stack_t *stack, corral_unwind_frame_t *f)
 {
   uintptr_t fp = (uintptr_t)fp0;
   if (!_corral_on_stack(stack, fp, 16)) return -1;
@@ -84,10 +84,10 @@ int _corral_unwind_start(void *ret0, void *fp0, const unwind_stack_t *stack, unw
    CFI rules, cached by pc
 --------------------------------------------------------------------------- */
 
-rule_slot_t *_corral_rule_cache;
+corral_rule_slot_t *_corral_rule_cache;
 
 /* cfa_off 24 bits, ra_off 8, bp_off 8 (in words), 2 flags, 1 valid, 16 check. */
-static uint64_t pack(const cfi_rule_t *r, uintptr_t pc)
+static uint64_t pack(const corral_cfi_rule_t *r, uintptr_t pc)
 {
   return ((uint64_t)(uint32_t)(r->cfa_off & 0xffffff))
        | ((uint64_t)(uint8_t)(r->ra_off / 8) << 24)
@@ -97,7 +97,7 @@ static uint64_t pack(const cfi_rule_t *r, uintptr_t pc)
 }
 
 /* A rule that packs without loss (offsets in words within range). */
-static int packable(const cfi_rule_t *r)
+static int packable(const corral_cfi_rule_t *r)
 {
   return r->cfa_off >= -(1 << 23) && r->cfa_off < (1 << 23) && r->ra_off % 8 == 0 && r->bp_off % 8 == 0
       && r->ra_off / 8 >= -128 && r->ra_off / 8 < 128 && r->bp_off / 8 >= -128 && r->bp_off / 8 < 128;
@@ -105,20 +105,20 @@ static int packable(const cfi_rule_t *r)
 
 void _corral_unwind_init(void)
 {
-  if (!_corral_rule_cache) _corral_rule_cache = _corral_os_map(RULE_SLOTS * sizeof(rule_slot_t));
+  if (!_corral_rule_cache) _corral_rule_cache = _corral_os_map(RULE_SLOTS * sizeof(corral_rule_slot_t));
 }
 
 void _corral_unwind_forget_rules(void)
 {
   /* Concurrent readers see either a rule or zeros (a miss): both are fine. */
-  rule_slot_t *cache = _corral_rule_cache;
+  corral_rule_slot_t *cache = _corral_rule_cache;
   if (!cache) return;
   for (size_t i = 0; i < RULE_SLOTS; i++) __atomic_store_n(&cache[i].pc, 0, __ATOMIC_RELAXED);
 }
 
-static int rule_for(const corral_module_t *m, uintptr_t pc, cfi_rule_t *r)
+static int rule_for(const corral_module_t *m, uintptr_t pc, corral_cfi_rule_t *r)
 {
-  rule_slot_t *cache = _corral_rule_cache;
+  corral_rule_slot_t *cache = _corral_rule_cache;
   uint64_t packed;
   if (CORRAL_LIKELY(cache != NULL) && _corral_rule_lookup(cache, pc, &packed)) {
     _corral_rule_unpack(packed, r);
@@ -126,7 +126,7 @@ static int rule_for(const corral_module_t *m, uintptr_t pc, cfi_rule_t *r)
   }
   if (_corral_cfi_rule(m->eh_frame_hdr, pc - 1, r)) return -1;
   if (cache && packable(r)) {
-    rule_slot_t *s = &cache[_corral_rule_slot(pc)];
+    corral_rule_slot_t *s = &cache[_corral_rule_slot(pc)];
     __atomic_store_n(&s->pc, pc, __ATOMIC_RELAXED);
     __atomic_store_n(&s->packed, pack(r, pc), __ATOMIC_RELEASE);
   }
@@ -137,15 +137,15 @@ static int rule_for(const corral_module_t *m, uintptr_t pc, cfi_rule_t *r)
    Steps
 --------------------------------------------------------------------------- */
 
-static int step_by_cfi(const corral_module_t *m, const unwind_stack_t *stack, unwind_frame_t *f)
+static int step_by_cfi(const corral_module_t *m, const corral_unwind_stack_t *stack, corral_unwind_frame_t *f)
 {
-  cfi_rule_t r;
+  corral_cfi_rule_t r;
   if (!m->eh_frame_hdr || rule_for(m, f->pc, &r)) return UNWIND_STOP;
   return _corral_unwind_apply_rule(&r, stack, f);
 }
 
 /* With frame pointers rbp points at [saved rbp, return address]. */
-static int step_by_fp(const unwind_stack_t *stack, unwind_frame_t *f)
+static int step_by_fp(const corral_unwind_stack_t *stack, corral_unwind_frame_t *f)
 {
   uintptr_t bp = f->bp;
   _corral_unwind_use_bp(f);
@@ -156,8 +156,8 @@ static int step_by_fp(const unwind_stack_t *stack, unwind_frame_t *f)
   return UNWIND_BY_FP;
 }
 
-int _corral_unwind_step_cached(const module_table_t *t, const unwind_stack_t *stack, unwind_frame_t *f,
-                               const corral_module_t **module)
+int _corral_unwind_step_cached(const corral_module_table_t *t, const corral_unwind_stack_t *stack,
+                               corral_unwind_frame_t *f, const corral_module_t **module)
 {
   const corral_module_t *m = *module;
   if (!m || f->pc < m->code_lo || f->pc >= m->code_hi) {
@@ -170,7 +170,7 @@ int _corral_unwind_step_cached(const module_table_t *t, const unwind_stack_t *st
   return step_by_cfi(m, stack, f);
 }
 
-int _corral_unwind_step(const module_table_t *t, const unwind_stack_t *stack, unwind_frame_t *f)
+int _corral_unwind_step(const corral_module_table_t *t, const corral_unwind_stack_t *stack, corral_unwind_frame_t *f)
 {
   const corral_module_t *none = NULL;
   return _corral_unwind_step_cached(t, stack, f, &none);

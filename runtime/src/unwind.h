@@ -22,17 +22,17 @@
 typedef struct unwind_trace_s {
   uintptr_t at[UNWIND_TRACE_MAX];
   unsigned n;               /* may exceed UNWIND_TRACE_MAX: the trace is then unusable */
-} unwind_trace_t;
+} corral_unwind_trace_t;
 
 typedef struct unwind_frame_s {
   uintptr_t pc, sp, bp;
   uintptr_t bp_from;        /* the slot bp was read from, until a step depends on it */
-  unwind_trace_t *trace;    /* NULL (set by _corral_unwind_start): reads are not recorded */
-} unwind_frame_t;
+  corral_unwind_trace_t *trace;    /* NULL (set by _corral_unwind_start): reads are not recorded */
+} corral_unwind_frame_t;
 
-static inline void _corral_unwind_record(unwind_frame_t *f, uintptr_t at)
+static inline void _corral_unwind_record(corral_unwind_frame_t *f, uintptr_t at)
 {
-  unwind_trace_t *t = f->trace;
+  corral_unwind_trace_t *t = f->trace;
   if (t) {
     if (t->n < UNWIND_TRACE_MAX) t->at[t->n] = at;
     t->n++;
@@ -40,7 +40,7 @@ static inline void _corral_unwind_record(unwind_frame_t *f, uintptr_t at)
 }
 
 /* Every return-address read of a walk goes through here, after validation. */
-static inline uintptr_t _corral_unwind_read(unwind_frame_t *f, uintptr_t at)
+static inline uintptr_t _corral_unwind_read(corral_unwind_frame_t *f, uintptr_t at)
 {
   _corral_unwind_record(f, at);
   return *(const uintptr_t *)at;
@@ -49,13 +49,13 @@ static inline uintptr_t _corral_unwind_read(unwind_frame_t *f, uintptr_t at)
 /* A saved rbp is recorded only once a step depends on it: in code without
  * frame pointers rbp holds data that changes every iteration but never
  * steers the walk, and recording it would defeat replays. */
-static inline uintptr_t _corral_unwind_read_bp(unwind_frame_t *f, uintptr_t at)
+static inline uintptr_t _corral_unwind_read_bp(corral_unwind_frame_t *f, uintptr_t at)
 {
   f->bp_from = at;
   return *(const uintptr_t *)at;
 }
 
-static inline void _corral_unwind_use_bp(unwind_frame_t *f)
+static inline void _corral_unwind_use_bp(corral_unwind_frame_t *f)
 {
   if (f->bp_from) {
     _corral_unwind_record(f, f->bp_from);
@@ -65,7 +65,7 @@ static inline void _corral_unwind_use_bp(unwind_frame_t *f)
 
 typedef struct unwind_stack_s {
   uintptr_t lo, hi;         /* readable stack: [lo, hi) */
-} unwind_stack_t;
+} corral_unwind_stack_t;
 
 /* This thread's own stack, looked up once (_corral_unwind_stack). lo and hi
  * stay 0 (thread-local storage starts zeroed) until state is STACK_KNOWN,
@@ -93,23 +93,23 @@ enum { UNWIND_STOP = 0, UNWIND_BY_FP = 1, UNWIND_BY_CFI = 2 };
  * handler's), or -1 when unknown: during the first lookup of this thread
  * (pthread_getattr_np may call malloc, which lands here again) or when `sp`
  * is on another stack (a coroutine's). */
-int _corral_unwind_stack(uintptr_t sp, unwind_stack_t *stack);
+int _corral_unwind_stack(uintptr_t sp, corral_unwind_stack_t *stack);
 
 /* The first frame of a walk from inside an entry point compiled with frame
  * pointers: ret0 = its __builtin_return_address(0), fp0 its
  * __builtin_frame_address(0). Returns -1 if fp0 is not on the stack. */
-int _corral_unwind_start(void *ret0, void *fp0, const unwind_stack_t *stack, unwind_frame_t *f);
+int _corral_unwind_start(void *ret0, void *fp0, const corral_unwind_stack_t *stack, corral_unwind_frame_t *f);
 
 /* Moves *f one frame outward (f->pc becomes the caller's return address).
  * Returns UNWIND_BY_FP or UNWIND_BY_CFI, or UNWIND_STOP at the end of the
  * stack, on an unknown module or on a frame that fails validation. */
-int _corral_unwind_step(const module_table_t *t, const unwind_stack_t *stack, unwind_frame_t *f);
+int _corral_unwind_step(const corral_module_table_t *t, const corral_unwind_stack_t *stack, corral_unwind_frame_t *f);
 
 /* Same, with *module caching the module of the previous pc (NULL at the
  * start of a walk): consecutive frames are mostly in one module, and this
  * saves the module search on most steps. */
-int _corral_unwind_step_cached(const module_table_t *t, const unwind_stack_t *stack, unwind_frame_t *f,
-                               const corral_module_t **module);
+int _corral_unwind_step_cached(const corral_module_table_t *t, const corral_unwind_stack_t *stack,
+                               corral_unwind_frame_t *f, const corral_module_t **module);
 
 /* ---- CFI rules, cached by pc (unwind.c fills the cache) -------------------
  * Direct-mapped, shared by all threads without locks. A slot is two words
@@ -123,23 +123,23 @@ int _corral_unwind_step_cached(const module_table_t *t, const unwind_stack_t *st
 typedef struct rule_slot_s {
   uintptr_t pc;
   uint64_t packed;          /* see pack() in unwind.c */
-} rule_slot_t;
+} corral_rule_slot_t;
 
-extern rule_slot_t *_corral_rule_cache;
+extern corral_rule_slot_t *_corral_rule_cache;
 
 static inline unsigned _corral_rule_slot(uintptr_t pc) { return (unsigned)((pc * 0x9E3779B97F4A7C15ull) >> 50); }
 static inline uint64_t _corral_rule_check(uintptr_t pc) { return ((pc * 0xC2B2AE3D27D4EB4Full) >> 48) << 48; }
 
-static inline int _corral_rule_lookup(const rule_slot_t *cache, uintptr_t pc, uint64_t *packed)
+static inline int _corral_rule_lookup(const corral_rule_slot_t *cache, uintptr_t pc, uint64_t *packed)
 {
-  const rule_slot_t *s = &cache[_corral_rule_slot(pc)];
+  const corral_rule_slot_t *s = &cache[_corral_rule_slot(pc)];
   uintptr_t key = __atomic_load_n(&s->pc, __ATOMIC_ACQUIRE);
   uint64_t v = __atomic_load_n(&s->packed, __ATOMIC_ACQUIRE);
   *packed = v;
   return key == pc && (v & ~0ull << 48) == _corral_rule_check(pc) && (v & RULE_VALID);
 }
 
-static inline void _corral_rule_unpack(uint64_t v, cfi_rule_t *r)
+static inline void _corral_rule_unpack(uint64_t v, corral_cfi_rule_t *r)
 {
   r->cfa_off = (int32_t)((uint32_t)v << 8) >> 8;     /* sign-extend 24 bits */
   r->ra_off = (int16_t)((int8_t)(v >> 24) * 8);
@@ -149,13 +149,14 @@ static inline void _corral_rule_unpack(uint64_t v, cfi_rule_t *r)
 }
 
 /* A slot of `bytes` at `at` lies inside the stack and is aligned. */
-static inline int _corral_on_stack(const unwind_stack_t *s, uintptr_t at, uintptr_t bytes)
+static inline int _corral_on_stack(const corral_unwind_stack_t *s, uintptr_t at, uintptr_t bytes)
 {
   return at >= s->lo && at <= s->hi - bytes && (at & 7) == 0;
 }
 
 /* One step by rule `r`, every read checked against the stack. */
-static inline int _corral_unwind_apply_rule(const cfi_rule_t *r, const unwind_stack_t *stack, unwind_frame_t *f)
+static inline int _corral_unwind_apply_rule(const corral_cfi_rule_t *r, const corral_unwind_stack_t *stack,
+                                            corral_unwind_frame_t *f)
 {
   if (r->cfa_on_bp) _corral_unwind_use_bp(f);
   uintptr_t cfa = (r->cfa_on_bp ? f->bp : f->sp) + (uintptr_t)(intptr_t)r->cfa_off;
@@ -172,8 +173,8 @@ static inline int _corral_unwind_apply_rule(const cfi_rule_t *r, const unwind_st
 /* The common case inline: pc in the same module as the previous frame, a
  * module with frame pointers, and a frame pointer that passes validation.
  * Anything else goes to _corral_unwind_step_cached. */
-static inline int _corral_unwind_step_inline(const module_table_t *t, const unwind_stack_t *stack,
-                                             unwind_frame_t *f, const corral_module_t **module)
+static inline int _corral_unwind_step_inline(const corral_module_table_t *t, const corral_unwind_stack_t *stack,
+                                             corral_unwind_frame_t *f, const corral_module_t **module)
 {
   const corral_module_t *m = *module;
   if (m && f->pc - m->code_lo < m->code_hi - m->code_lo) {
@@ -188,9 +189,9 @@ static inline int _corral_unwind_step_inline(const module_table_t *t, const unwi
       }
     } else {
       uint64_t packed;
-      const rule_slot_t *cache = _corral_rule_cache;
+      const corral_rule_slot_t *cache = _corral_rule_cache;
       if (cache && _corral_rule_lookup(cache, f->pc, &packed)) {
-        cfi_rule_t r;
+        corral_cfi_rule_t r;
         _corral_rule_unpack(packed, &r);
         return _corral_unwind_apply_rule(&r, stack, f);
       }

@@ -289,7 +289,7 @@ static uintptr_t entry_after(const hdr_table_t *t, uintptr_t pc)
   return lo;
 }
 
-int _corral_cfi_rule(const uint8_t *eh_frame_hdr, uintptr_t pc, cfi_rule_t *rule)
+int _corral_cfi_rule(const uint8_t *eh_frame_hdr, uintptr_t pc, corral_cfi_rule_t *rule)
 {
   hdr_table_t t;
   if (open_table(eh_frame_hdr, &t) || t.count == 0) return -1;

@@ -16,13 +16,13 @@ typedef struct cfi_rule_s {
   int16_t ra_off;           /* return address at CFA + ra_off */
   int16_t bp_off;           /* caller's rbp at CFA + bp_off, if bp_saved */
   uint8_t cfa_on_bp, bp_saved;
-} cfi_rule_t;
+} corral_cfi_rule_t;
 
 /* The rule in force at `pc` (a return address minus one), looked up in the
  * binary-search table of `eh_frame_hdr` (the PT_GNU_EH_FRAME segment).
  * Returns 0, or -1 if pc has no FDE or its CFI is beyond this reduced model
  * (a CFA expression, a CFA in another register). */
-int _corral_cfi_rule(const uint8_t *eh_frame_hdr, uintptr_t pc, cfi_rule_t *rule);
+int _corral_cfi_rule(const uint8_t *eh_frame_hdr, uintptr_t pc, corral_cfi_rule_t *rule);
 
 /* Start of the FDE that may hold pc (the last one starting at or before
  * it), or 0. */

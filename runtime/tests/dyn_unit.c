@@ -19,9 +19,9 @@ static int failures, checks;
    Wrapper list
 --------------------------------------------------------------------------- */
 
-static dynw_range_t ranges[16];
+static corral_dynw_range_t ranges[16];
 
-static int parse(const char *text, dynw_list_t *list, char *err) {
+static int parse(const char *text, corral_dynw_list_t *list, char *err) {
   static char buf[4096];
   snprintf(buf, sizeof buf, "%s", text);
   list->ranges = ranges;
@@ -30,7 +30,7 @@ static int parse(const char *text, dynw_list_t *list, char *err) {
 }
 
 static void test_parse_good(void) {
-  dynw_list_t list;
+  corral_dynw_list_t list;
   char err[128] = "";
   const char *text =
       "corral-wrappers 1\n"
@@ -53,7 +53,7 @@ static void test_parse_good(void) {
 }
 
 static void expect_refused(const char *text, const char *reason_part) {
-  dynw_list_t list;
+  corral_dynw_list_t list;
   char err[128] = "";
   int rc = parse(text, &list, err);
   checks++;
@@ -77,7 +77,7 @@ static void test_parse_bad(void) {
 }
 
 static void test_relocate_and_find(void) {
-  dynw_list_t list;
+  corral_dynw_list_t list;
   char err[128];
   CHECK(parse("corral-wrappers 1\nmodule 0 - a\nmodule 1 - b\nmodule 2 - c\n"
               "wrapper 0+0x100..0x140 a1\nwrapper 0+0x200..0x210 a2\n"
@@ -86,11 +86,11 @@ static void test_relocate_and_find(void) {
   list.modules[0].loaded = 1; list.modules[0].bias = 0x7000000;
   list.modules[1].loaded = 1; list.modules[1].bias = 0x1000;
   static char mem[4096];
-  dynw_view_t *view = (dynw_view_t *)mem;
+  corral_dynw_view_t *view = (corral_dynw_view_t *)mem;
   CHECK(_corral_dynw_view_size(&list) <= sizeof mem);
   CHECK(_corral_dynw_publish(&list, view) == 3);
   CHECK(view->ranges[0].lo == 0x1100 && view->ranges[2].lo == 0x7000200);
-  const dynw_range_t *r = _corral_dynw_find(&list, 0x7000100);
+  const corral_dynw_range_t *r = _corral_dynw_find(&list, 0x7000100);
   CHECK(r && strcmp(r->name, "a1") == 0);
   CHECK(_corral_dynw_find(&list, 0x700013f) == r);
   CHECK(_corral_dynw_find(&list, 0x7000140) == NULL);     /* hi is exclusive */
@@ -105,7 +105,7 @@ static void test_relocate_and_find(void) {
    Merging
 --------------------------------------------------------------------------- */
 
-static dynm_t m;
+static corral_dynm_t m;
 static void *mem;
 
 static void fresh(uint32_t contexts) {
@@ -119,7 +119,7 @@ static void test_type1_link_merges_same_size(void) {
   fresh(8);
   _corral_dynm_note_size(&m, 1, 24);
   _corral_dynm_note_size(&m, 2, 24);
-  dynm_merge_t out;
+  corral_dynm_merge_t out;
   int merged = 0;
   for (int i = 0; i < DYNM_EVIDENCE - 1; i++) merged |= _corral_dynm_observe(&m, 2, 8, 1, &out);
   CHECK(!merged);                                      /* below the evidence threshold */
@@ -133,7 +133,7 @@ static void test_no_merge_of_different_sizes_or_self(void) {
   _corral_dynm_note_size(&m, 1, 24);
   _corral_dynm_note_size(&m, 2, 32);
   _corral_dynm_note_size(&m, 3, 24);
-  dynm_merge_t out;
+  corral_dynm_merge_t out;
   int merged = 0;
   for (int i = 0; i < 50; i++) {
     merged |= _corral_dynm_observe(&m, 1, 8, 2, &out);   /* sizes differ */
@@ -148,7 +148,7 @@ static void test_mixed_size_pools_never_merge(void) {
   _corral_dynm_note_size(&m, 1, 24);
   CHECK(_corral_dynm_note_size(&m, 1, 40) == DYNM_SIZE_MIXED);
   _corral_dynm_note_size(&m, 2, 24);
-  dynm_merge_t out;
+  corral_dynm_merge_t out;
   int merged = 0;
   for (int i = 0; i < 50; i++) merged |= _corral_dynm_observe(&m, 2, 0, 1, &out);
   CHECK(!merged);
@@ -160,7 +160,7 @@ static void test_type2_one_field_two_pools(void) {
   _corral_dynm_note_size(&m, 4, 8);    /* payload site A */
   _corral_dynm_note_size(&m, 5, 8);    /* payload site B */
   _corral_dynm_note_size(&m, 6, 8);    /* same size, pointed to from another field */
-  dynm_merge_t out;
+  corral_dynm_merge_t out;
   int merged = 0;
   for (int i = 0; i < 10; i++) merged |= _corral_dynm_observe(&m, 1, 8, 6, &out);
   CHECK(!merged);
@@ -182,7 +182,7 @@ static void test_merged_source_pools_share_fields(void) {
   _corral_dynm_note_size(&m, h3, 16);
   _corral_dynm_note_size(&m, h2, 4);
   _corral_dynm_note_size(&m, h4, 4);
-  dynm_merge_t out;
+  corral_dynm_merge_t out;
   for (int i = 0; i < DYNM_EVIDENCE; i++) _corral_dynm_observe(&m, h1, 8, h3, &out);
   CHECK(_corral_dynm_find(&m, h3) == h1);
   CHECK(_corral_dynm_observe(&m, h1, 0, h2, &out) == 0);
@@ -195,7 +195,7 @@ static void test_merged_source_pools_share_fields(void) {
 static void test_chains_of_merges_find_one_root(void) {
   fresh(16);
   for (uint32_t c = 1; c < 9; c++) _corral_dynm_note_size(&m, c, 32);
-  dynm_merge_t out;
+  corral_dynm_merge_t out;
   for (uint32_t c = 2; c < 9; c++)
     for (int i = 0; i < DYNM_EVIDENCE; i++) _corral_dynm_observe(&m, c, 0, c - 1, &out);
   for (uint32_t c = 1; c < 9; c++) CHECK(_corral_dynm_find(&m, c) == 1);
@@ -206,8 +206,8 @@ static void test_chains_of_merges_find_one_root(void) {
    Site and context tables
 --------------------------------------------------------------------------- */
 
-static dync_chain_t chain_of(int depth, uintptr_t first) {
-  dync_chain_t c;
+static corral_dync_chain_t chain_of(int depth, uintptr_t first) {
+  corral_dync_chain_t c;
   memset(&c, 0, sizeof c);
   c.depth = (uint32_t)depth;
   for (int i = 0; i < depth; i++) c.frames[i] = first + (uintptr_t)i * 0x100;
@@ -215,16 +215,16 @@ static dync_chain_t chain_of(int depth, uintptr_t first) {
 }
 
 static void test_sites_and_chains(void) {
-  dync_t t;
+  corral_dync_t t;
   void *tmem = calloc(1, _corral_dync_bytes(64));
   _corral_dync_init(&t, tmem, 64);
   CHECK(_corral_dync_site(&t, 0x401000) == NULL);
-  dync_site_t *s = _corral_dync_add_site(&t, 0x401000, DYNC_SITE_WRAPPER);
+  corral_dync_site_t *s = _corral_dync_add_site(&t, 0x401000, DYNC_SITE_WRAPPER);
   CHECK(s && s->kind == DYNC_SITE_WRAPPER && s->ctx == DYNC_NONE);
   CHECK(_corral_dync_site(&t, 0x401000) == s);
   CHECK(_corral_dync_add_site(&t, 0x401000, DYNC_SITE_PLAIN) == s);   /* first answer stays */
   int created;
-  dync_chain_t a = chain_of(1, 0x401000), b = chain_of(2, 0x401000), c = chain_of(2, 0x402000);
+  corral_dync_chain_t a = chain_of(1, 0x401000), b = chain_of(2, 0x401000), c = chain_of(2, 0x402000);
   uint32_t ia = _corral_dync_intern(&t, &a, &created);
   CHECK(created && ia == 0);
   uint32_t ib = _corral_dync_intern(&t, &b, &created);
@@ -235,7 +235,7 @@ static void test_sites_and_chains(void) {
   /* filling up: context ids run out cleanly */
   uint32_t last = 0;
   for (int i = 0; i < 100; i++) {
-    dync_chain_t x = chain_of(3, 0x500000 + (uintptr_t)i * 0x10000);
+    corral_dync_chain_t x = chain_of(3, 0x500000 + (uintptr_t)i * 0x10000);
     last = _corral_dync_intern(&t, &x, &created);
   }
   CHECK(last == DYNC_NONE && t.context_count == 64 && t.full > 0);

@@ -11,9 +11,9 @@ static int failed, passed;
 
 #define CHECK(cond) do { if (cond) passed++; else { failed++; printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); } } while (0)
 
-static plan_clause_t clauses[PLAN_MAX_CLAUSES + 1];
-static plan_direct_t directs[16];
-static plan_t plan;
+static corral_plan_clause_t clauses[PLAN_MAX_CLAUSES + 1];
+static corral_plan_direct_t directs[16];
+static corral_plan_t plan;
 static char err[256];
 
 /* Parses a copy of `text`; returns the parser's result, reason in err. */
