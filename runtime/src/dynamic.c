@@ -549,10 +549,10 @@ enum { DYN_GIVEN_BACK_REMOTE, DYN_GIVEN_BACK_SMALL };
 
 /* A context given back whose frame 0 is its own call site (not inside a
  * wrapper, where the call serves other contexts too): when that call is a
- * direct call to malloc, calloc or operator new, point it at the entry's none way,
- * so its allocations skip the lookup and go straight to the allocator
- * underneath. Under the lock; the stubs were prepared at start-up or after
- * dlopen. */
+ * direct call to malloc, calloc or operator new, point it at the entry's
+ * none way, so its allocations skip the lookup and go straight to the
+ * allocator underneath. Under the lock; the stubs were prepared at
+ * start-up or after dlopen. */
 static void point_at_none(uint32_t id) {
   const corral_dync_chain_t *chain = &dyn.table.chains[id];
   if (chain->depth != 1) return;
@@ -595,8 +595,8 @@ static void give_back(uint32_t id, int why) {
  *   handed out;
  * - when its live objects fit in a page (allocation-heavy, short-lived:
  *   each object is freed before many more are made): the allocator
- *   underneath keeps so few objects in the same few hot lines, so the pool
- *   has nothing to lay out and only costs its lookup and its free. A
+ *   underneath keeps those few in a few hot lines anyway, so the pool has
+ *   nothing to lay out and only costs its lookup and its free. A
  *   structure still being built looks small only to the pool's eager
  *   samples, which are at most half of the first DYN_JUDGE_AFTER: by its
  *   first steady sample it has grown by hundreds of objects.
@@ -605,7 +605,8 @@ static void judge_pool(uint32_t id, void *p) {
   corral_chunk_t *chunk = _corral_chunk_header((uintptr_t)p);
   long undrained = atomic_load_explicit(&chunk->balance, memory_order_relaxed);
   uint64_t remote = chunk->drained + (uint64_t)(undrained > 0 ? undrained : 0);
-  size_t object = chunk->block_size ? chunk->block_size : (sample_size + CORRAL_GRANULE - 1) & ~(size_t)(CORRAL_GRANULE - 1);
+  size_t object = chunk->block_size ? chunk->block_size
+                                    : (sample_size + CORRAL_GRANULE - 1) & ~(size_t)(CORRAL_GRANULE - 1);
   dyn_ctx_t *c = &dyn.ctx[id];
   c->checks++;
   if (remote * 2 > chunk->counted_allocs) c->remote_heavy++;

@@ -152,9 +152,9 @@ typedef enum {
 
 const char *_corral_where_text(corral_where_t w);
 
-/* Chunk headers are coloured: the header of the k-th chunk of a range sits
- * k' pages and k' cache lines past the chunk's start, k' = k mod the
- * layout's colours (64 for chunks of 1 MiB and more, fewer for smaller
+/* Chunk headers are coloured: the header of chunk number k (its address
+ * over the chunk size) sits k' pages and k' cache lines past the chunk's
+ * start, k' = k mod the layout's colours (64 for chunks of 1 MiB and more, fewer for smaller
  * chunks, so that colouring takes at most a quarter of a chunk). Blocks
  * follow the header. Chunks are aligned to their size, so without colours
  * every header would fall into one set of each cache indexed by low address

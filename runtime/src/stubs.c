@@ -509,8 +509,8 @@ void _corral_pool_calls_install(corral_pool_call_t *req, size_t n)
 /* ---- dynamic mode: given-back sites to the none way ------------------------ */
 
 /* None-way stubs of the entry points dynamic mode decides (malloc, calloc,
- * operator new and its nothrow form), a set within reach of each module's code,
- * written and sealed at a safe point (start-up, after dlopen) so that
+ * operator new and its nothrow form), a set within reach of each module's
+ * code, written and sealed at a safe point (start-up, after dlopen) so that
  * pointing a call at one (_corral_point_at_none) writes no stub and
  * registers no unwind table: that happens inside malloc. */
 static const corral_callee_t none_callees[] = {CORRAL_CALLS_MALLOC, CORRAL_CALLS_CALLOC, CORRAL_CALLS_NEW,

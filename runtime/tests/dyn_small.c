@@ -5,9 +5,9 @@
  * builds a list that starts small and keeps growing; a third zeroes scratch
  * blocks with calloc, which must come zeroed even when reused. The scratch
  * pools are given back; the list's pool stays, though its first samples
- * saw it under a page. With `threads`, two threads run the scratch loop at once, so
- * that the call is pointed at the none way while the other thread may be
- * executing it. Prints where the last objects landed. */
+ * saw it under a page. With `threads`, two threads run the scratch loop at
+ * once, so that the call is pointed at the none way while the other thread
+ * may be executing it. Prints where the last objects landed. */
 #include "../include/corral.h"
 
 #include <pthread.h>
