@@ -8,6 +8,8 @@
 #ifndef CORRAL_DEBUG_H
 #define CORRAL_DEBUG_H
 
+#include "attributes.h"
+
 #ifndef CORRAL_DEBUG
 #define CORRAL_DEBUG 0
 #endif
@@ -17,7 +19,7 @@
 
 #if CORRAL_DEBUG
 void _corral_debug_fail(const char *file, int line, const char *what) __attribute__((noreturn, cold));
-#define CORRAL_ASSERT(e) (__builtin_expect(!!(e), 1) ? (void)0 : _corral_debug_fail(__FILE__, __LINE__, #e))
+#define CORRAL_ASSERT(e) (CORRAL_LIKELY(e) ? (void)0 : _corral_debug_fail(__FILE__, __LINE__, #e))
 #else
 #define CORRAL_ASSERT(e) ((void)0)
 #endif

@@ -345,7 +345,7 @@ static void size_changed(dyn_ctx_t *c, uint32_t id, uint32_t size) {
  * and its payload alternately would only ever show one kind of node). */
 static inline uint32_t next_interval(uint32_t mean) {
   uint64_t x = sample_rng;
-  if (__builtin_expect(!x, 0)) x = _corral_rdtsc() | 1;
+  if (CORRAL_UNLIKELY(!x)) x = _corral_rdtsc() | 1;
   x ^= x << 13; x ^= x >> 7; x ^= x << 17;
   sample_rng = x;
   return 1 + (uint32_t)((x >> 33) % (2 * mean - 1));
@@ -356,7 +356,7 @@ static void maybe_sample(dyn_ctx_t *c, uint32_t id, size_t size) {
    * each field is read once, so two threads can at worst take one sample
    * too many or too few, never wrap a count around. */
   uint32_t left = __atomic_load_n(&c->eager_left, __ATOMIC_RELAXED);
-  if (__builtin_expect(left != 0, 0)) {
+  if (CORRAL_UNLIKELY(left != 0)) {
     uint32_t tick = __atomic_load_n(&c->eager_tick, __ATOMIC_RELAXED);
     if (tick > 1) {
       __atomic_store_n(&c->eager_tick, tick - 1, __ATOMIC_RELAXED);
@@ -412,15 +412,15 @@ int _corral_dyn_identify(void *ret0, void *fp0, size_t size) {
   uintptr_t r0 = (uintptr_t)ret0;
   const corral_dync_site_t *s = _corral_dync_site(&dyn.table, r0);
   uint32_t id = s ? __atomic_load_n(&s->ctx, __ATOMIC_ACQUIRE) : DYNC_NONE;
-  if (__builtin_expect(id == DYNC_NONE, 0)) {
+  if (CORRAL_UNLIKELY(id == DYNC_NONE)) {
     id = s && s->kind == DYNC_SITE_WRAPPER ? context_through_wrappers(s, r0, fp0) : context_of_new_site(r0, fp0);
     if (id == DYNC_NONE) return -1;      /* tables full: base allocator */
   }
   dyn_ctx_t *c = &dyn.ctx[id];
   uint32_t known = __atomic_load_n(&c->size, __ATOMIC_RELAXED);
-  if (__builtin_expect(known != size && known != DYNM_SIZE_MIXED, 0)) size_changed(c, id, (uint32_t)size);
+  if (CORRAL_UNLIKELY(known != size && known != DYNM_SIZE_MIXED)) size_changed(c, id, (uint32_t)size);
   int g = __atomic_load_n(&dyn.ctx[_corral_dynm_find(&dyn.merge, id)].group, __ATOMIC_ACQUIRE);
-  if (__builtin_expect(g < 0, 0)) {
+  if (CORRAL_UNLIKELY(g < 0)) {
     uint32_t n = __atomic_load_n(&c->allocs, __ATOMIC_RELAXED);
     if (n == UINT32_MAX) {               /* given back, or qualified when no group id was left */
       publish_fast(s, id, epoch, -1, c);

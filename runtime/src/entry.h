@@ -20,7 +20,6 @@
 /* Internal: every declaration below is of this library, not exported. */
 #pragma GCC visibility push(hidden)
 
-#define CORRAL_INLINE static inline __attribute__((always_inline))
 /* Largest alignment a group serves; larger ones go to the next allocator. */
 #define CORRAL_MAX_GROUP_ALIGN 4096
 

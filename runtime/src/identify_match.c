@@ -30,7 +30,7 @@ static __thread corral_ident_counters_t *thread_counters __attribute__((tls_mode
 static corral_ident_counters_t *counters(void)
 {
   corral_ident_counters_t *c = thread_counters;
-  if (__builtin_expect(c == NULL, 0)) {
+  if (CORRAL_UNLIKELY(c == NULL)) {
     unsigned slot = __atomic_fetch_add(&_corral_ident.counters_used, 1, __ATOMIC_RELAXED);
     if (slot >= IDENT_COUNTER_SLOTS) slot = IDENT_COUNTER_SLOTS - 1;
     c = thread_counters = &_corral_ident.counters[slot];

@@ -13,12 +13,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "attributes.h"
+
 /* Internal: every declaration below is of this library, not exported. */
 #pragma GCC visibility push(hidden)
-
-#define CORRAL_EXPORT __attribute__((visibility("default")))
-#define CORRAL_LIKELY(x) __builtin_expect(!!(x), 1)
-#define CORRAL_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 /* ---- messages (message.c) ------------------------------------------------ */
 

@@ -8,12 +8,12 @@
 #include <cstdint>
 #include <new>
 
+#include "attributes.h"
 #include "gates.h"
 extern "C" {
 #include "next.h"
 }
 
-#define CORRAL_EXPORT __attribute__((visibility("default")))
 #define RET0 __builtin_return_address(0)
 #define FP0 __builtin_frame_address(0)
 
@@ -45,7 +45,7 @@ __attribute__((noinline)) void *new_failed(std::size_t size, std::size_t align, 
 inline void *new_at(std::size_t size, std::size_t align, void *ret0, void *fp0, bool nothrow)
 {
   void *p = _corral_new_alloc(size, align, ret0, fp0);
-  if (__builtin_expect(p != nullptr, 1)) return p;
+  if (CORRAL_LIKELY(p != nullptr)) return p;
   return new_failed(size, align, ret0, fp0, nothrow);
 }
 
@@ -59,8 +59,8 @@ inline void *new_at(std::size_t size, std::size_t align, void *ret0, void *fp0, 
 // The next allocator's block; nullptr when corral may group n or it failed.
 inline void *from_next(std::size_t n)
 {
-  if (__builtin_expect(n >= __atomic_load_n(&_corral_gates.forward_from, __ATOMIC_ACQUIRE) ||
-                       _corral_gate_open(&_corral_gates.on_new), 1))
+  if (CORRAL_LIKELY(n >= __atomic_load_n(&_corral_gates.forward_from, __ATOMIC_ACQUIRE) ||
+                    _corral_gate_open(&_corral_gates.on_new)))
     return _corral_next.malloc(n);
   return nullptr;
 }
