@@ -1,7 +1,6 @@
 /* Grouped allocation and free past the fast paths of heap.h: the choice
  * between block and mixed chunks, counting for statistics and dynamic mode,
- * frees by other threads, double frees, and the drain of a chunk's remote
- * stack. */
+ * frees by other threads and double frees. */
 #include "dynamic.h"
 #include "heap.h"
 
@@ -15,27 +14,6 @@ const char *_corral_where_text(corral_where_t w)
   case CORRAL_NOT_A_START: return "not an object start";
   default: return "not group memory";
   }
-}
-
-/* Whether a remote free pushed onto `head` is counted in the chunk's balance:
- * while the chunk is retired, so the freer of its last object can tell, and
- * always in dynamic mode, whose samples judge the undrained count. Otherwise
- * a remote free is one atomic, not two. */
-static inline int remote_counted(uintptr_t head)
-{
-  return (head & CORRAL_REMOTE_COUNTED) || _corral_dyn_on;
-}
-
-void _corral_chunk_drain(corral_chunk_t *c, uintptr_t counted)
-{
-  uintptr_t head = atomic_exchange_explicit(&c->remote, counted, memory_order_acquire);
-  void *list = (void *)(head & ~CORRAL_REMOTE_COUNTED);
-  long n = c->block_size ? _corral_block_drain(c, list) : _corral_mixed_drain(c, list);
-  CORRAL_ASSERT(c->live >= (size_t)n);
-  c->live -= (size_t)n;
-  c->drained += (uint64_t)n;
-  if (n && remote_counted(head)) atomic_fetch_sub_explicit(&c->balance, n, memory_order_relaxed);
-  _corral_debug_check_chunk(c);
 }
 
 /* Counting, when statistics ask for it: the thread's group counters, the
@@ -87,7 +65,7 @@ __attribute__((noinline)) void _corral_free_remote(corral_chunk_t *c, void *p)
                                                   memory_order_release, memory_order_relaxed));
   /* Count after pushing (see chunk.c): exactly CORRAL_RETIRED means c is
    * retired and this was its last object. */
-  if (remote_counted(head) && atomic_fetch_add_explicit(&c->balance, 1, memory_order_acq_rel) + 1 == CORRAL_RETIRED)
+  if (_corral_remote_counted(head) && atomic_fetch_add_explicit(&c->balance, 1, memory_order_acq_rel) + 1 == CORRAL_RETIRED)
     _corral_chunk_release(c);
 }
 

@@ -15,7 +15,6 @@
 
 #include <string.h>
 
-corral_lock_t _corral_heap_lock = CORRAL_LOCK_INIT;
 corral_layout_t _corral_layout;
 atomic_uint _corral_range_count;
 uintptr_t _corral_range_lo[CORRAL_MAX_RANGES], _corral_range_carved[CORRAL_MAX_RANGES];
@@ -156,6 +155,18 @@ static void retired_remove(corral_chunk_t *c)
   if (c->next) c->next->prev = c->prev;
   c->next = c->prev = NULL;
   c->in_retired = 0;
+}
+
+void _corral_chunk_drain(corral_chunk_t *c, uintptr_t counted)
+{
+  uintptr_t head = atomic_exchange_explicit(&c->remote, counted, memory_order_acquire);
+  void *list = (void *)(head & ~CORRAL_REMOTE_COUNTED);
+  long n = c->block_size ? _corral_block_drain(c, list) : _corral_mixed_drain(c, list);
+  CORRAL_ASSERT(c->live >= (size_t)n);
+  c->live -= (size_t)n;
+  c->drained += (uint64_t)n;
+  if (n && _corral_remote_counted(head)) atomic_fetch_sub_explicit(&c->balance, n, memory_order_relaxed);
+  _corral_debug_check_chunk(c);
 }
 
 /* Under the lock: give an empty chunk back to the pool. */

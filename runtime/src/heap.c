@@ -8,6 +8,8 @@
 #include <string.h>
 
 
+/* The chunk pool's and the heap registry's lock (lock.h). */
+corral_lock_t _corral_heap_lock = CORRAL_LOCK_INIT;
 corral_heap_t *_corral_heaps;                  /* registry, under _corral_heap_lock */
 __thread corral_heap_t *_corral_tls_heap __attribute__((tls_model("initial-exec")));
 __thread corral_heap_t *_corral_tls_fast __attribute__((tls_model("initial-exec"))) = &_corral_no_heap;

@@ -6,6 +6,7 @@
 #define CORRAL_HEAP_H
 
 #include "debug.h"
+#include "dynamic.h"
 #include "gates.h"
 #include "internal.h"
 #include "size_class.h"
@@ -361,8 +362,18 @@ static inline __attribute__((always_inline)) int _corral_free_owned(void *p)
   return 0;
 }
 
+/* Whether a remote free pushed onto `head` is counted in the chunk's balance:
+ * while the chunk is retired, so the freer of its last object can tell, and
+ * always in dynamic mode, whose samples judge the undrained count. Otherwise
+ * a remote free is one atomic, not two. */
+static inline int _corral_remote_counted(uintptr_t head)
+{
+  return (head & CORRAL_REMOTE_COUNTED) || _corral_dyn_on;
+}
+
 /* Owner: moves the objects other threads freed onto c's lists and leaves
- * `remote` empty with flag `counted` (0, or CORRAL_REMOTE_COUNTED). */
+ * `remote` empty with flag `counted` (0, or CORRAL_REMOTE_COUNTED)
+ * (chunk.c). */
 void _corral_chunk_drain(corral_chunk_t *c, uintptr_t counted);
 
 /* Group of any pointer into a chunk held by a group, or -1. */
