@@ -439,12 +439,13 @@ int _corral_dyn_identify(void *ret0, void *fp0, size_t size) {
   return g;
 }
 
-/* What the fast way decided for a request of `size` (at most max_size)
- * from the call returning to ret: forward it, here is the block, or take
- * the full way. */
+/* What the fast way decided for a request of `size` from the call
+ * returning to ret: forward it (every size above max_size), here is the
+ * block, or take the full way. */
 enum { FAST_FULL, FAST_FORWARD, FAST_POPPED };
 
 static inline __attribute__((always_inline)) int fast_way(size_t size, uintptr_t ret, void **block) {
+  if (size > dyn.max_size) return FAST_FORWARD;
   const corral_dync_site_t *s = _corral_dync_site(&dyn.table, ret);
   if (CORRAL_UNLIKELY(s == NULL)) return FAST_FULL;
   uint64_t f = __atomic_load_n(&s->fast, __ATOMIC_ACQUIRE);
@@ -470,10 +471,9 @@ static inline __attribute__((always_inline)) int fast_way(size_t size, uintptr_t
  * way, which decides from scratch. */
 void *_corral_dyn_malloc(size_t size) {
   void *p;
-  if (size > dyn.max_size) return _corral_next.malloc(size);       /* below max_size: errno is the next's */
   switch (fast_way(size, (uintptr_t)__builtin_return_address(0), &p)) {
   case FAST_POPPED: return p;
-  case FAST_FORWARD: return _corral_next.malloc(size);
+  case FAST_FORWARD: return _corral_next.malloc(size);       /* errno is the next's */
   default: return _corral_malloc_rest(size);
   }
 }
@@ -483,28 +483,34 @@ void *_corral_dyn_calloc(size_t n, size_t size) {
   void *p;
   size_t total;
   if (__builtin_mul_overflow(n, size, &total)) return _corral_calloc_rest(n, size);   /* it says ENOMEM */
-  int way = total > dyn.max_size ? FAST_FORWARD : fast_way(total, (uintptr_t)__builtin_return_address(0), &p);
-  if (way == FAST_POPPED) return memset(p, 0, total);
-  if (way == FAST_FORWARD) return _corral_next.calloc(n, size);     /* errno is the next's */
-  return _corral_calloc_rest(n, size);
+  switch (fast_way(total, (uintptr_t)__builtin_return_address(0), &p)) {
+  case FAST_POPPED: return memset(p, 0, total);
+  case FAST_FORWARD: return _corral_next.calloc(n, size);     /* errno is the next's */
+  default: return _corral_calloc_rest(n, size);
+  }
 }
 
-/* The same for operator new and new[] (new.cc), whose full ways call the
- * new-handler or throw when the allocator underneath fails. */
-void *_corral_dyn_new(size_t size) {
+/* The block for operator new from the call returning to ret, or NULL when
+ * its full way must decide, or call the new-handler or throw because the
+ * allocator underneath failed. */
+static inline __attribute__((always_inline)) void *new_fast(size_t size, uintptr_t ret) {
   void *p;
-  int way = size > dyn.max_size ? FAST_FORWARD : fast_way(size, (uintptr_t)__builtin_return_address(0), &p);
-  if (way == FAST_POPPED) return p;
-  if (way == FAST_FORWARD && (p = _corral_next.malloc(size))) return p;
-  return _corral_new_rest(size);
+  switch (fast_way(size, ret, &p)) {
+  case FAST_POPPED: return p;
+  case FAST_FORWARD: return _corral_next.malloc(size);
+  default: return NULL;
+  }
+}
+
+/* The same for operator new and new[] (new.cc), and their nothrow forms. */
+void *_corral_dyn_new(size_t size) {
+  void *p = new_fast(size, (uintptr_t)__builtin_return_address(0));
+  return CORRAL_LIKELY(p != NULL) ? p : _corral_new_rest(size);
 }
 
 void *_corral_dyn_new_nothrow(size_t size) {
-  void *p;
-  int way = size > dyn.max_size ? FAST_FORWARD : fast_way(size, (uintptr_t)__builtin_return_address(0), &p);
-  if (way == FAST_POPPED) return p;
-  if (way == FAST_FORWARD && (p = _corral_next.malloc(size))) return p;
-  return _corral_new_rest_nothrow(size);
+  void *p = new_fast(size, (uintptr_t)__builtin_return_address(0));
+  return CORRAL_LIKELY(p != NULL) ? p : _corral_new_rest_nothrow(size);
 }
 
 void _corral_dyn_allocated(void *p) {
