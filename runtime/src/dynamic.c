@@ -611,8 +611,7 @@ static void judge_pool(uint32_t id, void *p) {
   corral_chunk_t *chunk = _corral_chunk_header((uintptr_t)p);
   long undrained = atomic_load_explicit(&chunk->balance, memory_order_relaxed);
   uint64_t remote = chunk->drained + (uint64_t)(undrained > 0 ? undrained : 0);
-  size_t object = chunk->block_size ? chunk->block_size
-                                    : (sample_size + CORRAL_GRANULE - 1) & ~(size_t)(CORRAL_GRANULE - 1);
+  size_t object = chunk->block_size ? chunk->block_size : _corral_granules(sample_size) * CORRAL_GRANULE;
   dyn_ctx_t *c = &dyn.ctx[id];
   c->checks++;
   if (remote * 2 > chunk->counted_allocs) c->remote_heavy++;

@@ -177,6 +177,12 @@ static inline uintptr_t _corral_chunk_base(const corral_chunk_t *c)
   return (uintptr_t)c & _corral_layout.chunk_mask;
 }
 
+/* Granules a mixed chunk gives an object of `size` bytes (0 takes one). */
+static inline size_t _corral_granules(size_t size)
+{
+  return size ? (size + CORRAL_GRANULE - 1) / CORRAL_GRANULE : 1;
+}
+
 static inline size_t _corral_granule_index(corral_chunk_t *c, const void *p)
 {
   return ((uintptr_t)p - (uintptr_t)c) / CORRAL_GRANULE;

@@ -10,11 +10,6 @@
  * threads push onto the chunk's `remote` stack, which the owner drains. */
 #include "heap.h"
 
-static inline size_t granules_of(size_t size)
-{
-  return size ? (size + CORRAL_GRANULE - 1) / CORRAL_GRANULE : 1;
-}
-
 /* kind 0: start bit, 1: end bit, of granule i. */
 static inline void set_bit(uint64_t *bits, size_t i, int kind)
 {
@@ -109,7 +104,7 @@ static void *split_alloc(corral_chunk_t *c, size_t k, size_t align)
  * an adopted chunk may still lack room). */
 void *_corral_mixed_alloc(corral_heap_t *h, unsigned pool, size_t size, size_t align)
 {
-  size_t k = granules_of(size);
+  size_t k = _corral_granules(size);
   if (align < CORRAL_GRANULE) align = CORRAL_GRANULE;
   corral_chunk_t *c = h->cur[pool];
   void *p;
