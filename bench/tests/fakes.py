@@ -2,6 +2,7 @@
 be checked without timing anything."""
 
 from corral.bench.runner import RunResult
+from corral.bench.workloads import parse_checksum
 
 
 class FakeWorkload:
@@ -15,6 +16,12 @@ class FakeWorkload:
     def command(self, args):
         return ["fake", *args]
 
+    def invocation(self, args):
+        return self.command(args), None
+
+    def checksum_of(self, stdout):
+        return parse_checksum(stdout)
+
 
 class ScriptedRunner:
     """Returns, for each configuration (told apart by LD_PRELOAD), the next
@@ -25,7 +32,7 @@ class ScriptedRunner:
         self.checksums = checksums_by_preload or {}
         self.calls = []
 
-    def __call__(self, argv, env):
+    def __call__(self, argv, env, stdin=None):
         key = env.get("LD_PRELOAD", "")
         self.calls.append((key, tuple(argv)))
         checksum = self.checksums.get(key, "00000000000000aa")
@@ -34,7 +41,7 @@ class ScriptedRunner:
 
 def fixed_misses(by_preload, seen=None):
     """Scripted miss counts per LD_PRELOAD; `seen` collects the argv of each call."""
-    def count(argv, env):
+    def count(argv, env, stdin=None):
         if seen is not None:
             seen.append(tuple(argv))
         d1, ll = by_preload[env.get("LD_PRELOAD", "")]

@@ -114,7 +114,7 @@ def test_at_least_one_pair(tmp_path):
 def test_first_run_of_a_runtime_configuration_writes_statistics(tmp_path):
     written = []
 
-    def runner(argv, env):
+    def runner(argv, env, stdin=None):
         if "CORRAL_STATS" in env:
             assert env["CORRAL_RANDOM_POOLS"] == "4" and "libcorral.so" in env["LD_PRELOAD"]
             written.append(env["CORRAL_STATS"])

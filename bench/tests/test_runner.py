@@ -19,3 +19,10 @@ def test_exit_status_and_signals_pass_through(built_workloads):
     assert run_once(["sh", "-c", "exit 3"], {"PATH": "/usr/bin:/bin"}).returncode == 3
     assert run_once(["sh", "-c", "kill -SEGV $$"], {"PATH": "/usr/bin:/bin"}).returncode == -11
     assert "checksum" in run_once([str(built_workloads / "nosense"), "10"], {}).stdout
+
+
+def test_input_file_is_standard_input(tmp_path):
+    given = tmp_path / "in.txt"
+    given.write_text("three\nlines\nhere\n")
+    assert run_once(["cat"], {"PATH": "/usr/bin:/bin"}, stdin=str(given)).stdout == given.read_text()
+    assert run_once(["cat"], {"PATH": "/usr/bin:/bin"}).stdout == ""

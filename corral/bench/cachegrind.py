@@ -11,6 +11,7 @@ import os
 import subprocess
 import tempfile
 
+from corral.bench.runner import stdin_of
 from corral.errors import CorralError
 
 CACHE = {"I1": "32768,8,64", "D1": "32768,8,64", "LL": "1048576,16,64"}
@@ -41,11 +42,12 @@ def parse(text: str) -> dict:
             "Dr": counts["Dr"], "Dw": counts["Dw"]}
 
 
-def measure(argv, env) -> tuple[dict, str]:
-    """(misses, program stdout) of one run of argv under cachegrind."""
-    with tempfile.TemporaryDirectory(prefix="corral-cg-") as tmp:
+def measure(argv, env, stdin=None) -> tuple[dict, str]:
+    """(misses, program stdout) of one run of argv under cachegrind, reading
+    the file `stdin` (or nothing)."""
+    with tempfile.TemporaryDirectory(prefix="corral-cg-") as tmp, stdin_of(stdin) as given:
         out_file = os.path.join(tmp, "cachegrind.out")
-        proc = subprocess.run(command(argv, out_file), env=env, stdin=subprocess.DEVNULL,
+        proc = subprocess.run(command(argv, out_file), env=env, stdin=given,
                               capture_output=True, text=True, errors="replace")
         if proc.returncode != 0 or not os.path.exists(out_file):
             tail = proc.stderr.strip().splitlines()[-1:] or ["no output"]

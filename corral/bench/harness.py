@@ -18,7 +18,7 @@ from corral import paths
 from corral.bench import cachegrind, planning, results, stats as runtime_stats, timing
 from corral.bench.configs import BASELINE, Config
 from corral.bench.runner import run_once
-from corral.bench.workloads import Workload, parse_checksum
+from corral.bench.workloads import Workload
 from corral.errors import CorralError
 
 DEFAULT_WARMUP = 1
@@ -126,7 +126,7 @@ class WorkloadBench:
     # ---- timing ----
 
     def time_all(self, pairs, warmup):
-        argv = self.workload.command(self.args)
+        argv, stdin = self.workload.invocation(self.args)
         for round_no, name in timing.schedule([c.name for c in self.configs], pairs, warmup):
             config = next(c for c in self.configs if c.name == name)
             entry = self.entries[name]
@@ -138,7 +138,7 @@ class WorkloadBench:
             if config.needs_runtime and entry["stats"] is None and round_no == -warmup:
                 stats_path = os.path.join(self.work_dir, f"{self.workload.name}.{name}.stats.json")
             self.progress("run", workload=self.workload.name, config=name, round=round_no)
-            run = self.runner(argv, self._env(config, stats_path))
+            run = self.runner(argv, self._env(config, stats_path), stdin=stdin)
             if stats_path:
                 entry["stats"] = _read_stats(stats_path)
                 entry["stats_summary"] = runtime_stats.summarize(entry["stats"])
@@ -148,7 +148,7 @@ class WorkloadBench:
                 entry["rss_kb"].append(run.rss_kb)
 
     def _check(self, entry, name, run):
-        checksum = parse_checksum(run.stdout)
+        checksum = self.workload.checksum_of(run.stdout)
         if name == BASELINE and self.checksum is None and run.returncode == 0:
             self.checksum = checksum
         if run.returncode != 0 or checksum is None:
@@ -163,7 +163,7 @@ class WorkloadBench:
 
     def count_misses(self, miss_args):
         self.miss_args = list(miss_args)
-        argv = self.workload.command(miss_args)
+        argv, stdin = self.workload.invocation(miss_args)
         reference = None
         for config in self.configs:
             entry = self.entries[config.name]
@@ -171,11 +171,11 @@ class WorkloadBench:
                 continue
             self.progress("misses", workload=self.workload.name, config=config.name)
             try:
-                misses, stdout = self.miss_counter(argv, self._env(config))
+                misses, stdout = self.miss_counter(argv, self._env(config), stdin=stdin)
             except CorralError as e:
                 self.problems.append(f"{config.name}: {e}")
                 continue
-            checksum = parse_checksum(stdout)
+            checksum = self.workload.checksum_of(stdout)
             reference = reference or checksum
             if checksum != reference:
                 entry["checksum_ok"] = False
@@ -186,8 +186,14 @@ class WorkloadBench:
     # ---- the entry ----
 
     def comparisons(self) -> list[dict]:
+        """Each configuration against its own base, and every corral and
+        dynamic-mode configuration against the fastest base as well."""
         out = []
-        for name, against in _comparisons_wanted(list(self.entries)):
+        wanted = _comparisons_wanted(list(self.entries))
+        fastest = self.fastest_base()
+        wanted += [(name, fastest) for name, e in self.entries.items()
+                   if e["mode"] in ("corral", "dynamic") and e["base"] != fastest and fastest in self.entries]
+        for name, against in wanted:
             a, c = self.entries[against], self.entries[name]
             if a["error"] or c["error"]:
                 continue

@@ -15,6 +15,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
+from corral.bench.runner import stdin_of
 from corral.errors import CorralError
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -41,9 +42,10 @@ def make(workload, out_dir) -> PlanInfo:
     profile = os.path.join(out_dir, f"{workload.name}.profile.json.gz")
     plan_path = os.path.join(out_dir, f"{workload.name}.plan")
     graph = os.path.join(out_dir, f"{workload.name}-groups.png")
-    argv = [sys.executable, "-m", "corral", "profile", "-o", profile, "--",
-            *workload.command(workload.train_args)]
-    proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace")
+    program, stdin = workload.invocation(workload.train_args)
+    argv = [sys.executable, "-m", "corral", "profile", "-o", profile, "--", *program]
+    with stdin_of(stdin) as given:
+        proc = subprocess.run(argv, stdin=given, capture_output=True, text=True, errors="replace")
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["no message"])[-1]
         raise CorralError(f"profiling {workload.name} failed: {last}")

@@ -9,6 +9,7 @@ The program's environment is handed to the launcher as arguments, so the
 allocator under test is preloaded into the program only.
 """
 
+import contextlib
 import os
 import subprocess
 import tempfile
@@ -29,17 +30,23 @@ class RunResult:
     stderr: str
 
 
-def run_once(argv, env, clock=time.perf_counter) -> RunResult:
+def stdin_of(path):
+    """A file to hand a child as standard input: `path`, or nothing to read."""
+    return open(path, "rb") if path else contextlib.nullcontext(subprocess.DEVNULL)
+
+
+def run_once(argv, env, stdin=None, clock=time.perf_counter) -> RunResult:
+    """One run of argv with `env`, reading the file `stdin` (or nothing)."""
     launcher = str(paths.require(RSS_EXEC, "bench launcher rss_exec"))
     read_end, write_end = os.pipe()
     # Output goes to files rather than pipes: a chatty program cannot block
     # on a full pipe while we wait, and no reader thread shares the cores.
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, stdin_of(stdin) as given:
         try:
             start = clock()
             child_env = [f"{k}={v}" for k, v in env.items()]
             proc = subprocess.Popen([launcher, str(write_end), *child_env, "--", *argv],
-                                    env={}, stdin=subprocess.DEVNULL,
+                                    env={}, stdin=given,
                                     stdout=out, stderr=err, pass_fds=(write_end,))
             os.close(write_end)
             write_end = None

@@ -13,6 +13,7 @@ once or traverses it three times, so misses from building dominate, which no
 layout changes.
 """
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,13 +28,34 @@ class Workload:
     train_args: tuple[str, ...]
     measure_args: tuple[str, ...]
     cache_args: tuple[str, ...]
+    # Where the program is, when it is not one of ours in build/bench/ (the
+    # public suite's programs, corral/bench/suite.py).
+    path: str | None = None
+    # "line": the program prints `checksum <hex>` itself (ours do);
+    # "stdout": the checksum is a hash of everything it prints.
+    checksum: str = "line"
 
     @property
     def binary(self) -> Path:
-        return paths.BENCH_DIR / self.name
+        return Path(self.path) if self.path else paths.BENCH_DIR / self.name
 
     def command(self, args) -> list[str]:
-        return [str(paths.require(self.binary, f"workload {self.name}")), *args]
+        """argv for an input, without its redirection (see invocation)."""
+        return self.invocation(args)[0]
+
+    def invocation(self, args) -> tuple[list[str], str | None]:
+        """(argv, file for standard input) of an input. An input ending in
+        `< FILE` reads FILE, as in llvm-test-suite's RUN_OPTIONS."""
+        args = list(args)
+        stdin = None
+        if len(args) >= 2 and args[-2] == "<":
+            stdin, args = args[-1], args[:-2]
+        return [str(paths.require(self.binary, f"workload {self.name}")), *args], stdin
+
+    def checksum_of(self, stdout: str) -> str | None:
+        if self.checksum == "stdout":
+            return hashlib.sha256(stdout.encode()).hexdigest()[:16]
+        return parse_checksum(stdout)
 
 
 def _w(name, description, train, measure, cache) -> Workload:

@@ -12,14 +12,22 @@ from rich.console import Console
 from rich.table import Table
 
 from corral.bench import configs as bench_configs
-from corral.bench import harness, results
+from corral.bench import harness, results, suite, suite_build
 from corral.bench import workloads as bench_workloads
 from corral.errors import CorralError
 
 
 def add_arguments(p):
     p.add_argument("-o", "--output", default="results.json", help="results file (default: results.json)")
-    p.add_argument("--workloads", help=f"comma-separated (default: all of {','.join(bench_workloads.WORKLOADS)})")
+    p.add_argument("--workloads", help=f"comma-separated (default: all of {','.join(bench_workloads.WORKLOADS)}, "
+                   "or all of the --suite)")
+    p.add_argument("--suite", help="public programs instead of ours: "
+                   f"{', '.join(suite.SUITES)} (comma-separated; public = all); built from --source")
+    p.add_argument("--source", metavar="DIR", help="llvm-test-suite checkout for --suite "
+                   f"(default: ${suite_build.SOURCE_ENV})")
+    p.add_argument("--variant", choices=list(suite.VARIANTS), default=suite.DEFAULT_VARIANT,
+                   help="how --suite programs are compiled: O3 (no frame pointers, the default) "
+                        "or O2-fp (frame pointers kept)")
     p.add_argument("--configs", help="comma-separated configurations (default: "
                    f"{','.join(bench_configs.DEFAULT_CONFIGS)}); glibc is always run, as the reference")
     p.add_argument("--pairs", type=int, help="measured runs per configuration (default 5; 1 with --quick)")
@@ -66,8 +74,12 @@ def _table(doc) -> Table:
 
 
 def run(args) -> int:
-    chosen = bench_workloads.select(args.workloads)
-    configs = bench_configs.select(args.configs)
+    if args.suite:
+        chosen = suite_build.workloads(suite.select(args.suite, args.workloads), args.source, args.variant)
+        configs = bench_configs.select(args.configs or ",".join(bench_configs.SUITE_CONFIGS))
+    else:
+        chosen = bench_workloads.select(args.workloads)
+        configs = bench_configs.select(args.configs)
     pairs = args.pairs if args.pairs is not None else (1 if args.quick else 5)
     warmup = args.warmup if args.warmup is not None else (0 if args.quick else harness.DEFAULT_WARMUP)
     if warmup < 0:

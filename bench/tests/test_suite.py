@@ -1,0 +1,106 @@
+"""The public suite's definition, checked without its sources: every program
+has three inputs of the right shape, selection and refusals say what to
+do, compile commands carry the program's own flags, and a program is built
+once and then reused. The build test uses a two-file stand-in tree."""
+
+import os
+import time
+
+import pytest
+
+from corral.bench import suite, suite_build
+from corral.errors import CorralError
+
+OLDEN = ["health", "treeadd", "perimeter", "bisort", "em3d", "mst", "power"]
+
+
+def test_the_issue_list_is_there():
+    assert [p.name for p in suite.select("olden")] == OLDEN
+    assert {p.name for p in suite.select("ptrdist")} == {"ft", "ks", "anagram"}
+    assert len(suite.select("public")) == len(suite.PROGRAMS)
+
+
+@pytest.mark.parametrize("program", suite.PROGRAMS.values(), ids=lambda p: p.name)
+def test_inputs_have_the_right_shape(program):
+    for args in (program.train, program.cache, program.measure):
+        assert all(isinstance(a, str) for a in args)
+        assert "<" not in args[:-2], "a redirection comes last"
+        for a in args:
+            assert "{" not in a.replace("{src}", ""), a
+    assert program.folder.startswith("MultiSource/Benchmarks/")
+    # A program with sizes trains on a smaller one than it is measured on.
+    if program.measure and program.measure[0].isdigit():
+        assert int(program.train[0]) < int(program.measure[0])
+
+
+def test_selection_refuses_unknown_names():
+    with pytest.raises(CorralError, match="unknown suite 'spec'"):
+        suite.select("spec")
+    with pytest.raises(CorralError, match="'ft' is not in suite olden"):
+        suite.select("olden", "health,ft")
+    assert [p.name for p in suite.select("olden,ptrdist", "ks,health")] == ["health", "ks"]
+
+
+def test_missing_sources_say_how_to_get_them(tmp_path, monkeypatch):
+    monkeypatch.delenv(suite_build.SOURCE_ENV, raising=False)
+    with pytest.raises(CorralError, match="git clone --depth 1 https://github.com/llvm/llvm-test-suite"):
+        suite_build.source_root(None)
+    with pytest.raises(CorralError, match="not an llvm-test-suite checkout"):
+        suite_build.source_root(str(tmp_path))
+
+
+def _tree(tmp_path, program):
+    folder = tmp_path / program.folder
+    folder.mkdir(parents=True)
+    (folder / "main.c").write_text('#include <stdio.h>\nint f(void);\n'
+                                   'int main(int c, char **v) { printf("%d %d\\n", c, f()); return 0; }\n')
+    (folder / "f.c").write_text("int f(void) { return 42; }\n")
+    return folder
+
+
+def test_compile_command_carries_the_programs_flags(tmp_path):
+    bisort = suite.PROGRAMS["bisort"]
+    _tree(tmp_path, bisort)
+    cmd = suite_build.compile_command(bisort, tmp_path, "O3", tmp_path / "out")
+    assert cmd[:2] == ["gcc", "-O3"] and "-DTORONTO" in cmd and "-std=gnu17" in cmd and cmd[-1] == "-lm"
+    assert [a for a in cmd if a.endswith(".c")] == sorted(a for a in cmd if a.endswith(".c"))
+    fp = suite_build.compile_command(bisort, tmp_path, "O2-fp", tmp_path / "out")
+    assert "-fno-omit-frame-pointer" in fp
+    with pytest.raises(CorralError, match="unknown build variant"):
+        suite_build.compile_command(bisort, tmp_path, "O9", tmp_path / "out")
+
+
+def test_built_once_then_reused(tmp_path, monkeypatch):
+    monkeypatch.setattr(suite_build.paths, "BUILD", tmp_path / "build")
+    program = suite.PROGRAMS["ks"]
+    folder = _tree(tmp_path, program)
+    workload = suite_build.workloads([program], str(tmp_path))[0]
+    binary = workload.binary
+    first = binary.stat().st_mtime_ns
+    time.sleep(0.01)
+    assert suite_build.build(program, tmp_path).stat().st_mtime_ns == first
+    # A newer source file builds it again.
+    os.utime(folder / "f.c", (time.time() + 5, time.time() + 5))
+    assert suite_build.build(program, tmp_path).stat().st_mtime_ns != first
+
+    argv, stdin = workload.invocation(workload.train_args)
+    assert argv == [str(binary), f"{folder}/KL-2.in"] and stdin is None
+    assert workload.checksum_of("a\n") == workload.checksum_of("a\n") != workload.checksum_of("b\n")
+
+
+def test_redirection_becomes_standard_input(tmp_path, monkeypatch):
+    monkeypatch.setattr(suite_build.paths, "BUILD", tmp_path / "build")
+    program = suite.PROGRAMS["anagram"]
+    folder = _tree(tmp_path, program)
+    workload = suite_build.workloads([program], str(tmp_path))[0]
+    argv, stdin = workload.invocation(workload.measure_args)
+    assert argv[1:] == [f"{folder}/words", "2"] and stdin == f"{folder}/input.OUT"
+
+
+def test_a_failed_build_names_the_program(tmp_path, monkeypatch):
+    monkeypatch.setattr(suite_build.paths, "BUILD", tmp_path / "build")
+    program = suite.PROGRAMS["power"]
+    folder = _tree(tmp_path, program)
+    (folder / "f.c").write_text("this is not C\n")
+    with pytest.raises(CorralError, match="building power failed"):
+        suite_build.build(program, tmp_path)

@@ -1,0 +1,106 @@
+"""The public benchmark suite: programs nobody here wrote, built from a
+checkout of llvm-test-suite the user points at (`corral bench --suite olden
+--source DIR`), each with a training, a cache and a measuring input.
+
+Only the definitions are ours: which folder, which preprocessor flags and C
+standard the program's own CMakeLists.txt asks for, and the inputs. The
+measuring input is the CMakeLists' large (or only) problem size; the cache
+input, which cachegrind simulates, its default or small size; the training
+input, which the profiler sees, smaller still. Their output is checked by a
+hash of everything they print (Workload.checksum "stdout"). Nothing of their
+sources is kept in this repository.
+
+`{src}` in an input stands for the program's folder in the checkout; an
+input ending in `< FILE` reads FILE (as RUN_OPTIONS does).
+"""
+
+from dataclasses import dataclass
+
+from corral.errors import CorralError
+
+GET_SOURCES = ("get a checkout with `git clone --depth 1 https://github.com/llvm/llvm-test-suite` "
+               "and pass its folder with --source (or set LLVM_TEST_SUITE)")
+
+# How the programs are compiled. -O3 is llvm-test-suite's usual setting and
+# leaves frame pointers out (gcc's default on x86-64), so identification has
+# to walk by unwind tables; "O2-fp" keeps them, the other way the runtime walks.
+VARIANTS = {"O3": ("-O3",), "O2-fp": ("-O2", "-fno-omit-frame-pointer")}
+DEFAULT_VARIANT = "O3"
+
+
+@dataclass(frozen=True)
+class Program:
+    name: str
+    suite: str                    # olden, ptrdist, mallocbench
+    description: str
+    folder: str                   # in the llvm-test-suite checkout
+    cppflags: tuple[str, ...]     # as its CMakeLists.txt
+    train: tuple[str, ...]
+    cache: tuple[str, ...]
+    measure: tuple[str, ...]
+    std: str | None = None        # C_STANDARD of its CMakeLists.txt
+    libs: tuple[str, ...] = ("-lm",)
+
+
+def _p(name, suite, description, folder, cppflags, train, cache, measure, std=None) -> Program:
+    return Program(name, suite, description, folder, tuple(cppflags),
+                   *(tuple(map(str, a)) for a in (train, cache, measure)), std=std)
+
+
+OLDEN = "MultiSource/Benchmarks/Olden"
+PTRDIST = "MultiSource/Benchmarks/Ptrdist"
+
+PROGRAMS: dict[str, Program] = {p.name: p for p in [
+    _p("health", "olden", "Colombian health care simulation: a 4-ary tree of villages, "
+       "patients moved between linked lists every step", f"{OLDEN}/health", ["-DTORONTO"],
+       [8, 15, 1], [9, 20, 1], [10, 40, 1]),
+    _p("treeadd", "olden", "builds a binary tree, then sums it recursively",
+       f"{OLDEN}/treeadd", ["-DTORONTO"], [16], [20], [22]),
+    _p("perimeter", "olden", "quad tree of an image, perimeter of its black region",
+       f"{OLDEN}/perimeter", ["-DTORONTO"], [7], [9], [11]),
+    _p("bisort", "olden", "bitonic sort of a binary tree of random values",
+       f"{OLDEN}/bisort", ["-DTORONTO"], [20000], [700000], [3000000], std="gnu17"),
+    _p("em3d", "olden", "electromagnetic wave propagation on a bipartite graph of nodes "
+       "with pointer arrays", f"{OLDEN}/em3d", ["-DTORONTO"], [64, 50, 10], [256, 250, 35],
+       [1024, 1000, 125]),
+    _p("mst", "olden", "minimum spanning tree over per-vertex hash tables",
+       f"{OLDEN}/mst", ["-DTORONTO"], [200], [1000], [4000]),
+    _p("power", "olden", "power-system pricing over a tree of feeders, laterals and branches "
+       "(one fixed size)", f"{OLDEN}/power", ["-DTORONTO"], [], [], []),
+    _p("ft", "ptrdist", "minimum spanning tree with a Fibonacci heap",
+       f"{PTRDIST}/ft", [], [200, 2000], [1500, 100000], [6000, 100000]),
+    _p("ks", "ptrdist", "Kernighan-Schweikert graph partitioning, linked lists of nets "
+       "and modules", f"{PTRDIST}/ks", [], ["{src}/KL-2.in"], ["{src}/KL-4.in"],
+       ["{src}/KL-5.in"]),
+    _p("anagram", "ptrdist", "anagrams of phrases from a dictionary of bit-vector words",
+       f"{PTRDIST}/anagram", [], ["{src}/words", 2, "<", "{src}/input.in"],
+       ["{src}/words", 2, "<", "{src}/input.OUT"], ["{src}/words", 2, "<", "{src}/input.OUT"]),
+    _p("espresso", "mallocbench", "two-level logic minimisation over cube sets (MallocBench)",
+       "MultiSource/Benchmarks/MallocBench/espresso", ["-DNOMEMOPT"],
+       ["-t", "{src}/INPUT/mlp4.espresso"], ["-t", "{src}/INPUT/cps.espresso"],
+       ["-t", "{src}/INPUT/largest.espresso"], std="gnu90"),
+]}
+
+SUITES = sorted({p.suite for p in PROGRAMS.values()}) + ["public"]
+
+
+def select(suites: str, names: str | None = None) -> list[Program]:
+    """Programs of the comma-separated suites ("public": all), optionally
+    only those named."""
+    wanted = [s.strip() for s in suites.split(",") if s.strip()]
+    unknown = [s for s in wanted if s not in SUITES]
+    if unknown:
+        raise CorralError(f"unknown suite {unknown[0]!r}; known: {', '.join(SUITES)}")
+    chosen = [p for p in PROGRAMS.values() if "public" in wanted or p.suite in wanted]
+    if names:
+        listed = [n.strip() for n in names.split(",") if n.strip()]
+        missing = [n for n in listed if n not in {p.name for p in chosen}]
+        if missing:
+            raise CorralError(f"{missing[0]!r} is not in suite {suites}; it has: "
+                              f"{', '.join(p.name for p in chosen)}")
+        chosen = [p for p in chosen if p.name in listed]
+    return chosen
+
+
+def expand(args: tuple[str, ...], folder: str) -> tuple[str, ...]:
+    return tuple(a.replace("{src}", folder) for a in args)
