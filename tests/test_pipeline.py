@@ -40,7 +40,11 @@ def synthetic_profile(edges, contexts=None, module_path=PROGRAM, buildid="ab" * 
                       "max_size": 64, "lifetime": 0, "reads": acc, "writes": 0, "fn": "malloc"}
                      for f, n, acc in contexts],
         "edges": edges,
-        "totals": {"allocs": sum(n for _, n, _ in contexts), "frees": 0, "bytes": 0,
+        "totals": {"allocs": sum(n for _, n, _ in contexts), "frees": 0,
+                   "bytes": sum(64 * n for _, n, _ in contexts),
+                   # The heap of the programs these shapes stand for: past the
+                   # last level, so the cost model values a pair at an LL miss.
+                   "peak_bytes": 8 << 20,
                    "accesses": sum(acc for _, _, acc in contexts)},
     }
 
@@ -221,9 +225,31 @@ def figure2(tmp_path_factory):
     program = folder / "fig2"
     subprocess.run(["gcc", "-g", "-O2", "-o", str(program), str(PROGRAMS / "fig2_tokens.c")], check=True)
     plan = folder / "fig2.plan"
-    result = corral("optimize", "-o", plan, "--profile-output", folder / "fig2.profile.json.gz",
-                    "--graph", folder / "groups.svg", "--", program, *TRAIN, cwd=folder)
+    # --no-validate: these tests check the groups the planner makes and how
+    # the runtime serves them; test_validation_drops_... checks validation.
+    result = corral("optimize", "--no-validate", "-o", plan, "--profile-output",
+                    folder / "fig2.profile.json.gz", "--graph", folder / "groups.svg", "--", program, *TRAIN,
+                    cwd=folder)
     return folder, program, plan, result
+
+
+def test_validation_drops_a_group_the_training_run_cannot_pay_for(figure2, tmp_path):
+    # On this small training run libcorral.so's start-up alone (symbol
+    # binding, unwind tables) costs more than the whole run under mimalloc:
+    # the group cannot pay there, and validation says so.
+    folder, program, _, _ = figure2
+    plan = tmp_path / "validated.plan"
+    r = corral("optimize", "-o", plan, "--", program, *TRAIN, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    written = planfile.read(plan)
+    assert not written.groups and written.base in planfile.BASES
+    assert f"validation: base: {written.base}" in r.stderr
+    assert "validation: 1 of 1 group(s) dropped: they did not make the training run faster" in r.stderr
+    assert "not grouped (validation: it made the training run slower): contexts" in r.stderr
+    assert any(c.startswith("validation: plan with 1 group(s) over") for c in written.comments)
+    # `corral run` takes the recorded base: no groups, so the base alone.
+    run = corral("run", "--plan", plan, "--", program, *TRAIN)
+    assert run.returncode == 0 and f"running {program} on {written.base} alone" in run.stderr
 
 
 def test_optimize_profiles_and_plans_the_figure2_program(figure2):

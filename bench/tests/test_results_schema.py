@@ -18,6 +18,7 @@ from corral.errors import CorralError
 
 JE = str(base_library("jemalloc"))
 
+IR, I1, ILL = 1000, 10, 5
 CACHEGRIND_OUT = """\
 desc: I1 cache:         32768 B, 64 B, 8-way associative
 cmd: ./prog 10
@@ -72,7 +73,13 @@ def test_added_fields_are_allowed(document):
 
 def test_cachegrind_summary_gives_data_misses():
     misses = cachegrind.parse(CACHEGRIND_OUT)
-    assert misses == {"D1": 70, "LL": 30, "D1r": 40, "D1w": 30, "LLr": 20, "LLw": 10, "Dr": 400, "Dw": 200}
+    assert misses == {"D1": 70, "LL": 30, "D1r": 40, "D1w": 30, "LLr": 20, "LLw": 10, "Dr": 400, "Dw": 200,
+                      "Ir": IR, "I1": I1, "ILL": ILL}
+
+
+def test_cycle_estimate_weighs_misses_as_stated():
+    misses = cachegrind.parse(CACHEGRIND_OUT)
+    assert cachegrind.estimate(misses) == IR + 10 * (I1 + 70) + 100 * (ILL + 30)
 
 
 def test_cachegrind_without_cache_simulation_is_refused():

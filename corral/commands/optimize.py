@@ -11,6 +11,7 @@ import contextlib
 import io
 import os
 import shutil
+import stat
 import sys
 
 from corral.commands import plan as plan_cmd
@@ -35,6 +36,10 @@ def add_arguments(p):
                    help="where to keep the profile (default: PROGRAM.profile.json.gz in this folder)")
     p.add_argument("--graph", metavar="FILE", help="also draw the affinity graph coloured by group")
     p.add_argument("-q", "--quiet", action="store_true", help="no plan summary")
+    p.add_argument("--no-validate", action="store_true",
+                   help="write the plan without running the training command again to check it "
+                        "(by default each base allocator and the plan are measured on it, groups "
+                        "that do not make it faster are dropped, and the fastest base is recorded)")
     profiling = p.add_argument_group("profiling (as `corral profile`)")
     # The profiler owns its options: take them from its own parser so the two
     # commands never disagree on names or defaults.
@@ -58,6 +63,26 @@ def profile_argv(args, profile_path, command) -> list[str]:
     return argv + ["--", *command]
 
 
+def replayable_stdin() -> str | None:
+    """Our standard input's path when it is a regular file, which each
+    validation run can read again from the start; None otherwise."""
+    try:
+        if os.path.isfile(os.readlink("/proc/self/fd/0")):
+            return os.readlink("/proc/self/fd/0")
+    except OSError:
+        pass
+    return None
+
+
+def stdin_is_a_stream() -> bool:
+    """A pipe or socket: input the profiled run consumed and nobody can replay."""
+    try:
+        mode = os.fstat(0).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
 def run(args) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
@@ -75,7 +100,18 @@ def run(args) -> int:
     # program's own output goes straight to our stdout file descriptor.
     with contextlib.redirect_stdout(io.StringIO()):
         profile_cmd.run(profile_args)
-    result = plan_cmd.plan_profile(profile_path, output, options, args.graph, args.quiet)
+    validate = None
+    if not args.no_validate:
+        from rich.console import Console
+        from corral.validation.validate import validate as check
+        err = Console(stderr=True)
+        stdin = replayable_stdin()
+        if stdin is None and stdin_is_a_stream():
+            err.print("corral: standard input is not a file; validation runs the program without it")
+
+        def validate(result, replan):
+            return check(result, replan, command, stdin, say=lambda text: err.print(text, highlight=False))[0]
+    result = plan_cmd.plan_profile(profile_path, output, options, args.graph, args.quiet, validate)
     sys.stdout.flush()
     print(f"next: {plan_cmd.next_command(output, result.doc)}")
     return 0

@@ -34,9 +34,11 @@ def default_output(profile_path: str) -> str:
     return name + ".plan"
 
 
-def plan_profile(profile_path, output, options, graph_path=None, quiet=False):
-    """The whole of `corral plan`; `corral optimize` calls it too. Returns the
-    planner.PlanResult."""
+def plan_profile(profile_path, output, options, graph_path=None, quiet=False, validate=None):
+    """The whole of `corral plan`; `corral optimize` calls it too, with
+    `validate(result, replan)`, which returns the result to write (replan
+    makes the plan again without the groups it is given). Returns the
+    planner.PlanResult written."""
     from rich.console import Console
 
     from corral.plan import graph as profile_graph
@@ -47,6 +49,8 @@ def plan_profile(profile_path, output, options, graph_path=None, quiet=False):
     doc = profile_graph.load(profile_path)
     result = make_plan(doc, options)
     check_modules(doc, result.plan)
+    if validate:
+        result = validate(result, lambda exclude: make_plan(doc, options, exclude))
     planfile.write(result.plan, output)
     if graph_path:
         from corral.plan.picture import draw_groups

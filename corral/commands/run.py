@@ -26,11 +26,20 @@ def add_arguments(p):
     p.add_argument("--wrappers-from", metavar="LIB", action="append", default=[],
                    help="with --dynamic: also look for allocation wrappers in this library "
                         "(the program and its non-system libraries are always analysed)")
-    p.add_argument("--base", default="glibc", choices=["glibc", "jemalloc", "mimalloc"],
-                   help="allocator underneath corral (default: glibc)")
+    p.add_argument("--base", choices=list(planfile.BASES),
+                   help="allocator underneath corral (default: the plan's, chosen by `corral "
+                        "optimize` on the training run; glibc without one)")
     p.add_argument("--stats", metavar="DEST",
                    help="write statistics at exit: 'stderr', or a file path (JSON; %%p is the pid)")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- program and arguments")
+
+
+def plan_base(plan) -> str | None:
+    """The base allocator a plan records, if it parses and records one."""
+    try:
+        return planfile.read(plan).base
+    except CorralError:
+        return None
 
 
 def plan_is_empty(plan) -> bool:
@@ -95,9 +104,10 @@ def run(args) -> int:
     if args.dynamic and args.plan:
         raise CorralError("--dynamic and --plan exclude each other: dynamic mode needs no plan")
     extra = dynamic_extra(command[0], args.wrappers_from) if args.dynamic else None
-    env = environment(plan=args.plan, base=args.base, stats=args.stats, extra=extra)
+    base = args.base or (args.plan and plan_base(args.plan)) or "glibc"
+    env = environment(plan=args.plan, base=base, stats=args.stats, extra=extra)
     if args.plan and "CORRAL_PLAN" not in env:
-        print(f"corral: the plan {args.plan} has no groups; running {command[0]} on {args.base} "
+        print(f"corral: the plan {args.plan} has no groups; running {command[0]} on {base} "
               "alone", file=sys.stderr)
     sys.stdout.flush()
     try:

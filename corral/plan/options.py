@@ -48,6 +48,12 @@ class PlanOptions:
     # corral/plan/placement.py) is not grouped: a pool would change little
     # and identifying its allocations costs every allocation a walk. 1: off.
     together: float = 0.9
+    # The cost model (corral/plan/cost.py): the share of a group's pairs of
+    # objects used together, and apart under the allocator underneath, whose
+    # second use would miss; and the margin by which a group's expected gain
+    # must exceed its cost, as a share of the cost.
+    miss_share: float = 0.25
+    min_gain: float = 0.1
 
     def min_edge_weight(self, total_accesses: float) -> float:
         """The absolute edge-weight threshold for a profile with this many accesses."""
@@ -78,6 +84,10 @@ class PlanOptions:
             raise CorralError("--turnover must be in [0, 1]")
         if not 0 < self.together <= 1:
             raise CorralError("--together must be in (0, 1]")
+        if not 0 <= self.miss_share <= 1:
+            raise CorralError("--miss-share must be in [0, 1]")
+        if self.min_gain < 0:
+            raise CorralError("--min-gain must not be negative")
         if self.min_edge_weight(1.0) < 0:
             raise CorralError("--min-weight must not be negative")
         return self
@@ -122,11 +132,18 @@ def add_arguments(p) -> None:
                         "place next to each other this often (profiler's placement model); 1: "
                         f"never (default: {DEFAULTS.together})")
 
+    g.add_argument("--miss-share", type=float, default=DEFAULTS.miss_share, metavar="SHARE",
+                   help="cost model: share of a group's pairs used together, and placed apart by "
+                        f"the allocator underneath, that would miss (default: {DEFAULTS.miss_share})")
+    g.add_argument("--min-gain", type=float, default=DEFAULTS.min_gain, metavar="SHARE",
+                   help="cost model: keep a group only if its expected gain exceeds its cost by "
+                        f"this share of the cost (default: {DEFAULTS.min_gain})")
+
 
 def from_args(args) -> PlanOptions:
     return PlanOptions(coverage=args.coverage, min_weight=args.min_weight,
                        tolerance=args.tolerance, max_group_size=args.max_group_size,
                        group_threshold=args.group_threshold, max_depth=args.max_depth,
                        depth_margin=args.depth_margin, absorb=args.absorb, turnover=args.turnover,
-                       together=args.together,
+                       together=args.together, miss_share=args.miss_share, min_gain=args.min_gain,
                        max_object_size=args.max_object_size).check()

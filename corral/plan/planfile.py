@@ -58,6 +58,12 @@ class Plan:
     groups: list[PlanGroup] = field(default_factory=list)
     direct: list[tuple[PlanSite, int | None]] = field(default_factory=list)
     comments: list[str] = field(default_factory=list)
+    # The allocator underneath that validation found fastest on the training
+    # run (`base NAME`); `corral run` uses it unless --base says otherwise.
+    base: str | None = None
+
+
+BASES = ("glibc", "jemalloc", "mimalloc")
 
 
 def group_name(text: str) -> str:
@@ -70,6 +76,7 @@ def format_plan(plan: Plan) -> str:
     # A newline inside a comment (a profiled argument may hold one) would start a record.
     lines += ["# " + " ".join(c.splitlines()) for c in plan.comments]
     lines += [f"option {k} {v}" for k, v in plan.options.items()]
+    lines += [f"base {plan.base}"] if plan.base else []
     lines += [f"module {i} {m.buildid or '-'} {m.path}" for i, m in enumerate(plan.modules)]
     for g in plan.groups:
         lines.append(f"group {g.gid} {group_name(g.name)}")
@@ -139,6 +146,10 @@ def parse(text: str, source="plan") -> Plan:
                 ended = True
             elif kind == "option":
                 plan.options[fields[0]] = int(fields[1], 0)
+            elif kind == "base":
+                if len(fields) != 1 or fields[0] not in BASES:
+                    raise CorralError(f"{where}: base must be one of {', '.join(BASES)}")
+                plan.base = fields[0]
             elif kind == "module":
                 idx, buildid, path = rest.split(" ", 2)
                 if int(idx) != len(plan.modules):

@@ -7,7 +7,7 @@ import networkx as nx
 
 from corral import elf
 from corral.errors import CorralError
-from corral.plan import layout, placement, planfile
+from corral.plan import cost, layout, placement, planfile
 from corral.plan.check import GroupCheck, check, first_match_holds
 from corral.plan.graph import Context, Site, affinity_graph, contexts_of, total_accesses
 from corral.plan.grouping import Group, group_contexts
@@ -33,6 +33,10 @@ class PlanResult:
     report: list[GroupCheck]
     plan: planfile.Plan
     layouts: list[layout.Layout]   # per group
+    estimates: list[cost.Estimate]  # per group: expected gain and cost
+    costly: list[tuple[Group, cost.Estimate]]  # dropped: they cost more than they gain
+    overhead: float              # what the plan costs the allocations it does not group
+    excluded: list[Group]        # left out by the caller (validation found they do not pay)
 
     @property
     def members(self) -> list[list[int]]:
@@ -45,7 +49,15 @@ class PlanResult:
         return [list(g.members) for g in self.groups]
 
 
-def make_plan(doc: dict, options: PlanOptions) -> PlanResult:
+def _estimate(doc, contexts, members, gid, direct, together, options) -> cost.Estimate:
+    by_frame0 = {m for m in members if contexts[m].chain and direct.get(contexts[m].chain[0]) == gid}
+    return cost.estimate(doc, [contexts[m].index for m in members],
+                         {contexts[m].index for m in by_frame0}, together, options.miss_share)
+
+
+def make_plan(doc: dict, options: PlanOptions, exclude: frozenset = frozenset()) -> PlanResult:
+    """The plan for a profile. Groups whose members are in `exclude` (member
+    tuples of Group) are left out: validation's way to drop a group."""
     contexts = contexts_of(doc)
     if not contexts or not any(c.allocs for c in contexts):
         raise CorralError("the profile is empty: the program made no heap allocations while profiled")
@@ -67,19 +79,38 @@ def make_plan(doc: dict, options: PlanOptions) -> PlanResult:
     together = {g: placement.together_share(doc, contexts_in(g)) for g in kept}
     placed_already = [(g, t) for g, t in together.items() if t is not None and t >= options.together]
     kept = [g for g in kept if together[g] is None or together[g] < options.together]
-    unidentifiable = []
+    excluded = [g for g in kept if g.members in exclude]
+    kept = [g for g in kept if g.members not in exclude]
+    unidentifiable, costly = [], []
     while True:
         members = [contexts_in(g) for g in kept]
         selectors = identify(members, contexts, options.max_depth, options.absorb)
         # A group without a single clause would never be chosen: drop it and
         # identify again, its contexts now being rivals of the others.
         hopeless = [i for i, s in enumerate(selectors) if not s.clauses]
-        if not hopeless:
+        if hopeless:
+            unidentifiable += [kept[i] for i in hopeless]
+            kept = [g for i, g in enumerate(kept) if i not in hopeless]
+            continue
+        assignment = {m: gid for gid, ms in enumerate(members) for m in ms}
+        direct = direct_table(contexts, assignment)
+        estimates = [_estimate(doc, contexts, ms, gid, direct, together[g], options)
+                     for gid, (g, ms) in enumerate(zip(kept, members))]
+        # Groups that cost more than they gain are dropped, the most costly
+        # first, one at a time: the others' identification changes with it.
+        losing = [i for i, e in enumerate(estimates) if not e.pays(options.min_gain)]
+        if not losing:
             break
-        unidentifiable += [kept[i] for i in hopeless]
-        kept = [g for i, g in enumerate(kept) if i not in hopeless]
-    assignment = {m: gid for gid, ms in enumerate(members) for m in ms}
-    direct = direct_table(contexts, assignment)
+        worst = min(losing, key=lambda i: estimates[i].gain - estimates[i].cost)
+        costly.append((kept[worst], estimates[worst]))
+        kept = [g for i, g in enumerate(kept) if i != worst]
+    grouped = {m for ms in members for m in ms}
+    overhead = cost.plan_overhead(doc, grouped) if kept else 0.0
+    if kept and sum(e.gain - e.cost for e in estimates) <= overhead:
+        # Together they do not pay for what the plan costs everything else.
+        costly += list(zip(kept, estimates))
+        kept, members, selectors, estimates, assignment = [], [], [], [], {}
+        direct = direct_table(contexts, assignment)
     depth = walk_depth(selectors, contexts, members, options.max_depth, options.depth_margin)
     report = check(contexts, assignment, selectors, direct, depth)
     first_match = bool(selectors) and first_match_holds(contexts, selectors, direct, depth)
@@ -87,7 +118,8 @@ def make_plan(doc: dict, options: PlanOptions) -> PlanResult:
     plan = to_plan(doc, contexts, selectors, direct, depth, first_match,
                    by_size=[lay.by_size for lay in layouts])
     return PlanResult(doc, contexts, graph, kept, members, rejected, unidentifiable, unprofitable,
-                      placed_already, selectors, direct, depth, first_match, report, plan, layouts)
+                      placed_already, selectors, direct, depth, first_match, report, plan, layouts,
+                      estimates, costly, overhead, excluded)
 
 
 def site_names(contexts: list[Context]) -> dict[Site, str]:

@@ -36,6 +36,16 @@ def _share(part: float, whole: float) -> str:
     return f"{100.0 * part / whole:.1f}%" if whole else "-"
 
 
+def _cycles(n: float) -> str:
+    return f"{n / 1e6:.2f}M cycles" if abs(n) >= 1e5 else f"{n:.0f} cycles"
+
+
+def estimate_text(est) -> str:
+    """Both sides of a group's cost model, in cycles of the profiled run."""
+    return (f"gain {_cycles(est.gain)} ({est.pairs:g} pairs brought together at "
+            f"{est.miss_cycles} cycles a miss), cost {_cycles(est.cost)}")
+
+
 def print_summary(result: PlanResult, console: Console | None = None) -> None:
     console = console or Console()
     accesses = result.graph.graph.get("accesses", 0)
@@ -45,8 +55,9 @@ def print_summary(result: PlanResult, console: Console | None = None) -> None:
                   f"walk depth {result.depth}"
                   f"{' (stops at the first match)' if result.first_match else ''}, "
                   f"{len(result.direct)} direct frame-0 sites")
-    for group, contexts, selector, checked, lay in zip(result.groups, result.group_contexts,
-                                                       result.selectors, result.report, result.layouts):
+    for group, contexts, selector, checked, lay, est in zip(result.groups, result.group_contexts,
+                                                            result.selectors, result.report, result.layouts,
+                                                            result.estimates):
         table = Table(title=f"group {selector.gid}: {result.plan.groups[selector.gid].name}  "
                             f"weight {group.weight:g} ({_share(group.weight, accesses)} of accesses), "
                             f"score {group.score:.1f}", title_justify="left")
@@ -66,6 +77,7 @@ def print_summary(result: PlanResult, console: Console | None = None) -> None:
         console.print(f"  layout: {'by size class' if lay.by_size else 'sizes mixed'} "
                       f"({lay.classes} size class{'es' if lay.classes != 1 else ''}, objects live "
                       f"{100 * lay.lifetime_share:.1f}% of the run on average)")
+        console.print(f"  cost model: {estimate_text(est)}")
         console.print(f"  expected coverage {_share(checked.caught_objects, checked.member_objects)} "
                       f"of its {checked.member_objects} profiled allocations; "
                       f"catches {checked.stray_objects} allocation(s) of {len(checked.caught_elsewhere)} "
@@ -89,6 +101,15 @@ def print_summary(result: PlanResult, console: Console | None = None) -> None:
     for group, share in result.placed_already:
         console.print(f"not grouped (the allocator underneath would already place {100 * share:.1f}% "
                       f"of its objects next to each other): contexts {contexts_text(group)}")
+    for group, est in result.costly:
+        console.print(f"not grouped (costs more than it gains: {estimate_text(est)}): "
+                      f"contexts {contexts_text(group)}")
+    if result.costly and not result.groups and result.overhead:
+        console.print(f"  (the groups' net gain must also pay {_cycles(result.overhead)} that loading "
+                      "a plan costs the allocations it does not group)")
+    for group in result.excluded:
+        console.print(f"not grouped (validation: it made the training run slower): "
+                      f"contexts {contexts_text(group)}")
     for group in result.unidentifiable:
         console.print(f"not grouped (no call sites tell them apart at run time): "
                       f"contexts {contexts_text(group)}")

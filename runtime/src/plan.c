@@ -234,6 +234,10 @@ int _corral_plan_parse(char *text, size_t len, corral_plan_t *plan, char *err, s
       if (plan->option_count == PLAN_MAX_OPTIONS) REFUSE("too large (more than %d options)", PLAN_MAX_OPTIONS);
       plan->options[plan->option_count].name = name;
       plan->options[plan->option_count++].value = value;
+    } else if (strcmp(kind, "base") == 0) {
+      /* The allocator underneath is chosen by whoever starts the program
+       * (`corral run` preloads it); the runtime only checks the record's shape. */
+      if (!take_word(&cursor) || take_word(&cursor)) REFUSE("line %u: base needs NAME", lineno);
     } else if (strcmp(kind, "end") == 0) {
       have_end = 1;
     } else {

@@ -118,6 +118,9 @@ static void bad_plans(void)
   CHECK(refused_for("corral-plan 1\nmodule 0 xyz x\nend\n", "not hex"));
   CHECK(refused_for("corral-plan 1\nmodule 0 -\nend\n", "module needs"));
   CHECK(refused_for(HEAD "frobnicate 1\nend\n", "unknown record"));
+  CHECK(parse(HEAD "base mimalloc\nend\n") == 0);    /* for `corral run`; the runtime skips it */
+  CHECK(refused_for(HEAD "base\nend\n", "base needs NAME"));
+  CHECK(refused_for(HEAD "base glibc jemalloc\nend\n", "base needs NAME"));
   CHECK(refused_for(HEAD "layout 0 sideways\nend\n", "layout 'sideways' unknown"));
   CHECK(refused_for(HEAD "layout 0\nend\n", "layout needs"));
   CHECK(refused_for(HEAD "layout 0 by-size mixed\nend\n", "layout needs"));

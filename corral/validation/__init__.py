@@ -1,0 +1,1 @@
+"""Checking a plan on the training run before it is written (corral optimize)."""

@@ -1,0 +1,48 @@
+"""Runs of the training command that validation compares: under cachegrind
+with the stated cache model (deterministic), and timed by CPU time.
+
+Every run's output is hashed: a plan must not change what the program
+prints, whatever it does to the time.
+"""
+
+import hashlib
+import resource
+import subprocess
+from dataclasses import dataclass
+
+from corral.bench import cachegrind
+from corral.bench.runner import stdin_of
+from corral.errors import CorralError
+
+
+@dataclass(frozen=True)
+class Simulated:
+    cycles: int        # cachegrind.estimate
+    instructions: int
+    d1: int
+    ll: int
+    output: str        # hash of stdout
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode(errors="replace")).hexdigest()[:16]
+
+
+def simulate(argv, env, stdin=None) -> Simulated:
+    misses, stdout = cachegrind.measure(argv, env, stdin=stdin)
+    return Simulated(cachegrind.estimate(misses), misses["Ir"], misses["D1"], misses["LL"], _digest(stdout))
+
+
+def cpu_seconds(argv, env, stdin=None) -> tuple[float, str]:
+    """(user + system CPU seconds, hash of stdout) of one run: CPU time
+    rather than wall time, so a busy other core counts less. Taken as the
+    growth of this process's reaped-children usage, runs being one at a time."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with stdin_of(stdin) as given:
+        proc = subprocess.run(argv, env=env, stdin=given, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise CorralError(f"the training run exited with {proc.returncode} during validation")
+    seconds = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return seconds, _digest(proc.stdout.decode(errors="replace"))
