@@ -53,9 +53,7 @@ class Workload:
         return [str(paths.require(self.binary, f"workload {self.name}")), *args], stdin
 
     def checksum_of(self, stdout: str) -> str | None:
-        if self.checksum == "stdout":
-            return hashlib.sha256(stdout.encode()).hexdigest()[:16]
-        return parse_checksum(stdout)
+        return output_hash(stdout) if self.checksum == "stdout" else parse_checksum(stdout)
 
 
 def _w(name, description, train, measure, cache) -> Workload:
@@ -100,6 +98,11 @@ def select(names: str | None) -> list[Workload]:
             raise CorralError(f"unknown workload {name!r}; known: {', '.join(WORKLOADS)}")
         chosen.append(WORKLOADS[name])
     return chosen
+
+
+def output_hash(stdout: str) -> str:
+    """A checksum of everything a program printed, for programs that print none."""
+    return hashlib.sha256(stdout.encode(errors="replace")).hexdigest()[:16]
 
 
 def parse_checksum(stdout: str) -> str | None:

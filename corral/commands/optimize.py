@@ -67,11 +67,10 @@ def replayable_stdin() -> str | None:
     """Our standard input's path when it is a regular file, which each
     validation run can read again from the start; None otherwise."""
     try:
-        if os.path.isfile(os.readlink("/proc/self/fd/0")):
-            return os.readlink("/proc/self/fd/0")
+        path = os.readlink("/proc/self/fd/0")
     except OSError:
-        pass
-    return None
+        return None
+    return path if os.path.isfile(path) else None
 
 
 def stdin_is_a_stream() -> bool:

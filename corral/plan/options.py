@@ -131,7 +131,6 @@ def add_arguments(p) -> None:
                    help="leave out a group whose objects the allocator underneath would already "
                         "place next to each other this often (profiler's placement model); 1: "
                         f"never (default: {DEFAULTS.together})")
-
     g.add_argument("--miss-share", type=float, default=DEFAULTS.miss_share, metavar="SHARE",
                    help="cost model: share of a group's pairs used together, and placed apart by "
                         f"the allocator underneath, that would miss (default: {DEFAULTS.miss_share})")

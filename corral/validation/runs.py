@@ -5,13 +5,13 @@ Every run's output is hashed: a plan must not change what the program
 prints, whatever it does to the time.
 """
 
-import hashlib
 import resource
 import subprocess
 from dataclasses import dataclass
 
 from corral.bench import cachegrind
 from corral.bench.runner import stdin_of
+from corral.bench.workloads import output_hash
 from corral.errors import CorralError
 
 
@@ -24,13 +24,9 @@ class Simulated:
     output: str        # hash of stdout
 
 
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode(errors="replace")).hexdigest()[:16]
-
-
 def simulate(argv, env, stdin=None) -> Simulated:
     misses, stdout = cachegrind.measure(argv, env, stdin=stdin)
-    return Simulated(cachegrind.estimate(misses), misses["Ir"], misses["D1"], misses["LL"], _digest(stdout))
+    return Simulated(cachegrind.estimate(misses), misses["Ir"], misses["D1"], misses["LL"], output_hash(stdout))
 
 
 def cpu_seconds(argv, env, stdin=None) -> tuple[float, str]:
@@ -45,4 +41,4 @@ def cpu_seconds(argv, env, stdin=None) -> tuple[float, str]:
     if proc.returncode != 0:
         raise CorralError(f"the training run exited with {proc.returncode} during validation")
     seconds = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return seconds, _digest(proc.stdout.decode(errors="replace"))
+    return seconds, output_hash(proc.stdout.decode(errors="replace"))

@@ -18,6 +18,7 @@ only what made the run faster.
 So a written plan never made the training run slower on either measure.
 """
 
+import functools
 import statistics
 import tempfile
 from dataclasses import dataclass, field
@@ -82,7 +83,7 @@ class Validator:
 
     # ---- 1. the base ----
 
-    def choose_base(self) -> tuple[str, dict]:
+    def choose_base(self) -> str:
         sims = {b: self.simulate(self.argv, self._base_env(b), self.stdin) for b in self.bases}
         self.base_sims = sims
         self.reference_outputs = {s.output for s in sims.values()}
@@ -102,7 +103,7 @@ class Validator:
         chosen = best if beats else "glibc"
         self._note(f"base: {chosen}" + ("" if beats else " (no other base beats it by "
                                         f"{100 * self.margin:g}%)"))
-        return chosen, sims
+        return chosen
 
     # ---- 2-4. the groups ----
 
@@ -164,8 +165,11 @@ def _label(result, members) -> str:
 def validate(result, replan, argv, stdin=None, **options) -> tuple[object, Outcome]:
     """(the final PlanResult, what validation found). `replan(exclude)`
     makes the plan again without the groups whose member tuples are given."""
+    # The same exclusions come back (the survivors timed, then written):
+    # each plan is made once.
+    replan = functools.lru_cache(maxsize=None)(replan)
     validator = Validator(argv, stdin, **options)
-    base, _ = validator.choose_base()
+    base = validator.choose_base()
     excluded = validator.check_groups(result, replan, base)
     final = replan(excluded) if excluded else result
     final.plan.base = base
