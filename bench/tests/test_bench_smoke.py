@@ -31,7 +31,7 @@ def test_quick_bench_of_fig2(built_workloads, tmp_path):
     share = w["configs"]["corral+glibc"]["stats_summary"]["grouped_objects_share"]
     # The planner must find the A+B group of HALO's figure, and only it: the
     # C objects would cut more same-class affinity than they keep.
-    # `fig2 20000 3` makes 8011 A, 8011 B and 20000 C objects (and one array).
+    # `fig2 20000 30` makes 8011 A, 8011 B and 20000 C objects (and one array).
     assert share == pytest.approx(16022 / 36023, abs=0.005), "A and B, and nothing else, are grouped"
     contexts = [" ".join(g["contexts"]) for g in w["plan"]["groups"]]
     assert len(contexts) == 1 and "make_a" in contexts[0] and "make_b" in contexts[0], \

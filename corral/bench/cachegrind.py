@@ -27,17 +27,31 @@ def estimate(misses: dict) -> int:
             + LL_MISS_CYCLES * (misses["ILL"] + misses["LL"]))
 
 
-def command(argv, out_file) -> list[str]:
+# Where a program's own work starts: glibc's __libc_start_main runs the
+# program's constructors and main, and exit's handlers; the dynamic linker's
+# work and preloaded libraries' constructors (an allocator's set-up) come
+# before it.
+PROGRAM_START = "__libc_start_main*"
+
+
+def command(argv, out_file, steady=False) -> list[str]:
+    """The Valgrind command line. `steady` counts only what runs inside
+    PROGRAM_START (callgrind, the same cache simulation): a fixed start-up
+    cost that does not grow with the input stays out of the comparison."""
     # --smc-check=all: libcorral.so rewrites call sites in the program's own
     # text (file-backed), which Valgrind would otherwise keep running from
     # translations made before the rewrite.
-    return ["valgrind", "--tool=cachegrind", "--cache-sim=yes", "--smc-check=all",
-            f"--I1={CACHE['I1']}", f"--D1={CACHE['D1']}", f"--LL={CACHE['LL']}",
-            f"--cachegrind-out-file={out_file}", *argv]
+    common = ["--cache-sim=yes", "--smc-check=all",
+              f"--I1={CACHE['I1']}", f"--D1={CACHE['D1']}", f"--LL={CACHE['LL']}"]
+    if steady:
+        return ["valgrind", "--tool=callgrind", *common, "--collect-atstart=no",
+                f"--toggle-collect={PROGRAM_START}", f"--callgrind-out-file={out_file}", *argv]
+    return ["valgrind", "--tool=cachegrind", *common, f"--cachegrind-out-file={out_file}", *argv]
 
 
 def parse(text: str) -> dict:
-    """Counters (data side, and instructions with their misses) from a cachegrind.out file's `events:` and `summary:`."""
+    """Counters (data side, and instructions with their misses) from the
+    `events:` and `summary:` lines of a cachegrind.out or callgrind.out file."""
     events = summary = None
     for line in text.splitlines():
         if line.startswith("events:"):
@@ -46,7 +60,8 @@ def parse(text: str) -> dict:
             summary = [int(v) for v in line.split()[1:]]
     if events is None or summary is None:
         raise CorralError("cachegrind output has no events or summary line")
-    counts = dict(zip(events, summary))
+    # callgrind leaves out trailing zero counts
+    counts = dict(zip(events, summary + [0] * (len(events) - len(summary))))
     missing = {"Dr", "D1mr", "DLmr", "Dw", "D1mw", "DLmw"} - counts.keys()
     if missing:
         raise CorralError(f"cachegrind output lacks {', '.join(sorted(missing))} (cache simulation off?)")
@@ -57,15 +72,20 @@ def parse(text: str) -> dict:
             "Ir": counts.get("Ir", 0), "I1": counts.get("I1mr", 0), "ILL": counts.get("ILmr", 0)}
 
 
-def measure(argv, env, stdin=None) -> tuple[dict, str]:
+def measure(argv, env, stdin=None, steady=False) -> tuple[dict, str]:
     """(misses, program stdout) of one run of argv under cachegrind, reading
-    the file `stdin` (or nothing)."""
+    the file `stdin` (or nothing). With `steady`, start-up is left out
+    (command); a program that never enters PROGRAM_START (static, or not
+    glibc's) is measured whole instead."""
     with tempfile.TemporaryDirectory(prefix="corral-cg-") as tmp, stdin_of(stdin) as given:
         out_file = os.path.join(tmp, "cachegrind.out")
-        proc = subprocess.run(command(argv, out_file), env=env, stdin=given,
+        proc = subprocess.run(command(argv, out_file, steady), env=env, stdin=given,
                               capture_output=True, text=True, errors="replace")
         if proc.returncode != 0 or not os.path.exists(out_file):
             tail = proc.stderr.strip().splitlines()[-1:] or ["no output"]
             raise CorralError(f"cachegrind run failed (exit {proc.returncode}): {tail[0]}")
         with open(out_file) as f:
-            return parse(f.read()), proc.stdout
+            counts = parse(f.read())
+    if steady and counts["Ir"] == 0:
+        return measure(argv, env, stdin)
+    return counts, proc.stdout

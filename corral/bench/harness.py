@@ -72,7 +72,7 @@ class WorkloadBench:
     """The measurements of one workload; `document()` is its results entry."""
 
     def __init__(self, workload: Workload, configs: list[Config], args, work_dir, runner, miss_counter,
-                 progress):
+                 progress, validate=True):
         self.workload = workload
         self.configs = configs
         self.args = list(args)
@@ -81,6 +81,7 @@ class WorkloadBench:
         self.runner = runner
         self.miss_counter = miss_counter
         self.progress = progress
+        self.validate = validate
         self.plan = None
         self.problems: list[str] = []
         self.skipped: dict[str, str] = {}
@@ -110,7 +111,7 @@ class WorkloadBench:
         if config.needs_plan and self.plan is None:
             self.progress("plan", workload=self.workload.name)
             try:
-                self.plan = planning.make(self.workload, self.work_dir)
+                self.plan = planning.make(self.workload, self.work_dir, self.validate)
             except CorralError as e:
                 self.plan = e
                 self.problems.append(str(e))
@@ -231,10 +232,11 @@ class WorkloadBench:
 
 def run_suite(workloads, configs, pairs=5, quick=False, progress=None, *, warmup=DEFAULT_WARMUP,
               misses=True, miss_input="cache", work_dir=None, runner=run_once,
-              miss_counter=cachegrind.measure) -> dict:
+              miss_counter=cachegrind.measure, validate=True) -> dict:
     """Benchmark `workloads` (Workload objects) under `configs` (Config objects,
     glibc first). Quick mode measures on the training input and counts
-    misses on it too, whatever miss_input says."""
+    misses on it too, whatever miss_input says. Plans are validated on the
+    training input as `corral optimize` does unless `validate` is False."""
     if miss_input not in MISS_INPUTS:
         raise CorralError(f"unknown miss input {miss_input!r}; choose one of {', '.join(MISS_INPUTS)}")
     if pairs < 1:
@@ -247,11 +249,13 @@ def run_suite(workloads, configs, pairs=5, quick=False, progress=None, *, warmup
     doc = {"corralBench": results.VERSION, "created": results.now(), "host": results.host(),
            "params": {"pairs": pairs, "warmup": warmup, "quick": quick,
                       "cache": {"D1": cachegrind.CACHE["D1"], "LL": cachegrind.CACHE["LL"]},
-                      "miss_input": miss_input, "misses": misses, "work_dir": str(work_dir)},
+                      "miss_input": miss_input, "misses": misses, "validate": validate,
+                      "work_dir": str(work_dir)},
            "workloads": []}
     for workload in workloads:
         measure_args = workload.train_args if quick else workload.measure_args
-        bench = WorkloadBench(workload, list(configs), measure_args, work_dir, runner, miss_counter, report)
+        bench = WorkloadBench(workload, list(configs), measure_args, work_dir, runner, miss_counter, report,
+                              validate)
         bench.prepare()
         bench.time_all(pairs, warmup)
         if misses:

@@ -34,7 +34,9 @@ def _context_label(context) -> str:
     return " < ".join(names[:4]) if names else f"context {context.index}"
 
 
-def make(workload, out_dir) -> PlanInfo:
+def make(workload, out_dir, validate=True) -> PlanInfo:
+    """Profile and plan `workload` as `corral optimize` does, validation
+    included unless `validate` is False (its lines join the summary)."""
     from corral.commands import plan as plan_cmd
     from corral.plan import options as plan_options
 
@@ -54,10 +56,17 @@ def make(workload, out_dir) -> PlanInfo:
     plan_options.add_arguments(parser)
     options = plan_options.from_args(parser.parse_args([]))
     captured = io.StringIO()
+    check = None
+    if validate:
+        from corral.validation.validate import validate as validation
+
+        def check(result, replan):
+            return validation(result, replan, program, stdin,
+                              say=lambda text: print(text, file=sys.stderr))[0]
     # The planner prints its summary with rich to stderr; rich looks stderr up
     # when it prints, so redirecting sys.stderr captures it as plain text.
     with contextlib.redirect_stderr(captured):
-        result = plan_cmd.plan_profile(profile, plan_path, options, graph, quiet=False)
+        result = plan_cmd.plan_profile(profile, plan_path, options, graph, quiet=False, validate=check)
     groups = [{"id": gid, "name": result.plan.groups[gid].name if gid < len(result.plan.groups) else f"g{gid}",
                "contexts": [_context_label(result.contexts[n]) for n in members],
                "layout": "by-size" if result.layouts[gid].by_size else "mixed"}

@@ -63,7 +63,7 @@ def _w(name, description, train, measure, cache) -> Workload:
 WORKLOADS: dict[str, Workload] = {w.name: w for w in [
     _w("fig2", "HALO Fig. 2: A and B objects from one wrapper, linked and traversed; "
        "more C objects of the same size made in between, never traversed",
-       [20000, 3], [3000000, 30], [300000, 30]),
+       [20000, 30], [3000000, 30], [300000, 30]),
     _w("health", "Olden health: villages in a 4-ary tree move patient records "
        "between linked lists every step",
        [5, 200], [7, 1000], [7, 300]),

@@ -35,6 +35,9 @@ def add_arguments(p):
     p.add_argument("--quick", action="store_true",
                    help="measure on the small training input (a smoke run, not a measurement)")
     p.add_argument("--no-misses", action="store_true", help="skip the cachegrind runs")
+    p.add_argument("--no-validate", action="store_true",
+                   help="write plans as the planner makes them, without checking them on the "
+                        "training input first (as corral optimize --no-validate)")
     p.add_argument("--miss-input", choices=list(harness.MISS_INPUTS), default="cache",
                    help="input for the cachegrind runs: cache (default; the measuring input's "
                         "shape on fewer elements, seconds per run), train, or measure (20-50x "
@@ -87,7 +90,8 @@ def run(args) -> int:
     work_dir = args.work_dir or f"{args.output}.d"
     console = Console(stderr=True)
     doc = harness.run_suite(chosen, configs, pairs, args.quick, _progress(console), warmup=warmup,
-                            misses=not args.no_misses, miss_input=args.miss_input, work_dir=work_dir)
+                            misses=not args.no_misses, miss_input=args.miss_input, work_dir=work_dir,
+                            validate=not args.no_validate)
     results.write(doc, args.output)
     console.print(_table(doc))
     console.print(f"corral: wrote {args.output}")

@@ -113,3 +113,29 @@ def group_contexts(graph: nx.Graph, tolerance: float = 0.05, max_group_size: int
         group = Group(tuple(growing.members), growing.weight, growing.score())
         (kept if group.weight >= accesses * group_threshold else rejected).append(group)
     return kept, rejected
+
+
+def class_components(graph: nx.Graph, avail: set, class_of: dict, group_threshold: float = 0.01) -> list[Group]:
+    """Groups of the available nodes that no affinity group took: each
+    connected set of nodes with affinity between nodes of a size class in
+    common (`class_of`: node -> set of classes) (a node
+    with affinity to its own objects alone counts). A size-class allocator
+    already keeps such objects in one class, among every other object of
+    that size; a pool keeps them apart from those and packs them tighter,
+    which the cost model weighs (corral/plan/cost.py). The group threshold
+    applies as in group_contexts."""
+    accesses = graph.graph.get("accesses") or graph.size(weight="weight")
+    same_class = nx.Graph()
+    same_class.add_nodes_from(avail)
+    same_class.add_edges_from((u, v) for u, v in graph.subgraph(avail).edges()
+                              if class_of[u] & class_of[v])
+    groups = []
+    for component in nx.connected_components(same_class):
+        members = sorted(component, key=lambda n: (-graph.nodes[n].get("accesses", 0), n))
+        growing = _Growing([])
+        for n in members:
+            growing.add(graph, n)
+        if growing.weight > 0 and growing.weight >= accesses * group_threshold:
+            groups.append(Group(tuple(growing.members), growing.weight, growing.score()))
+    groups.sort(key=lambda g: (-g.weight, g.members))
+    return groups

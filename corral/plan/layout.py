@@ -31,6 +31,14 @@ def size_class(size: int) -> int:
     return min(c, SIZE_CLASSES - 1)
 
 
+def class_size(c: int) -> int:
+    """Block size of class `c`, its largest size (corral_class_size)."""
+    if c < 15:
+        return 16 + 8 * c
+    top = 3 + (c - 15) // 2
+    return ((2 << top) if (c - 15) & 1 else (3 << (top - 1))) * GRANULE
+
+
 @dataclass(frozen=True)
 class Layout:
     by_size: bool
@@ -52,7 +60,7 @@ class Layout:
         return self.same_class_kept is None or self.same_class_kept > self.same_class_cut
 
 
-def _classes(context: dict) -> set[int]:
+def classes_of(context: dict) -> set[int]:
     return {size_class(context["min_size"]), size_class(context["max_size"])}
 
 
@@ -66,7 +74,7 @@ def choose(doc: dict, members: list[int], turnover: float) -> Layout:
     classes, allocs, lived = set(), 0, 0.0
     for i in members:
         c = doc["contexts"][i]
-        classes |= _classes(c)
+        classes |= classes_of(c)
         unfreed = c["allocs"] - c["frees"]
         allocs += c["allocs"]
         lived += min(c["lifetime"], c["frees"] * run) / run + max(0, unfreed)
@@ -77,7 +85,7 @@ def choose(doc: dict, members: list[int], turnover: float) -> Layout:
     inside, contexts = set(members), doc["contexts"]
     kept = cut = 0.0
     for a, b, w in doc["edges"]:
-        if (a in inside or b in inside) and _classes(contexts[a]) & _classes(contexts[b]):
+        if (a in inside or b in inside) and classes_of(contexts[a]) & classes_of(contexts[b]):
             if a in inside and b in inside:
                 kept += w
             else:

@@ -7,10 +7,10 @@ import networkx as nx
 
 from corral import elf
 from corral.errors import CorralError
-from corral.plan import cost, layout, placement, planfile
+from corral.plan import cost, layout, placement, planfile, slots
 from corral.plan.check import GroupCheck, check, first_match_holds
 from corral.plan.graph import Context, Site, affinity_graph, contexts_of, total_accesses
-from corral.plan.grouping import Group, group_contexts
+from corral.plan.grouping import Group, class_components, group_contexts
 from corral.plan.options import PlanOptions
 from corral.plan.selectors import Selector, direct_table, identify, walk_depth
 
@@ -49,10 +49,17 @@ class PlanResult:
         return [list(g.members) for g in self.groups]
 
 
-def _estimate(doc, contexts, members, gid, direct, together, options) -> cost.Estimate:
+def _estimate(doc, contexts, members, gid, direct, together, packing, options) -> cost.Estimate:
     by_frame0 = {m for m in members if contexts[m].chain and direct.get(contexts[m].chain[0]) == gid}
     return cost.estimate(doc, [contexts[m].index for m in members],
-                         {contexts[m].index for m in by_frame0}, together, options.miss_share)
+                         {contexts[m].index for m in by_frame0}, together, options.miss_share, packing)
+
+
+def _node_classes(doc: dict, graph: nx.Graph) -> dict:
+    """Each graph node's size classes (of its contexts' smallest and largest
+    objects, as layout.choose counts them)."""
+    return {n: set().union(*(layout.classes_of(doc["contexts"][m]) for m in ms))
+            for n, ms in graph.nodes(data="members")}
 
 
 def make_plan(doc: dict, options: PlanOptions, exclude: frozenset = frozenset()) -> PlanResult:
@@ -66,21 +73,45 @@ def make_plan(doc: dict, options: PlanOptions, exclude: frozenset = frozenset())
                            options.max_depth, options.max_object_size)
     kept, rejected = group_contexts(graph, options.tolerance, options.max_group_size,
                                     options.group_threshold)
-    kept.sort(key=lambda g: -g.weight)      # the heaviest group is tried first at run time
 
     def contexts_in(g: Group) -> list[int]:
         return [c for n in g.members for c in graph.nodes[n]["members"]]
 
     # A group's layout, and whether it pays, depend on its own contexts only:
     # decided once, before identification.
-    layout_of = {g: layout.choose(doc, contexts_in(g), options.turnover) for g in kept}
-    unprofitable = [(g, lay) for g, lay in layout_of.items() if not lay.pays]
-    kept = [g for g in kept if layout_of[g].pays]
-    together = {g: placement.together_share(doc, contexts_in(g)) for g in kept}
-    placed_already = [(g, t) for g, t in together.items() if t is not None and t >= options.together]
-    kept = [g for g in kept if together[g] is None or together[g] < options.together]
-    excluded = [g for g in kept if g.members in exclude]
-    kept = [g for g in kept if g.members not in exclude]
+    layout_of, together, packing = {}, {}, {}
+    unprofitable, placed_already, excluded = [], [], []
+
+    def worth_trying(candidates: list[Group]) -> list[Group]:
+        out = []
+        for g in candidates:
+            if g.members in exclude:
+                excluded.append(g)
+                continue
+            lay = layout_of[g] = layout.choose(doc, contexts_in(g), options.turnover)
+            if not lay.pays:
+                unprofitable.append((g, lay))
+                continue
+            share = together[g] = placement.together_share(doc, contexts_in(g))
+            packing[g] = slots.packing_ratio(doc, contexts_in(g), lay.by_size)
+            # Objects the base already keeps side by side gain only from
+            # tighter packing; the cost model weighs that.
+            if share is not None and share >= options.together and packing[g] >= 1.0:
+                placed_already.append((g, share))
+                continue
+            out.append(g)
+        return out
+
+    kept = worth_trying(kept)
+    # What no affinity group took may still be worth a pool of its own size
+    # class: objects used with each other and with nothing else of their size.
+    taken = {n for g in kept + excluded for n in g.members}
+    tried = {frozenset(g.members) for g in kept + excluded} \
+        | {frozenset(g.members) for g, _ in unprofitable + placed_already}
+    components = class_components(graph, set(graph.nodes) - taken, _node_classes(doc, graph),
+                                  options.group_threshold)
+    kept += worth_trying([g for g in components if frozenset(g.members) not in tried])
+    kept.sort(key=lambda g: -g.weight)      # the heaviest group is tried first at run time
     unidentifiable, costly = [], []
     while True:
         members = [contexts_in(g) for g in kept]
@@ -94,7 +125,7 @@ def make_plan(doc: dict, options: PlanOptions, exclude: frozenset = frozenset())
             continue
         assignment = {m: gid for gid, ms in enumerate(members) for m in ms}
         direct = direct_table(contexts, assignment)
-        estimates = [_estimate(doc, contexts, ms, gid, direct, together[g], options)
+        estimates = [_estimate(doc, contexts, ms, gid, direct, together[g], packing[g], options)
                      for gid, (g, ms) in enumerate(zip(kept, members))]
         # Groups that cost more than they gain are dropped, the most costly
         # first, one at a time: the others' identification changes with it.

@@ -42,7 +42,9 @@ def _cycles(n: float) -> str:
 
 def estimate_text(est) -> str:
     """Both sides of a group's cost model, in cycles of the profiled run."""
-    return (f"gain {_cycles(est.gain)} ({est.pairs:g} pairs brought together at "
+    packed = "" if abs(est.packing - 1) < 0.005 else \
+        f", objects in {100 * est.packing:.0f}% of the base's bytes"
+    return (f"gain {_cycles(est.gain)} ({est.pairs:g} pairs brought together{packed} at "
             f"{est.miss_cycles} cycles a miss), cost {_cycles(est.cost)}")
 
 

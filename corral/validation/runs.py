@@ -25,7 +25,10 @@ class Simulated:
 
 
 def simulate(argv, env, stdin=None) -> Simulated:
-    misses, stdout = cachegrind.measure(argv, env, stdin=stdin)
+    """The run's steady part: the dynamic linker and the allocators' own
+    set-up are a fixed cost that a training run, much shorter than the real
+    one, would otherwise weigh far above what it is there."""
+    misses, stdout = cachegrind.measure(argv, env, stdin=stdin, steady=True)
     return Simulated(cachegrind.estimate(misses), misses["Ir"], misses["D1"], misses["LL"], output_hash(stdout))
 
 
