@@ -117,9 +117,9 @@ def group_contexts(graph: nx.Graph, tolerance: float = 0.05, max_group_size: int
 
 def class_components(graph: nx.Graph, avail: set, class_of: dict, group_threshold: float = 0.01) -> list[Group]:
     """Groups of the available nodes that no affinity group took: each
-    connected set of nodes with affinity between nodes of a size class in
-    common (`class_of`: node -> set of classes) (a node
-    with affinity to its own objects alone counts). A size-class allocator
+    connected set of nodes linked by affinity between nodes that share a
+    size class (`class_of`: node -> its classes); a node whose objects are
+    used only with each other is a set of one. A size-class allocator
     already keeps such objects in one class, among every other object of
     that size; a pool keeps them apart from those and packs them tighter,
     which the cost model weighs (corral/plan/cost.py). The group threshold
