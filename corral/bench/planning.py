@@ -58,11 +58,8 @@ def make(workload, out_dir, validate=True) -> PlanInfo:
     captured = io.StringIO()
     check = None
     if validate:
-        from corral.validation.validate import validate as validation
-
-        def check(result, replan):
-            return validation(result, replan, program, stdin,
-                              say=lambda text: print(text, file=sys.stderr))[0]
+        from corral.validation.validate import hook
+        check = hook(program, stdin, say=lambda text: print(text, file=sys.stderr))
     # The planner prints its summary with rich to stderr; rich looks stderr up
     # when it prints, so redirecting sys.stderr captures it as plain text.
     with contextlib.redirect_stderr(captured):

@@ -102,14 +102,12 @@ def run(args) -> int:
     validate = None
     if not args.no_validate:
         from rich.console import Console
-        from corral.validation.validate import validate as check
+        from corral.validation.validate import hook
         err = Console(stderr=True)
         stdin = replayable_stdin()
         if stdin is None and stdin_is_a_stream():
             err.print("corral: standard input is not a file; validation runs the program without it")
-
-        def validate(result, replan):
-            return check(result, replan, command, stdin, say=lambda text: err.print(text, highlight=False))[0]
+        validate = hook(command, stdin, say=lambda text: err.print(text, highlight=False))
     result = plan_cmd.plan_profile(profile_path, output, options, args.graph, args.quiet, validate)
     sys.stdout.flush()
     print(f"next: {plan_cmd.next_command(output, result.doc)}")

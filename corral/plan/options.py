@@ -129,8 +129,8 @@ def add_arguments(p) -> None:
                         f"(default: {DEFAULTS.turnover})")
     g.add_argument("--together", type=float, default=DEFAULTS.together, metavar="SHARE",
                    help="leave out a group whose objects the allocator underneath would already "
-                        "place next to each other this often (profiler's placement model); 1: "
-                        f"never (default: {DEFAULTS.together})")
+                        "place next to each other this often (profiler's placement model), unless "
+                        f"its pool packs them tighter; 1: never (default: {DEFAULTS.together})")
     g.add_argument("--miss-share", type=float, default=DEFAULTS.miss_share, metavar="SHARE",
                    help="cost model: share of a group's pairs used together, and placed apart by "
                         f"the allocator underneath, that would miss (default: {DEFAULTS.miss_share})")

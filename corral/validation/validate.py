@@ -175,3 +175,10 @@ def validate(result, replan, argv, stdin=None, **options) -> tuple[object, Outco
     final.plan.base = base
     final.plan.comments += [f"validation: {line.strip()}" for line in validator.lines]
     return final, Outcome(base, validator.lines, excluded)
+
+
+def hook(argv, stdin, say):
+    """What `plan_profile(validate=...)` takes: validate each plan on `argv`
+    (reading `stdin`), printing through `say`, and hand back the result to
+    write."""
+    return lambda result, replan: validate(result, replan, argv, stdin, say=say)[0]
