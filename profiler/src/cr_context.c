@@ -1,4 +1,4 @@
-/* Calling contexts: unwinding at each allocation, recursion reduction, and
+/* Calling contexts: unwinding at each allocation, recursion collapsing, and
  * the module, frame and context tables written to the profile. */
 #include "pub_tool_basics.h"
 #include "pub_tool_debuginfo.h"
@@ -11,7 +11,7 @@
 #include "pub_tool_xarray.h"
 #include "cr_tool.h"
 
-/* Frames asked of the unwinder. Recursion is reduced after unwinding, so
+/* Frames asked of the unwinder. Recursion is collapsed after unwinding, so
  * this must exceed the deepest recursion seen at an allocation, not just
  * --max-frames; unwinding stops at the real stack top anyway. */
 #define CR_MAX_UNWIND 4096
@@ -171,9 +171,43 @@ static UInt intern_context(CrAllocKind kind, const UInt* idx, UInt n)
    return node->id;
 }
 
+/* Outermost position of each named function on the stack being reduced:
+ * indexed by fn_id, valid where stamp matches this allocation's. */
+static UInt* outermost_at;
+static UInt* outermost_stamp;
+static UInt outermost_cap, stamp;
+
+static void note_positions(const UInt* idx, UInt m)
+{
+   UInt n_fns = (UInt)VG_(sizeFM)(function_ids) + 1;
+   if (n_fns > outermost_cap) {
+      UInt cap = n_fns * 2;
+      outermost_at = VG_(realloc)("corral.outermost", outermost_at, cap * sizeof(UInt));
+      outermost_stamp = VG_(realloc)("corral.outermost", outermost_stamp, cap * sizeof(UInt));
+      VG_(memset)(outermost_stamp + outermost_cap, 0, (cap - outermost_cap) * sizeof(UInt));
+      outermost_cap = cap;
+   }
+   if (++stamp == 0) {                       /* wrapped: forget every mark */
+      VG_(memset)(outermost_stamp, 0, outermost_cap * sizeof(UInt));
+      stamp = 1;
+   }
+   for (UInt j = 0; j < m; j++) {
+      UInt fn = cr_frame(idx[j])->fn_id;
+      if (fn == 0) continue;
+      outermost_at[fn] = j;
+      outermost_stamp[fn] = stamp;
+   }
+}
+
+static UInt outermost(UInt fn, UInt j)
+{
+   return fn != 0 && outermost_stamp[fn] == stamp ? outermost_at[fn] : j;
+}
+
 UInt cr_context_of_allocation(ThreadId tid, CrAllocKind kind)
 {
    static Addr ips[CR_MAX_UNWIND];
+   static UInt idx[CR_MAX_UNWIND];
    static UInt reduced[CR_MAX_UNWIND];
    static UInt callee_of[CR_MAX_UNWIND];
 
@@ -182,30 +216,50 @@ UInt cr_context_of_allocation(ThreadId tid, CrAllocKind kind)
    /* ips[0] is the program counter, inside the replacement function of
     * vgpreload_corral; the unwinder stores every further frame as its return
     * address minus one (pointing into the call). Skip the preload's frames
-    * and add the one back. */
+    * and add the one back. Past the start-up code the unwinder only finds
+    * noise. */
    UInt first = 1;
    while (first < n && in_replacement_preload(ips[first])) first++;
+   UInt m = 0;
+   for (UInt i = first; i < n; i++) {
+      idx[m] = frame_index(ips[i] + 1);
+      if (cr_frame(idx[m++])->below_main) break;
+   }
+   note_positions(idx, m);
 
-   /* Recursion reduction (HALO 4.1): walking outwards, drop a frame whose
-    * (callee, return address) pair already appeared closer to the
-    * allocation. The callee of frame i is the function frame i-1 lies in;
-    * the callee of frame 0 is the allocation function. */
+   /* Recursion collapsing: where the function of frame j is on the stack
+    * again further out, frames j+1 .. that outermost one are calls inside a
+    * recursion (direct or mutual). Of them only j+1, the innermost
+    * recursive call, is kept; the walk resumes past the recursion. So the
+    * objects of a recursive builder get one context per innermost recursive
+    * call site, however the recursion unfolded above it (HALO 4.1 keeps
+    * every distinct (callee, site) pair instead, which on a builder with
+    * several recursive call sites makes a context per order of first use).
+    * Functions without a name cannot be recognised: there, a frame whose
+    * (callee, return address) pair already appeared nearer the allocation
+    * is dropped, as HALO does. The callee of frame j is the function frame
+    * j-1 lies in; the callee of frame 0 is the allocation function. */
    UInt n_reduced = 0;
    UInt callee = 0x80000000u | kind;
-   for (UInt i = first; i < n && n_reduced < clo_max_frames; i++) {
-      UInt idx = frame_index(ips[i] + 1);
-      Bool repeated = False;
-      for (UInt j = 0; j < n_reduced; j++) {
-         if (reduced[j] == idx && callee_of[j] == callee) { repeated = True; break; }
+   for (UInt j = 0; j < m && n_reduced < clo_max_frames; ) {
+      UInt fn = cr_frame(idx[j])->fn_id;
+      UInt last = outermost(fn, j);
+      UInt keep[2] = { j, j + 1 };
+      UInt callees[2] = { callee, fn };
+      UInt n_keep = last > j ? 2 : 1;
+      for (UInt k = 0; k < n_keep && n_reduced < clo_max_frames; k++) {
+         Bool repeated = False;
+         for (UInt r = 0; r < n_reduced; r++) {
+            if (reduced[r] == idx[keep[k]] && callee_of[r] == callees[k]) { repeated = True; break; }
+         }
+         if (!repeated) {
+            reduced[n_reduced] = idx[keep[k]];
+            callee_of[n_reduced] = callees[k];
+            n_reduced++;
+         }
       }
-      if (!repeated) {
-         reduced[n_reduced] = idx;
-         callee_of[n_reduced] = callee;
-         n_reduced++;
-      }
-      /* Past the start-up code the unwinder only finds noise. */
-      if (cr_frame(idx)->below_main) break;
-      callee = cr_frame(idx)->fn_id;
+      callee = fn;
+      j = last > j ? last + 1 : j + 1;
    }
    /* Before main (ld.so running constructors) nothing stops the unwinder
     * at a start-up function; what it finds past the last object is noise. */

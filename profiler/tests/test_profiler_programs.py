@@ -99,6 +99,27 @@ def test_recursive_builder_reduces_to_one_context(tmp_path):
     assert names[:3] == ["build", "build", "main"]
 
 
+def test_recursion_collapses_to_the_innermost_recursive_call(tmp_path):
+    """Two recursive call sites and a mutual recursion around them: HALO's
+    reduction would keep a context per order in which the sites were first
+    used; collapsing keeps one per innermost recursive call site."""
+    program = compile_program("tree_builder.c", tmp_path / "tree_builder")
+    p = profile([program, 10, 4], tmp_path / "tree.profile.json.gz")
+    in_build = [i for i in range(len(p.contexts)) if p.context_frames(i)[0].fn == "build"]
+    chains = sorted(([f.fn for f in p.context_frames(i)], p.contexts[i]["allocs"]) for i in in_build)
+    roots = ["build", "plant", "forest", "main"]
+    # Each tree's root, whichever tree of the forest; then each child side.
+    assert [(names[:4], allocs) for names, allocs in chains] == [
+        (["build", "build", "plant", "forest"], 4 * 511),
+        (["build", "build", "plant", "forest"], 4 * 511),
+        (roots, 4)]
+    left, right = (p.context_frames(i)[1] for i in in_build if p.contexts[i]["allocs"] == 4 * 511)
+    assert (left.module, left.offset) != (right.module, right.offset)
+    # A forest twice as large adds nodes, not contexts.
+    bigger = profile([program, 10, 8], tmp_path / "forest8.profile.json.gz")
+    assert len(bigger.contexts) == len(p.contexts)
+
+
 def test_threads(tmp_path):
     program = compile_program("threads.c", tmp_path / "threads")
     p = profile([program], tmp_path / "threads.profile.json.gz")
