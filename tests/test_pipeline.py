@@ -301,7 +301,7 @@ def test_figure2_run_serves_a_and_b_from_one_group_and_never_c(figure2):
 def test_a_plan_without_groups_runs_the_program_on_the_base_allocator_alone(figure2, tmp_path):
     """Forwarding every call costs a little; with nothing to group, corral
     steps aside (and says so), unless statistics are asked for."""
-    from corral.commands.run import environment
+    from corral.launch import environment
     _, program, _, _ = figure2
     empty = tmp_path / "empty.plan"
     empty.write_text("corral-plan 1\nend\n")

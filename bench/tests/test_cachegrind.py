@@ -8,7 +8,7 @@ import pytest
 
 from corral import paths
 from corral.bench import cachegrind
-from corral.commands import run as run_cmd
+from corral import launch
 
 PROGRAM = r"""
 #include <stdio.h>
@@ -37,7 +37,7 @@ def test_steady_runs_leave_the_runtimes_start_up_out(programs):
     if not paths.RUNTIME_LIB.exists():
         pytest.fail(f"libcorral.so not built ({paths.RUNTIME_LIB}): run `make build` first")
     dynamic, _ = programs
-    env = run_cmd.base_environment("glibc")
+    env = launch.base_environment("glibc")
     env["LD_PRELOAD"] = str(paths.RUNTIME_LIB)
     whole, out = cachegrind.measure([str(dynamic), "1000"], env)
     steady, out2 = cachegrind.measure([str(dynamic), "1000"], env, steady=True)

@@ -10,7 +10,7 @@ all); "dynamic": libcorral.so in dynamic mode (no plan).
 
 from dataclasses import dataclass
 
-from corral.commands import run as run_cmd
+from corral import launch
 from corral.errors import CorralError
 
 BASES = ("glibc", "jemalloc", "mimalloc")
@@ -34,15 +34,15 @@ class Config:
     def environment(self, program, plan=None, stats=None, env=None) -> dict:
         """The child environment for running `program` in this configuration."""
         if self.mode == "base":
-            return run_cmd.base_environment(self.base, env)
+            return launch.base_environment(self.base, env)
         extra = {}
         if self.mode == "random4":
             extra["CORRAL_RANDOM_POOLS"] = RANDOM_POOLS
         elif self.mode == "dynamic":
-            extra.update(run_cmd.dynamic_extra(str(program)))
+            extra.update(launch.dynamic_extra(str(program)))
         if self.mode == "corral" and plan is None:
             raise CorralError(f"configuration {self.name} needs a plan")
-        return run_cmd.environment(plan=plan, base=self.base, stats=stats, extra=extra, env=env)
+        return launch.environment(plan=plan, base=self.base, stats=stats, extra=extra, env=env)
 
 
 CONFIGS: dict[str, Config] = {c.name: c for c in [

@@ -18,14 +18,8 @@ from corral import paths
 from corral.bench import cachegrind, planning, results, stats as runtime_stats, timing
 from corral.bench.configs import BASELINE, Config
 from corral.bench.runner import run_once
-from corral.bench.workloads import Workload
+from corral.bench.workloads import DEFAULT_WARMUP, MISS_INPUTS, Workload
 from corral.errors import CorralError
-
-DEFAULT_WARMUP = 1
-# Which input cachegrind runs: the small training one, the cache input (the
-# default: the measuring input's shape on fewer elements, see workloads.py),
-# or the measuring input itself (20-50x its native time).
-MISS_INPUTS = ("cache", "train", "measure")
 
 
 def _miss_args(workload, miss_input, quick):

@@ -37,7 +37,7 @@ def _context_label(context) -> str:
 def make(workload, out_dir, validate=True) -> PlanInfo:
     """Profile and plan `workload` as `corral optimize` does, validation
     included unless `validate` is False (its lines join the summary)."""
-    from corral.commands import plan as plan_cmd
+    from corral.plan.pipeline import plan_profile
     from corral.plan import options as plan_options
 
     os.makedirs(out_dir, exist_ok=True)
@@ -63,7 +63,7 @@ def make(workload, out_dir, validate=True) -> PlanInfo:
     # The planner prints its summary with rich to stderr; rich looks stderr up
     # when it prints, so redirecting sys.stderr captures it as plain text.
     with contextlib.redirect_stderr(captured):
-        result = plan_cmd.plan_profile(profile, plan_path, options, graph, quiet=False, validate=check)
+        result = plan_profile(profile, plan_path, options, graph, quiet=False, validate=check)
     groups = [{"id": gid, "name": result.plan.groups[gid].name if gid < len(result.plan.groups) else f"g{gid}",
                "contexts": [_context_label(result.contexts[n]) for n in members],
                "layout": "by-size" if result.layouts[gid].by_size else "mixed"}

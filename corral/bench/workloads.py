@@ -21,6 +21,13 @@ from corral import paths
 from corral.errors import CorralError
 
 
+DEFAULT_WARMUP = 1      # unmeasured rounds of every configuration before the pairs
+# Which input cachegrind runs: the small training one, the cache input (the
+# default: the measuring input's shape on fewer elements), or the measuring
+# input itself (20-50x its native time).
+MISS_INPUTS = ("cache", "train", "measure")
+
+
 @dataclass(frozen=True)
 class Workload:
     name: str

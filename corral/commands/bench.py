@@ -8,11 +8,8 @@ run's checksum against glibc's, and writes the results as JSON
     corral bench --workloads fig2,health --pairs 5 -o results.json
 """
 
-from rich.console import Console
-from rich.table import Table
-
 from corral.bench import configs as bench_configs
-from corral.bench import harness, results, suite, suite_build
+from corral.bench import suite, suite_build
 from corral.bench import workloads as bench_workloads
 from corral.errors import CorralError
 
@@ -38,7 +35,7 @@ def add_arguments(p):
     p.add_argument("--no-validate", action="store_true",
                    help="write plans as the planner makes them, without checking them on the "
                         "training input first (as corral optimize --no-validate)")
-    p.add_argument("--miss-input", choices=list(harness.MISS_INPUTS), default="cache",
+    p.add_argument("--miss-input", choices=list(bench_workloads.MISS_INPUTS), default="cache",
                    help="input for the cachegrind runs: cache (default; the measuring input's "
                         "shape on fewer elements, seconds per run), train, or measure (20-50x "
                         "its native time)")
@@ -61,7 +58,8 @@ def _progress(console):
     return show
 
 
-def _table(doc) -> Table:
+def _table(doc):
+    from rich.table import Table
     table = Table(title="time ratio against the base (median of pairs, >1 = faster) and miss reductions")
     for column in ("workload", "config", "against", "ratio", "min..max", "D1 red.", "LL red."):
         table.add_column(column)
@@ -77,6 +75,9 @@ def _table(doc) -> Table:
 
 
 def run(args) -> int:
+    from rich.console import Console
+
+    from corral.bench import harness, results
     if args.suite:
         chosen = suite_build.workloads(suite.select(args.suite, args.workloads), args.source, args.variant)
         configs = bench_configs.select(args.configs or ",".join(bench_configs.SUITE_CONFIGS))
@@ -84,7 +85,7 @@ def run(args) -> int:
         chosen = bench_workloads.select(args.workloads)
         configs = bench_configs.select(args.configs)
     pairs = args.pairs if args.pairs is not None else (1 if args.quick else 5)
-    warmup = args.warmup if args.warmup is not None else (0 if args.quick else harness.DEFAULT_WARMUP)
+    warmup = args.warmup if args.warmup is not None else (0 if args.quick else bench_workloads.DEFAULT_WARMUP)
     if warmup < 0:
         raise CorralError("--warmup cannot be negative")
     work_dir = args.work_dir or f"{args.output}.d"

@@ -16,13 +16,8 @@ import dataclasses
 import subprocess
 from pathlib import Path
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
 from corral import paths
-from corral.commands.report import write_report
 from corral.errors import CorralError
-from corral.report import terminal
 
 # The workloads that tell the story (a large win, a modest one, and one where
 # corral's plan is empty and it costs nothing), and inputs that run for 0.1
@@ -78,7 +73,7 @@ def demo_workloads(names: str, quick: bool):
 class _Steps:
     """Turns the harness's events into one progress bar over all runs."""
 
-    def __init__(self, progress: Progress, per_workload: int, total: int):
+    def __init__(self, progress, per_workload: int, total: int):
         self.progress, self.per_workload = progress, per_workload
         self.task = progress.add_task("starting", total=total)
         self.done_before = 0
@@ -108,8 +103,12 @@ class _Steps:
 
 
 def run(args) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     from corral.bench import configs as bench_configs
     from corral.bench import harness, results
+    from corral.report import terminal
 
     if args.pairs < 1:
         raise CorralError("--pairs must be at least 1")
@@ -137,6 +136,7 @@ def run(args) -> int:
     if args.quick:
         out.print("[yellow]--quick: training inputs, a handful of milliseconds each; "
                   "the ratios are noise[/]")
+    from corral.report.html import write_report
     report = write_report(results_path, args.output or work_dir / "report.html")
     out.print(f"corral: wrote {results_path} and {report}")
     print(f"next: open file://{report.resolve()}   (full suite: corral bench -o results.json)")

@@ -7,27 +7,14 @@ with the plan (use your real input there). Example:
 """
 
 import argparse
-import contextlib
-import io
 import os
-import shutil
 import stat
 import sys
 
-from corral.commands import plan as plan_cmd
-from corral.commands import profile as profile_cmd
-from corral.errors import CorralError
+from corral.launch import program_after_dashes, require_program
 from corral.plan import options as plan_options
-
-# Options of `corral profile` that optimize does not forward: it names the
-# profile itself, and the program comes after --.
-NOT_FORWARDED = {"output", "command", "help"}
-
-
-def _profile_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(add_help=False)
-    profile_cmd.add_arguments(p)
-    return p
+from corral.plan.pipeline import next_command, plan_profile
+from corral.profile import record
 
 
 def add_arguments(p):
@@ -35,32 +22,16 @@ def add_arguments(p):
     p.add_argument("--profile-output", metavar="FILE",
                    help="where to keep the profile (default: PROGRAM.profile.json.gz in this folder)")
     p.add_argument("--graph", metavar="FILE", help="also draw the affinity graph coloured by group")
-    p.add_argument("-q", "--quiet", action="store_true", help="no plan summary")
+    p.add_argument("-q", "--quiet", action="store_true", help="no profile or plan summary")
     p.add_argument("--no-validate", action="store_true",
                    help="write the plan without running the training command again to check it "
                         "(by default each base allocator and the plan are measured on it, groups "
                         "that do not make it faster are dropped, and the fastest base is recorded)")
-    profiling = p.add_argument_group("profiling (as `corral profile`)")
-    # The profiler owns its options: take them from its own parser so the two
-    # commands never disagree on names or defaults.
-    for action in _profile_parser()._actions:
-        if action.dest not in NOT_FORWARDED:
-            profiling._add_action(action)
+    p.add_argument("--dhat", metavar="FILE",
+                   help="also write the profile in DHAT's format, for valgrind's dh_view.html")
+    record.add_options(p.add_argument_group("profiling (as `corral profile`)"))
     plan_options.add_arguments(p)
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- program and training arguments")
-
-
-def profile_argv(args, profile_path, command) -> list[str]:
-    """The `corral profile` command line equivalent to our forwarded options."""
-    argv = ["-o", profile_path]
-    for action in _profile_parser()._actions:
-        if action.dest in NOT_FORWARDED or not action.option_strings:
-            continue
-        value = getattr(args, action.dest)
-        if value is None or value is False or value == action.default:
-            continue
-        argv += [action.option_strings[-1]] + ([] if value is True else [str(value)])
-    return argv + ["--", *command]
 
 
 def replayable_stdin() -> str | None:
@@ -83,32 +54,36 @@ def stdin_is_a_stream() -> bool:
 
 
 def run(args) -> int:
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    if not command:
-        raise CorralError("no program given; put it after --, e.g. `corral optimize -- ./prog train-args`")
-    if shutil.which(command[0]) is None and not os.path.exists(command[0]):
-        raise CorralError(f"program not found: {command[0]}")
+    command = program_after_dashes(args.command, "optimize", "train-args")
+    require_program(command[0])
     options = plan_options.from_args(args)      # refuse bad options before the slow part
     name = os.path.basename(command[0])
     profile_path = args.profile_output or f"{name}.profile.json.gz"
     output = args.output or f"{name}.plan"
+    record.check_options(args, profile_path)
 
-    profile_args = _profile_parser().parse_args(profile_argv(args, profile_path, command))
-    # `corral profile` prints its own next step (plan this profile); here that
-    # step follows at once, so its stdout is kept off the terminal. The
-    # program's own output goes straight to our stdout file descriptor.
-    with contextlib.redirect_stdout(io.StringIO()):
-        profile_cmd.run(profile_args)
+    from rich.console import Console
+    err = Console(stderr=True)
+    doc, status = record.record(command, profile_path, args)
+    from corral.profile.reader import Profile
+    profile = Profile(doc)
+    if args.dhat:
+        from corral.profile import dhat
+        dhat.export(profile, args.dhat)
+    if not args.quiet:
+        from corral.profile.summary import print_summary
+        print_summary(profile, err)
+    if status != 0:
+        err.print(f"corral: warning: the program exited with status {status}", highlight=False)
+    err.print(f"corral: wrote {profile_path}" + (f" and {args.dhat}" if args.dhat else ""), highlight=False)
     validate = None
     if not args.no_validate:
-        from rich.console import Console
         from corral.validation.validate import hook
-        err = Console(stderr=True)
         stdin = replayable_stdin()
         if stdin is None and stdin_is_a_stream():
             err.print("corral: standard input is not a file; validation runs the program without it")
         validate = hook(command, stdin, say=lambda text: err.print(text, highlight=False))
-    result = plan_cmd.plan_profile(profile_path, output, options, args.graph, args.quiet, validate)
+    result = plan_profile(profile_path, output, options, args.graph, args.quiet, validate)
     sys.stdout.flush()
-    print(f"next: {plan_cmd.next_command(output, result.doc)}")
+    print(f"next: {next_command(output, result.doc)}")
     return 0

@@ -10,10 +10,6 @@ or opened offline. Example:
     corral report bench-results.json -o report.html
 """
 
-from pathlib import Path
-
-from corral.errors import CorralError
-from corral.report import html, results
 
 
 def add_arguments(p):
@@ -22,17 +18,8 @@ def add_arguments(p):
                    help="HTML file to write (default: report.html)")
 
 
-def write_report(results_path, output) -> Path:
-    """The whole of `corral report`; `corral demo` calls it too."""
-    doc = results.load(results_path)
-    try:
-        html.write(doc, results_path, output)
-    except OSError as e:
-        raise CorralError(f"cannot write {output}: {e.strerror or e}")
-    return Path(output)
-
-
 def run(args) -> int:
+    from corral.report.html import write_report
     out = write_report(args.results, args.output)
     print(f"corral: wrote {out}")
     print(f"next: open file://{out.resolve()} in a browser")

@@ -64,3 +64,16 @@ def render(doc, base_dir: Path) -> str:
 def write(doc, results_path, out_path) -> None:
     page = render(doc, Path(results_path).resolve().parent)
     Path(out_path).write_text(page, encoding="utf-8")
+
+
+def write_report(results_path, output) -> Path:
+    """The whole of `corral report` (and the end of `corral demo`): the
+    results file read and checked, the page written."""
+    from corral.errors import CorralError
+    from corral.report import results
+    doc = results.load(results_path)
+    try:
+        write(doc, results_path, output)
+    except OSError as e:
+        raise CorralError(f"cannot write {output}: {e.strerror or e}")
+    return Path(output)

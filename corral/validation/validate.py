@@ -24,8 +24,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from corral import launch
 from corral.allocators import BASE_LIBRARIES
-from corral.commands import run as run_cmd
 from corral.plan import planfile
 from corral.validation import runs
 
@@ -66,12 +66,12 @@ class Validator:
     # ---- configurations ----
 
     def _base_env(self, base):
-        return run_cmd.base_environment(base)
+        return launch.base_environment(base)
 
     def _plan_env(self, plan: planfile.Plan, base, folder):
         path = Path(folder) / f"try{len(list(Path(folder).iterdir()))}.plan"
         planfile.write(plan, path)
-        return run_cmd.environment(plan=str(path), base=base)
+        return launch.environment(plan=str(path), base=base)
 
     def _time(self, envs: dict) -> dict[str, float]:
         """Median CPU seconds per configuration, run in alternation."""

@@ -1,0 +1,85 @@
+"""How corral starts a program: the environment of each mode (base
+allocator alone, libcorral.so with a plan, dynamic mode) and the program
+named after `--`. Shared by `corral run`, optimize, validation and the bench."""
+
+import hashlib
+import os
+import shutil
+
+from corral import paths
+from corral.allocators import base_library, preload_value
+from corral.errors import CorralError
+from corral.plan import planfile
+
+
+def plan_base(plan) -> str | None:
+    """The base allocator a plan records, if it parses and records one."""
+    try:
+        return planfile.read(plan).base
+    except CorralError:
+        return None
+
+
+def plan_is_empty(plan) -> bool:
+    """True for a valid plan with no groups. A plan that does not parse is
+    not empty: the runtime then says what is wrong with it, once."""
+    try:
+        return not planfile.read(plan).groups
+    except CorralError:
+        return False
+
+
+def base_environment(base="glibc", env=None) -> dict:
+    """The environment that runs a child on the base allocator alone."""
+    env = dict(os.environ if env is None else env)
+    env.pop("LD_PRELOAD", None)
+    env.pop("CORRAL_PLAN", None)
+    lib = base_library(base)
+    if lib is not None:
+        env["LD_PRELOAD"] = preload_value([lib])
+    return env
+
+
+def environment(plan=None, base="glibc", stats=None, extra=None, env=None) -> dict:
+    """The environment that makes a child process run under corral; with a
+    plan that has no groups (and no statistics asked for), the one that runs
+    it on the base allocator alone."""
+    if plan and not os.path.exists(plan):
+        raise CorralError(f"plan file {plan} does not exist")
+    if plan and not stats and not extra and plan_is_empty(plan):
+        return base_environment(base, env)
+    env = dict(os.environ if env is None else env)
+    lib = paths.require(paths.RUNTIME_LIB, "libcorral.so")
+    env["LD_PRELOAD"] = preload_value([lib, base_library(base)])
+    if plan:
+        env["CORRAL_PLAN"] = os.path.abspath(plan)
+    if stats:
+        env["CORRAL_STATS"] = stats
+    env.update(extra or {})
+    return env
+
+
+def dynamic_extra(program, wrappers_from=()) -> dict:
+    """Environment for dynamic mode: the switch and the wrapper list of `program`."""
+    from corral.dynamic import wrapperlist
+    key = hashlib.sha1(os.path.realpath(shutil.which(program) or program).encode()).hexdigest()[:16]
+    out = os.path.join(wrapperlist.cache_dir(), f"list-{key}.txt")
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    wrapperlist.write_for(program, out, wrappers_from)
+    return {"CORRAL_DYNAMIC": "1", "CORRAL_WRAPPERS": out}
+
+
+def program_after_dashes(command, verb="run", args="args") -> list[str]:
+    """The program and its arguments from a command's remainder (after
+    `--`); one clear error when there is none."""
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise CorralError(f"no program given; put it after --, e.g. `corral {verb} -- ./prog {args}`")
+    return list(command)
+
+
+def require_program(program) -> None:
+    """Refuses a program that is neither on PATH nor a file, before any slow work."""
+    if shutil.which(program) is None and not os.path.exists(program):
+        raise CorralError(f"program not found: {program}")

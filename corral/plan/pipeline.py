@@ -1,0 +1,53 @@
+"""Profile document to plan file: plan, check the modules, validate (when
+asked), write, and tell the user. `corral plan`, `corral optimize` and the
+bench's planning all go through plan_profile."""
+
+import shlex
+
+# The planner's modules (networkx, rich) are imported where they are used, so
+# that importing this module costs nothing.
+
+
+def default_output(profile_path: str) -> str:
+    name = str(profile_path)
+    for suffix in (".gz", ".json", ".profile"):
+        name = name.removesuffix(suffix)
+    return name + ".plan"
+
+
+def plan_profile(profile_path, output, options, graph_path=None, quiet=False, validate=None):
+    """The whole of `corral plan`; `corral optimize` calls it too, with
+    `validate(result, replan)`, which returns the result to write (replan
+    makes the plan again without the groups it is given). Returns the
+    planner.PlanResult written."""
+    from rich.console import Console
+
+    from corral.plan import graph as profile_graph
+    from corral.plan import planfile
+    from corral.plan.planner import check_modules, make_plan
+    from corral.plan.summary import print_summary
+
+    doc = profile_graph.load(profile_path)
+    result = make_plan(doc, options)
+    check_modules(doc, result.plan)
+    if validate:
+        result = validate(result, lambda exclude: make_plan(doc, options, exclude))
+    planfile.write(result.plan, output)
+    if graph_path:
+        from corral.plan.picture import draw_groups
+        labels = {n: result.contexts[n].names[1] if len(result.contexts[n].names) > 1 and
+                  result.contexts[n].names[1] else str(n) for n in result.graph.nodes}
+        draw_groups(result.graph, result.node_groups, graph_path, labels)
+    err = Console(stderr=True)
+    if not quiet:
+        print_summary(result, err)
+    if not result.groups:
+        err.print("corral: nothing worth grouping in this profile (no group passed the "
+                  "thresholds); wrote a plan with no groups")
+    err.print(f"corral: wrote {output}" + (f" and {graph_path}" if graph_path else ""))
+    return result
+
+
+def next_command(plan_path, doc) -> str:
+    cmd = doc.get("cmd") or ["./prog"]
+    return f"corral run --plan {shlex.quote(str(plan_path))} -- {shlex.join(cmd)}"
