@@ -158,7 +158,7 @@ def test_nothing_worth_grouping_writes_an_empty_plan(tmp_path, corral_here):
 
 
 @pytest.mark.parametrize("doc, message", [
-    (synthetic_profile([], contexts=[]), "profile is empty"),
+    (synthetic_profile([], contexts=[]), "no heap allocations"),
     (synthetic_profile(FIG2_EDGES, version=7), "format version 7"),
 ])
 def test_unusable_profiles_are_one_line_errors(tmp_path, doc, message, corral_here):

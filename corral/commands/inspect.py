@@ -24,8 +24,12 @@ def is_plan(path) -> bool:
     try:
         with open(path, "rb") as f:
             return f.read(len(PLAN_MAGIC)) == PLAN_MAGIC
+    except FileNotFoundError:
+        raise CorralError(f"{path} does not exist") from None
+    except IsADirectoryError:
+        raise CorralError(f"{path} is a folder, not a file") from None
     except OSError as e:
-        raise CorralError(f"{path} is not readable: {e.strerror}")
+        raise CorralError(f"{path} is not readable: {e.strerror}") from None
 
 
 def show_profile(path, top: int, console) -> None:

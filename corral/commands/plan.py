@@ -16,7 +16,9 @@ from corral.plan.pipeline import default_output, next_command, plan_profile
 
 
 def add_arguments(p):
-    p.add_argument("profile", help="profile written by `corral profile`")
+    p.add_argument("profiles", nargs="+", metavar="PROFILE",
+                   help="profile written by `corral profile`; several profiles of one program "
+                        "are merged first (as `corral merge`)")
     p.add_argument("-o", "--output", help="plan to write (default: the profile's name with .plan)")
     p.add_argument("--graph", metavar="FILE",
                    help="also draw the affinity graph coloured by group (PNG or SVG by extension)")
@@ -26,8 +28,8 @@ def add_arguments(p):
 
 def run(args) -> int:
     options = plan_options.from_args(args)
-    output = args.output or default_output(args.profile)
-    result = plan_profile(args.profile, output, options, args.graph, args.quiet)
+    output = args.output or default_output(args.profiles[0])
+    result = plan_profile(args.profiles, output, options, args.graph, args.quiet)
     sys.stdout.flush()
     print(f"next: {next_command(output, result.doc)}")
     return 0

@@ -36,9 +36,17 @@ def run(args) -> int:
     if args.dynamic and args.plan:
         raise CorralError("--dynamic and --plan exclude each other: dynamic mode needs no plan")
     extra = dynamic_extra(command[0], args.wrappers_from) if args.dynamic else None
-    base = args.base or (args.plan and plan_base(args.plan)) or "glibc"
-    env = environment(plan=args.plan, base=base, stats=args.stats, extra=extra)
-    if args.plan and "CORRAL_PLAN" not in env:
+    plan = args.plan
+    if plan:
+        try:
+            planfile.read(plan)
+        except CorralError as e:
+            # The program runs on, as the runtime would run it on a bad plan.
+            print(f"corral: warning: {e}; running {command[0]} without a plan", file=sys.stderr)
+            plan = None
+    base = args.base or (plan and plan_base(plan)) or "glibc"
+    env = environment(plan=plan, base=base, stats=args.stats, extra=extra)
+    if plan and "CORRAL_PLAN" not in env:
         print(f"corral: the plan {args.plan} has no groups; running {command[0]} on {base} "
               "alone", file=sys.stderr)
     sys.stdout.flush()

@@ -2,6 +2,7 @@
 asked), write, and tell the user. `corral plan`, `corral optimize` and the
 bench's planning all go through plan_profile."""
 
+import os
 import shlex
 
 # The planner's modules (networkx, rich) are imported where they are used, so
@@ -16,18 +17,30 @@ def default_output(profile_path: str) -> str:
 
 
 def plan_profile(profile_path, output, options, graph_path=None, quiet=False, validate=None):
-    """The whole of `corral plan`; `corral optimize` calls it too, with
+    """The whole of `corral plan` (`profile_path`: one profile, or a list of
+    profiles of one program, merged first); `corral optimize` calls it too, with
     `validate(result, replan)`, which returns the result to write (replan
     makes the plan again without the groups it is given). Returns the
     planner.PlanResult written."""
     from rich.console import Console
 
+    from corral.errors import CorralError
     from corral.plan import graph as profile_graph
     from corral.plan import planfile
     from corral.plan.planner import check_modules, make_plan
     from corral.plan.summary import print_summary
 
-    doc = profile_graph.load(profile_path)
+    paths = [profile_path] if isinstance(profile_path, (str, os.PathLike)) else list(profile_path)
+    docs = [profile_graph.load(path) for path in paths]
+    if len(docs) > 1:
+        from corral.profile.merge import merge
+        doc = merge(docs, [str(path) for path in paths])
+        profile_path = " + ".join(str(path) for path in paths)
+    else:
+        doc, profile_path = docs[0], paths[0]
+    if not any(c.get("allocs") for c in doc["contexts"]):
+        raise CorralError(f"profile {profile_path} is empty: the program made no heap allocations "
+                          "while profiled (was its input empty?)")
     result = make_plan(doc, options)
     check_modules(doc, result.plan)
     if validate:

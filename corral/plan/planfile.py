@@ -97,6 +97,10 @@ def write(plan: Plan, path) -> None:
 
 
 def read(path) -> Plan:
+    from corral.filekind import not_a
+    other = not_a(path, "plan")
+    if other:
+        raise CorralError(other)
     try:
         with open(path, "rb") as f:
             data = f.read(MAX_BYTES + 1)

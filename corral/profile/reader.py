@@ -1,6 +1,5 @@
 """Reading a profile (gzip-compressed or plain JSON) into a small API."""
 
-import gzip
 import json
 from dataclasses import dataclass
 from functools import cached_property
@@ -11,19 +10,25 @@ VERSION = 1
 
 
 def load_document(path) -> dict:
-    """The raw JSON document; refuses unknown versions with one clear line."""
+    """The raw JSON document; one clear line for a file that is missing,
+    broken, of another kind, or of another format version."""
+    from corral.filekind import not_a, read_text
+    other = not_a(path, "profile")
+    if other:
+        raise CorralError(other)
+    text = read_text(path, f"profile {path}")
     try:
-        with open(path, "rb") as f:
-            head = f.read(2)
-            f.seek(0)
-            stream = gzip.open(f, "rt") if head == b"\x1f\x8b" else open(path, "rt")
-            with stream:
-                doc = json.load(stream)
-    except FileNotFoundError:
-        raise CorralError(f"profile {path} does not exist")
-    except (OSError, EOFError, json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise CorralError(f"profile {path} is not readable: {e}")
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        ending = "; it ends early: truncated?" if not text.rstrip().endswith("}") else ""
+        raise CorralError(f"profile {path} is not valid JSON ({e.msg}, line {e.lineno} "
+                          f"column {e.colno}){ending}") from None
     version = doc.get("corralProfile") if isinstance(doc, dict) else None
+    if version is None:
+        raise CorralError(f"profile {path} is JSON but not a corral profile (no corralProfile field)")
+    if isinstance(version, int) and version > VERSION:
+        raise CorralError(f"profile {path} was written by a newer corral (format version {version}; "
+                          f"this one reads version {VERSION}): upgrade corral to read it")
     if version != VERSION:
         raise CorralError(f"profile {path} has format version {version!r}; "
                           f"this corral reads version {VERSION}")

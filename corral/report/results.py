@@ -15,6 +15,10 @@ VERSION = bench_results.VERSION
 
 def load(path) -> dict:
     """The results document at `path`, checked for what the report needs."""
+    from corral.filekind import not_a
+    other = not_a(path, "results")
+    if other:
+        raise CorralError(other)
     try:
         with open(path, encoding="utf-8") as f:
             doc = json.load(f)

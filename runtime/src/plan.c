@@ -140,6 +140,13 @@ static int check_references(const corral_plan_t *plan, char *err, size_t errlen)
 int _corral_plan_parse(char *text, size_t len, corral_plan_t *plan, char *err, size_t errlen)
 {
   if (len > PLAN_MAX_BYTES) REFUSE("too large (%zu bytes, limit %u)", len, PLAN_MAX_BYTES);
+  /* The likeliest wrong file is the profile the plan was made from. */
+  if (len >= 2 && (unsigned char)text[0] == 0x1f && (unsigned char)text[1] == 0x8b)
+    REFUSE("a gzip file (a profile?), not a plan; `corral plan PROFILE` makes a plan");
+  if (len >= 16 && memchr(text, '{', 2))
+    for (size_t i = 0; i + 15 <= len && i < 256; i++)
+      if (memcmp(text + i, "\"corralProfile\"", 15) == 0)
+        REFUSE("a profile, not a plan; `corral plan PROFILE` makes a plan");
   memset(plan->modules, 0, sizeof plan->modules);
   memset(plan->groups, 0, sizeof plan->groups);
   plan->group_count = plan->group_limit = plan->option_count = 0;

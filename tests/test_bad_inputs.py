@@ -1,0 +1,101 @@
+"""Every bad file given to plan, inspect, report and merge: one line that
+names the file and what is wrong with it, exit status 2, no traceback."""
+
+import gzip
+import json
+import subprocess
+import sys
+
+import pytest
+
+from test_pipeline import FIG2_EDGES, synthetic_profile
+
+
+def _corral(*argv):
+    return subprocess.run([sys.executable, "-m", "corral", *map(str, argv)], capture_output=True, text=True)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("bad")
+    doc = synthetic_profile(FIG2_EDGES)
+    good = d / "good.profile.json.gz"
+    good.write_bytes(gzip.compress(json.dumps(doc).encode()))
+    made = {"good": good}
+
+    def put(name, data):
+        (d / name).write_bytes(data)
+        made[name] = d / name
+
+    full = good.read_bytes()
+    put("truncated.profile.json.gz", full[: len(full) // 2])
+    put("corrupt.profile.json.gz", full[:10] + bytes(200) + full[210:])
+    put("binary.profile", b"\xc9\x00\x01\x02binary")
+    put("empty.profile.json", b"")
+    text = json.dumps(doc)
+    put("cut.profile.json", text[: len(text) // 2].encode())
+    put("newer.profile.json", json.dumps(dict(doc, corralProfile=2)).encode())
+    put("other.json", json.dumps({"name": "not ours"}).encode())
+    put("nothing.profile.json", json.dumps(dict(doc, contexts=[], edges=[])).encode())
+    put("a.plan", b"corral-plan 1\nend\n")
+    put("results.json", json.dumps({"corralBench": 1, "workloads": []}).encode())
+    return made
+
+
+CASES = [   # (file, what the message says)
+    ("truncated.profile.json.gz", "truncated"),
+    ("corrupt.profile.json.gz", "corrupt gzip"),
+    ("binary.profile", "not text"),
+    ("empty.profile.json", "is empty"),
+    ("cut.profile.json", "truncated?"),
+    ("newer.profile.json", "newer corral"),
+    ("other.json", "not a corral profile"),
+    ("a.plan", "is a corral plan, not a profile"),
+    ("results.json", "is corral bench results, not a profile"),
+]
+
+
+def _one_line_error(out, name, message):
+    assert out.returncode == 2, out.stderr
+    assert "Traceback" not in out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1, out.stderr
+    assert lines[0].startswith("corral: error: ") and name in lines[0] and message in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("name,message", CASES)
+def test_plan_refuses(files, tmp_path, name, message):
+    _one_line_error(_corral("plan", files[name], "-o", tmp_path / "x.plan"), name, message)
+    assert not (tmp_path / "x.plan").exists()
+
+
+@pytest.mark.parametrize("name,message", CASES[:-2])
+def test_inspect_refuses(files, name, message):
+    _one_line_error(_corral("inspect", files[name]), name, message)
+
+
+@pytest.mark.parametrize("name,message", CASES)
+def test_merge_refuses(files, tmp_path, name, message):
+    _one_line_error(_corral("merge", files["good"], files[name], "-o", tmp_path / "m.json"), name, message)
+
+
+def test_plan_refuses_an_empty_profile(files, tmp_path):
+    _one_line_error(_corral("plan", files["nothing.profile.json"], "-o", tmp_path / "x.plan"),
+                    "nothing.profile.json", "no heap allocations")
+
+
+@pytest.mark.parametrize("name,message", [
+    ("good", "is a corral profile, not bench results"),
+    ("a.plan", "is a corral plan, not bench results"),
+    ("empty.profile.json", "is empty"),
+])
+def test_report_refuses(files, tmp_path, name, message):
+    _one_line_error(_corral("report", files[name], "-o", tmp_path / "r.html"), files[name].name, message)
+
+
+def test_run_with_a_profile_for_a_plan_says_so_and_runs_on(files):
+    out = _corral("run", "--plan", files["good"], "--", sys.executable, "-c", "print('ran')")
+    assert out.returncode == 0
+    assert out.stdout == "ran\n"
+    assert out.stderr.count("corral:") == 1
+    assert "is a corral profile, not a plan" in out.stderr and "corral plan" in out.stderr
