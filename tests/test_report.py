@@ -95,8 +95,8 @@ def test_browser_shows_summary_with_numbers_against_fastest_base(rendered):
     fig2 = rows["fig2"]
     # fig2's fastest base is jemalloc: corral+jemalloc vs jemalloc is the headline
     assert fig2[:8] == ["fig2", "ok", "jemalloc", "1.184\u00d7", "+18.4%",
-                        "1.161\u00d7 \u2013 1.196\u00d7", "5", "+34.2%"]
-    assert fig2[8] == "+31.8%"
+                        "1.161\u00d7 \u2013 1.196\u00d7", "5", "-34.2%"]
+    assert fig2[8] == "-31.8%"                        # misses: negative = fewer
     assert fig2[9] == "0.826\u00d7 vs glibc"          # the random4 control
     health = rows["health"]
     assert health[2:5] == ["glibc", "1.251\u00d7", "+25.1%"]
@@ -214,9 +214,9 @@ def test_terminal_table_has_each_base_and_failures():
     console.print(terminal.comparison_table(doc))
     rows = [[cell.strip() for cell in line.strip("\u2502").split("\u2502")]
             for line in console.export_text().splitlines() if line.startswith("\u2502")]
-    assert rows[0] == ["fig2", "glibc", "1.176\u00d7", "1.16-1.19", "+37.6%"]
-    assert rows[1] == ["", "jemalloc *", "1.184\u00d7", "1.16-1.20", "+34.2%"]
-    assert rows[5] == ["", "mimalloc", "1.239\u00d7", "1.23-1.25", "+32.7%"]
+    assert rows[0] == ["fig2", "glibc", "1.176\u00d7", "1.16-1.19", "-37.6%"]
+    assert rows[1] == ["", "jemalloc *", "1.184\u00d7", "1.16-1.20", "-34.2%"]
+    assert rows[5] == ["", "mimalloc", "1.239\u00d7", "1.23-1.25", "-32.7%"]
     assert rows[6][:2] == ["mst", "failed"] and len(rows) == 7
     assert terminal.failures(doc) == [
         "mst: profile: corral profile exited with status 1: valgrind: failed to start tool 'corral'"]

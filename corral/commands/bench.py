@@ -60,17 +60,17 @@ def _progress(console):
 
 def _table(doc):
     from rich.table import Table
-    table = Table(title="time ratio against the base (median of pairs, >1 = faster) and miss reductions")
-    for column in ("workload", "config", "against", "ratio", "min..max", "D1 red.", "LL red."):
+    table = Table(title="time ratio against the base (median of pairs, >1 = faster) and miss changes (negative = fewer)")
+    for column in ("workload", "config", "against", "ratio", "min..max", "D1 change", "LL change"):
         table.add_column(column)
-    pct = lambda v: "-" if v is None else f"{v:+.0%}"
+    from corral.report.formatting import miss_change
     for w in doc["workloads"]:
         if w["status"] != "ok":
             table.add_row(w["name"], "[red]FAILED[/]", "", "", "", "", "")
         for c in w["comparisons"]:
             table.add_row(w["name"], c["config"], c["against"], f"{c['ratio_median']:.3f}",
                           f"{c['ratio_min']:.3f}..{c['ratio_max']:.3f}",
-                          pct(c["d1_reduction"]), pct(c["ll_reduction"]))
+                          miss_change(c["d1_reduction"]), miss_change(c["ll_reduction"]))
     return table
 
 

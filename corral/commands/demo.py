@@ -5,8 +5,8 @@ pattern, a recursive tree builder, and Olden health, where the planner finds
 nothing worth grouping and corral steps aside) profiles
 the training input, plans the groups, and times the program under glibc,
 jemalloc and mimalloc with and without corral (alternating runs), counts
-simulated L1D misses under cachegrind, prints the time ratio and miss
-reduction against each allocator, and writes the HTML report. Example:
+simulated L1D misses under cachegrind, prints the time ratio and the change
+in misses (negative = fewer) against each allocator, and writes the HTML report. Example:
 
     corral demo                 # about 3-5 minutes on 2 cores
     corral demo --quick         # a smoke run on the training inputs

@@ -23,6 +23,8 @@ def add_arguments(p):
                    help="where to keep the profile (default: PROGRAM.profile.json.gz in this folder)")
     p.add_argument("--graph", metavar="FILE", help="also draw the affinity graph coloured by group")
     p.add_argument("-q", "--quiet", action="store_true", help="no profile or plan summary")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="list every context in the plan summary (lists are cut at 8 otherwise)")
     p.add_argument("--no-validate", action="store_true",
                    help="write the plan without running the training command again to check it "
                         "(by default each base allocator and the plan are measured on it, groups "
@@ -83,7 +85,8 @@ def run(args) -> int:
         if stdin is None and stdin_is_a_stream():
             err.print("corral: standard input is not a file; validation runs the program without it")
         validate = hook(command, stdin, say=lambda text: err.print(text, highlight=False))
-    result = plan_profile(profile_path, output, options, args.graph, args.quiet, validate)
+    result = plan_profile(profile_path, output, options, args.graph, args.quiet, validate,
+                          verbose=args.verbose)
     sys.stdout.flush()
     print(f"next: {next_command(output, result.doc)}")
     return 0

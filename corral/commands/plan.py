@@ -23,13 +23,15 @@ def add_arguments(p):
     p.add_argument("--graph", metavar="FILE",
                    help="also draw the affinity graph coloured by group (PNG or SVG by extension)")
     p.add_argument("-q", "--quiet", action="store_true", help="no summary, only the next command")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="list every context in the summary (lists are cut at 8 otherwise)")
     plan_options.add_arguments(p)
 
 
 def run(args) -> int:
     options = plan_options.from_args(args)
     output = args.output or default_output(args.profiles[0])
-    result = plan_profile(args.profiles, output, options, args.graph, args.quiet)
+    result = plan_profile(args.profiles, output, options, args.graph, args.quiet, verbose=args.verbose)
     sys.stdout.flush()
     print(f"next: {next_command(output, result.doc)}")
     return 0

@@ -16,7 +16,8 @@ def default_output(profile_path: str) -> str:
     return name + ".plan"
 
 
-def plan_profile(profile_path, output, options, graph_path=None, quiet=False, validate=None):
+def plan_profile(profile_path, output, options, graph_path=None, quiet=False, validate=None,
+                 verbose=False):
     """The whole of `corral plan` (`profile_path`: one profile, or a list of
     profiles of one program, merged first); `corral optimize` calls it too, with
     `validate(result, replan)`, which returns the result to write (replan
@@ -53,7 +54,7 @@ def plan_profile(profile_path, output, options, graph_path=None, quiet=False, va
         draw_groups(result.graph, result.node_groups, graph_path, labels)
     err = Console(stderr=True)
     if not quiet:
-        print_summary(result, err)
+        print_summary(result, err, verbose)
     if not result.groups:
         err.print("corral: nothing worth grouping in this profile (no group passed the "
                   "thresholds); wrote a plan with no groups")

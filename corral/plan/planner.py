@@ -181,6 +181,8 @@ def _group_label(selector: Selector, names: dict[Site, str]) -> str:
         label = short_function_name(names[site]) if site in names else f"{site[1]:#x}"
         if label and label not in parts:
             parts.append(label)
+    if len(parts) > 3:          # a name, not a list: the summary lists the contexts
+        parts = parts[:3] + [f"{len(parts) - 3}more"]
     return "+".join(parts) or f"group{selector.gid}"
 
 

@@ -10,6 +10,7 @@ from corral.plan.planner import PlanResult, short_function_name
 
 SHOWN_FRAMES = 4      # frames of each context shown: the deciding ones are near the top
 SHOWN_MISMATCHES = 5  # contexts listed per group that the self-check finds misplaced
+LIST_LIMIT = 8        # contexts named per list or group table, unless --verbose
 
 
 def frame_label(frame: dict, modules: list[dict]) -> str:
@@ -48,7 +49,17 @@ def estimate_text(est) -> str:
             f"{est.miss_cycles} cycles a miss), cost {_cycles(est.cost)}")
 
 
-def print_summary(result: PlanResult, console: Console | None = None) -> None:
+def listed(items, verbose=False) -> str:
+    """A list that fits a screen: the first LIST_LIMIT items and how many
+    more (`--verbose` prints them all)."""
+    items = [str(i) for i in items]
+    if verbose or len(items) <= LIST_LIMIT:
+        return ", ".join(items)
+    return ", ".join(items[:LIST_LIMIT]) + f" and {len(items) - LIST_LIMIT:,} more"
+
+
+def print_summary(result: PlanResult, console: Console | None = None, verbose: bool = False) -> None:
+    """The plan's summary; lists and group tables are capped unless `verbose`."""
     console = console or Console()
     accesses = result.graph.graph.get("accesses", 0)
     labels = site_labels(result.doc)
@@ -67,12 +78,20 @@ def print_summary(result: PlanResult, console: Console | None = None) -> None:
         table.add_column("allocs", justify="right")
         table.add_column("accesses", justify="right")
         table.add_column("frames (innermost first)")
-        for m in contexts:
+        shown = contexts if verbose else sorted(contexts, key=lambda m: -result.contexts[m].allocs)[:LIST_LIMIT]
+        for m in shown:
             c = result.contexts[m]
             table.add_row(str(m), str(c.allocs), str(c.accesses), frames_text(result.doc, c.index))
+        if len(shown) < len(contexts):
+            rest = [result.contexts[m] for m in contexts if m not in set(shown)]
+            table.add_row("", str(sum(c.allocs for c in rest)), str(sum(c.accesses for c in rest)),
+                          f"and {len(rest):,} more contexts (--verbose shows them)")
         console.print(table)
-        for clause in selector.clauses:
+        clauses = selector.clauses if verbose else selector.clauses[:LIST_LIMIT]
+        for clause in clauses:
             console.print("  selector clause: " + " AND ".join(labels[s] for s in clause))
+        if len(clauses) < len(selector.clauses):
+            console.print(f"  and {len(selector.clauses) - len(clauses)} more selector clauses")
         for m in selector.unidentifiable:
             console.print(f"  [yellow]context {m}: no call sites tell it apart from busier "
                           "contexts of other groups or none; left ungrouped[/]")
@@ -85,12 +104,12 @@ def print_summary(result: PlanResult, console: Console | None = None) -> None:
                       f"catches {checked.stray_objects} allocation(s) of {len(checked.caught_elsewhere)} "
                       f"other context(s), misses {len(checked.missed)} context(s)")
         for what, indices in (("would catch", checked.caught_elsewhere), ("would miss", checked.missed)):
-            for i in sorted(indices, key=lambda i: -result.contexts[i].allocs)[:SHOWN_MISMATCHES]:
+            for i in sorted(indices, key=lambda i: -result.contexts[i].allocs)[:None if verbose else SHOWN_MISMATCHES]:
                 console.print(f"    {what} context {i} ({result.contexts[i].allocs} allocs): "
                               f"{frames_text(result.doc, i)}")
 
     def contexts_text(group) -> str:
-        return ", ".join(str(c) for n in group.members for c in result.graph.nodes[n]["members"])
+        return listed((c for n in group.members for c in result.graph.nodes[n]["members"]), verbose)
 
     for group in result.rejected:
         console.print(f"not grouped (weight {group.weight:g} under the group threshold): "

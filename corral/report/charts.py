@@ -1,4 +1,4 @@
-"""Bar charts after HALO's Figures 13 (cache-miss reduction) and 14
+"""Bar charts after HALO's Figures 13 (cache-miss change) and 14
 (execution-time improvement): one cluster of bars per workload, one bar per
 comparison the harness made (corral on each base allocator, the random-pools
 control). Returned as PNG bytes so the page can embed them."""
@@ -103,8 +103,9 @@ def time_chart(doc) -> bytes | None:
 
 
 def miss_chart(doc) -> bytes | None:
-    """HALO Fig. 13: % reduction of simulated L1D misses, and of last-level
-    misses beside it (cachegrind is deterministic: no spread)."""
+    """After HALO Fig. 13: the change of simulated L1D misses, and of
+    last-level misses beside it (cachegrind is deterministic: no spread),
+    negative meaning fewer, as everywhere in corral's output."""
     workloads = ok_workloads(doc)
     series_keys = series(workloads)
     have = [(level, field) for level, field in (("L1D", "d1_reduction"), ("LL", "ll_reduction"))
@@ -115,8 +116,8 @@ def miss_chart(doc) -> bytes | None:
                              figsize=(max(6, 1.6 * len(workloads) + 3) * len(have) * 0.75, 4))
     for ax, (level, field) in zip(axes[0], have):
         _bars(ax, workloads, series_keys,
-              value=lambda c, f=field: None if c.get(f) is None else c[f] * 100)
-        ax.set_ylabel(f"{level} miss reduction (%)")
+              value=lambda c, f=field: None if c.get(f) is None else -c[f] * 100)
+        ax.set_ylabel(f"{level} miss change (%, negative = fewer)")
         ax.set_title(f"{level} misses (cachegrind)")
     _legend(axes[0][-1])
     return _png(fig)

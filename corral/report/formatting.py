@@ -25,6 +25,13 @@ def percent(fraction, signed=True) -> str:
     return f"{fraction * 100:+.1f}%" if signed else f"{fraction * 100:.2f}%"
 
 
+def miss_change(reduction) -> str:
+    """A miss reduction (results' `*_reduction`, 1 - with/without) shown as
+    the change in misses, the one sign convention of every output:
+    negative means fewer misses (a reduction of 0.52 is -52.0%)."""
+    return DASH if reduction is None else percent(-reduction)
+
+
 def seconds(s) -> str:
     if s is None:
         return DASH

@@ -42,7 +42,7 @@ def _environment() -> jinja2.Environment:
         loader=jinja2.PackageLoader("corral.report", "templates"),
         autoescape=True,
         trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(ratio=fmt.ratio, speedup=fmt.speedup_percent, percent=fmt.percent,
+    env.filters.update(ratio=fmt.ratio, speedup=fmt.speedup_percent, percent=fmt.percent, change=fmt.miss_change,
                        seconds=fmt.seconds, count=fmt.count, size=fmt.size)
     return env
 

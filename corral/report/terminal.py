@@ -18,7 +18,7 @@ def comparison_table(doc, bases=BASES) -> Table:
     """One row per (workload, base allocator); narrow enough for 80 columns."""
     table = Table(title="corral on each allocator against the allocator alone",
                   caption="time ratio > 1: corral is faster (median of alternating pairs, "
-                          "min-max beside it); misses: simulated L1D, fewer is +; "
+                          "min-max beside it); D1 misses: simulated L1D change, negative = fewer; "
                           "* fastest allocator alone")
     table.add_column("workload", style="bold")
     table.add_column("allocator")
@@ -37,7 +37,7 @@ def comparison_table(doc, bases=BASES) -> Table:
             star = " *" if base == w.get("fastest_base") else ""
             table.add_row(w["name"] if i == 0 else "", base + star,
                           _signed(fmt.ratio(r), None if r is None else r - 1), spread,
-                          _signed(fmt.percent(d1), d1), end_section=i == len(bases) - 1)
+                          _signed(fmt.miss_change(d1), d1), end_section=i == len(bases) - 1)
     return table
 
 
