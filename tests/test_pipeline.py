@@ -244,6 +244,7 @@ def test_validation_drops_a_group_the_training_run_cannot_pay_for(figure2, tmp_p
     assert r.returncode == 0, r.stderr
     written = planfile.read(plan)
     assert not written.groups and written.base in planfile.BASES
+    assert (tmp_path / "validated.profile.json.gz").exists()     # named after the plan
     assert f"validation: base: {written.base}" in r.stderr
     assert "validation: 1 of 1 group(s) dropped: they did not make the training run faster" in r.stderr
     assert "not grouped (validation: it made the training run slower): contexts" in r.stderr

@@ -20,7 +20,8 @@ from corral.profile import record
 def add_arguments(p):
     p.add_argument("-o", "--output", help="plan to write (default: PROGRAM.plan in this folder)")
     p.add_argument("--profile-output", metavar="FILE",
-                   help="where to keep the profile (default: PROGRAM.profile.json.gz in this folder)")
+                   help="where to keep the profile (default: the plan's name with .profile.json.gz "
+                        "for .plan, so PROGRAM.profile.json.gz without -o)")
     p.add_argument("--graph", metavar="FILE", help="also draw the affinity graph coloured by group")
     p.add_argument("-q", "--quiet", action="store_true", help="no profile or plan summary")
     p.add_argument("-v", "--verbose", action="store_true",
@@ -59,21 +60,23 @@ def run(args) -> int:
     command = program_after_dashes(args.command, "optimize", "train-args")
     require_program(command[0])
     options = plan_options.from_args(args)      # refuse bad options before the slow part
-    name = os.path.basename(command[0])
-    profile_path = args.profile_output or f"{name}.profile.json.gz"
-    output = args.output or f"{name}.plan"
+    output = args.output or f"{os.path.basename(command[0])}.plan"
+    # Named after the plan, so two plans of one program keep their own profiles.
+    profile_path = args.profile_output or f"{output.removesuffix('.plan')}.profile.json.gz"
     record.check_options(args, profile_path)
 
     from rich.console import Console
+
+    from corral.profile import dhat
+    from corral.profile.reader import Profile
+    from corral.profile.summary import print_summary
+
     err = Console(stderr=True)
     doc, status = record.record(command, profile_path, args)
-    from corral.profile.reader import Profile
     profile = Profile(doc)
     if args.dhat:
-        from corral.profile import dhat
         dhat.export(profile, args.dhat)
     if not args.quiet:
-        from corral.profile.summary import print_summary
         print_summary(profile, err)
     if status != 0:
         err.print(f"corral: warning: the program exited with status {status}", highlight=False)
