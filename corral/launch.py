@@ -12,14 +12,6 @@ from corral.errors import CorralError
 from corral.plan import planfile
 
 
-def plan_base(plan) -> str | None:
-    """The base allocator a plan records, if it parses and records one."""
-    try:
-        return planfile.read(plan).base
-    except CorralError:
-        return None
-
-
 def plan_is_empty(plan) -> bool:
     """True for a valid plan with no groups. A plan that does not parse is
     not empty: the runtime then says what is wrong with it, once."""

@@ -63,7 +63,6 @@ def run(args) -> int:
     output = args.output or f"{os.path.basename(command[0])}.plan"
     # Named after the plan, so two plans of one program keep their own profiles.
     profile_path = args.profile_output or f"{output.removesuffix('.plan')}.profile.json.gz"
-    record.check_options(args, profile_path)
 
     from rich.console import Console
 

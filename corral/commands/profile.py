@@ -33,7 +33,6 @@ def run(args) -> int:
     from corral.profile.summary import print_summary
 
     command = program_after_dashes(args.command, "profile")
-    record.check_options(args, args.output)
     require_program(command[0])
     doc, status = record.record(command, args.output, args)
     profile = Profile(doc)

@@ -12,7 +12,7 @@ import os
 import sys
 
 from corral.errors import CorralError
-from corral.launch import dynamic_extra, environment, plan_base, program_after_dashes
+from corral.launch import dynamic_extra, environment, program_after_dashes
 from corral.plan import planfile
 
 
@@ -36,15 +36,15 @@ def run(args) -> int:
     if args.dynamic and args.plan:
         raise CorralError("--dynamic and --plan exclude each other: dynamic mode needs no plan")
     extra = dynamic_extra(command[0], args.wrappers_from) if args.dynamic else None
-    plan = args.plan
+    plan, recorded_base = args.plan, None
     if plan:
         try:
-            planfile.read(plan)
+            recorded_base = planfile.read(plan).base
         except CorralError as e:
             # The program runs on, as the runtime would run it on a bad plan.
             print(f"corral: warning: {e}; running {command[0]} without a plan", file=sys.stderr)
             plan = None
-    base = args.base or (plan and plan_base(plan)) or "glibc"
+    base = args.base or recorded_base or "glibc"
     env = environment(plan=plan, base=base, stats=args.stats, extra=extra)
     if plan and "CORRAL_PLAN" not in env:
         print(f"corral: the plan {args.plan} has no groups; running {command[0]} on {base} "

@@ -25,7 +25,6 @@ def plan_profile(profile_path, output, options, graph_path=None, quiet=False, va
     planner.PlanResult written."""
     from rich.console import Console
 
-    from corral.errors import CorralError
     from corral.plan import graph as profile_graph
     from corral.plan import planfile
     from corral.plan.planner import check_modules, make_plan
@@ -39,10 +38,7 @@ def plan_profile(profile_path, output, options, graph_path=None, quiet=False, va
         profile_path = " + ".join(str(path) for path in paths)
     else:
         doc, profile_path = docs[0], paths[0]
-    if not any(c.get("allocs") for c in doc["contexts"]):
-        raise CorralError(f"profile {profile_path} is empty: the program made no heap allocations "
-                          "while profiled (was its input empty?)")
-    result = make_plan(doc, options)
+    result = make_plan(doc, options, source=f"profile {profile_path}")
     check_modules(doc, result.plan)
     if validate:
         result = validate(result, lambda exclude: make_plan(doc, options, exclude))

@@ -62,12 +62,15 @@ def _node_classes(doc: dict, graph: nx.Graph) -> dict:
             for n, ms in graph.nodes(data="members")}
 
 
-def make_plan(doc: dict, options: PlanOptions, exclude: frozenset = frozenset()) -> PlanResult:
-    """The plan for a profile. Groups whose members are in `exclude` (member
-    tuples of Group) are left out: validation's way to drop a group."""
+def make_plan(doc: dict, options: PlanOptions, exclude: frozenset = frozenset(),
+              source: str = "the profile") -> PlanResult:
+    """The plan for a profile (`source` names it in messages). Groups whose
+    members are in `exclude` (member tuples of Group) are left out:
+    validation's way to drop a group."""
     contexts = contexts_of(doc)
     if not contexts or not any(c.allocs for c in contexts):
-        raise CorralError("the profile is empty: the program made no heap allocations while profiled")
+        raise CorralError(f"{source} is empty: the program made no heap allocations while profiled "
+                          "(was its input empty?)")
     accesses = total_accesses(doc)
     graph = affinity_graph(doc, contexts, options.coverage, options.min_edge_weight(accesses),
                            options.max_depth, options.max_object_size)

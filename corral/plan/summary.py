@@ -83,7 +83,7 @@ def print_summary(result: PlanResult, console: Console | None = None, verbose: b
             c = result.contexts[m]
             table.add_row(str(m), str(c.allocs), str(c.accesses), frames_text(result.doc, c.index))
         if len(shown) < len(contexts):
-            rest = [result.contexts[m] for m in contexts if m not in set(shown)]
+            rest = [result.contexts[m] for m in set(contexts) - set(shown)]
             table.add_row("", str(sum(c.allocs for c in rest)), str(sum(c.accesses for c in rest)),
                           f"and {len(rest):,} more contexts (--verbose shows them)")
         console.print(table)

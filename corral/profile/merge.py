@@ -108,7 +108,7 @@ def merge(docs: list[dict], names: list[str]) -> dict:
         for prev, ctx, n in doc.get("follows", []):
             key = (context_map[prev], context_map[ctx])
             follows[key] = follows.get(key, 0) + n
-        _add_totals(totals, doc["totals"])
+        _add(totals, doc["totals"], TOTALS_SUMMED, TOTALS_PEAKS)
     out = {
         "corralProfile": VERSION,
         "tool": docs[0].get("tool"),
@@ -126,23 +126,18 @@ def merge(docs: list[dict], names: list[str]) -> dict:
     return out
 
 
+def _add(into: dict, record: dict, summed, peaks) -> None:
+    """Adds a context's or a run's figures to `into`: `summed` fields add
+    up, `peaks` take the largest."""
+    for k in summed:
+        if k in record:
+            into[k] = into.get(k, 0) + record[k]
+    for k in peaks:
+        if k in record:
+            into[k] = max(into.get(k, 0), record[k])
+
+
 def _add_context(into: dict, c: dict) -> None:
-    for k in SUMMED:
-        if k in c:
-            into[k] = into.get(k, 0) + c[k]
-    for k in PEAKS:
-        if k in c:
-            into[k] = max(into.get(k, 0), c[k])
+    _add(into, c, SUMMED, PEAKS + ("max_size",))
     if "min_size" in c:
         into["min_size"] = min(into.get("min_size", c["min_size"]), c["min_size"])
-    if "max_size" in c:
-        into["max_size"] = max(into.get("max_size", 0), c["max_size"])
-
-
-def _add_totals(into: dict, totals: dict) -> None:
-    for k in TOTALS_SUMMED:
-        if k in totals:
-            into[k] = into.get(k, 0) + totals[k]
-    for k in TOTALS_PEAKS:
-        if k in totals:
-            into[k] = max(into.get(k, 0), totals[k])
