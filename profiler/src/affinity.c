@@ -13,13 +13,6 @@ static af_u64 mix64(af_u64 x)
    return x;
 }
 
-static af_u32 pow2_above(af_u32 n)
-{
-   af_u32 p = 1;
-   while (p <= n) p <<= 1;
-   return p;
-}
-
 /* ---- edge table: open addressing, grows at half full -------------------- */
 
 static af_edge* edge_slot(af_edge* table, af_u64 cap, af_u64 key)
@@ -91,16 +84,16 @@ void af_init(af_state* st, af_u32 distance,
    st->release = release;
    st->edge_cap = 1024;
    st->edges = alloc(st->edge_cap * sizeof(af_edge));
-   st->generation = 0;      /* objects start with seen = 0: not yet counted */
    st->next_seq = 1;        /* seq 0 marks a dead object */
 }
 
 void af_queue_init(af_state* st, af_queue* q)
 {
-   q->cap = pow2_above(st->distance + 1);
-   q->ring = st->alloc(q->cap * sizeof(af_entry));
-   q->head = 0;
+   q->cap = 2 * (st->distance + 1);
+   q->items = st->alloc(q->cap * sizeof(af_recent));
+   q->first = 0;
    q->used = 0;
+   q->pushed = 0;
 }
 
 /* ---- object life ------------------------------------------------------- */
@@ -108,7 +101,6 @@ void af_queue_init(af_state* st, af_queue* q)
 void af_on_alloc(af_state* st, af_ctx_tail* tail, af_obj* obj, af_u32 ctx)
 {
    obj->seq = st->next_seq++;
-   obj->seen = 0;
    obj->prev_seq = tail->last_seq;
    obj->next_seq = AF_SEQ_NONE;
    obj->ctx = ctx;
@@ -146,36 +138,33 @@ int af_coallocatable(const af_obj* u, const af_obj* v)
 
 void af_access(af_state* st, af_queue* q, af_obj* obj, af_u32 size)
 {
-   af_u32 mask = q->cap - 1;
    if (size == 0) size = 1;
 
    /* Deduplication: a run of accesses to one object is one macro-access. */
-   if (q->used > 0) {
-      const af_entry* last = &q->ring[(q->head - 1) & mask];
-      if (last->seq == obj->seq) {
-         st->deduplicated++;
-         return;
-      }
+   if (q->used > q->first && q->items[q->used - 1].seq == obj->seq) {
+      st->deduplicated++;
+      return;
    }
    st->traversals++;
-   af_u64 traversal = ++st->generation;
 
    af_u32 partner_ctx[AF_PARTNERS];
    af_u64 partner_count[AF_PARTNERS];
    af_u32 n_partners = 0;
 
-   /* Walk back through the last `distance` bytes of accesses, the new one
-    * included. */
-   af_u32 bytes = size;
-   for (af_u32 k = 1; k <= q->used; k++) {
-      const af_entry* e = &q->ring[(q->head - k) & mask];
-      bytes += e->size;
-      if (bytes > st->distance) break;
-      af_obj* v = e->obj;
-      if (e->seq == obj->seq) continue;            /* no self-affinity */
-      if (v->seq != e->seq) continue;              /* freed since */
-      if (v->seen == traversal) continue;          /* no double counting */
-      v->seen = traversal;
+   /* The window is the last `distance` bytes of accesses, the new one
+    * included: an object is in it when its latest access starts no more than
+    * `distance - size` bytes before the new one. Each object is listed once
+    * (no double counting), newest last, so the walk stops at the first
+    * object outside. */
+   af_u64 limit = q->pushed + size;
+   af_u32 j = q->used, self = 0, has_self = 0;
+   while (j > q->first) {
+      const af_recent* r = &q->items[j - 1];
+      if (r->start + st->distance < limit) break;
+      j--;
+      if (r->seq == obj->seq) { self = j; has_self = 1; continue; }   /* no self-affinity */
+      af_obj* v = r->obj;
+      if (v->seq != r->seq) continue;              /* freed since */
       if (!af_coallocatable(obj, v)) continue;
       af_u32 i = 0;
       while (i < n_partners && partner_ctx[i] != v->ctx) i++;
@@ -194,10 +183,22 @@ void af_access(af_state* st, af_queue* q, af_obj* obj, af_u32 size)
    for (af_u32 i = 0; i < n_partners; i++)
       edge_add(st, obj->ctx, partner_ctx[i], partner_count[i]);
 
-   af_entry* slot = &q->ring[q->head & mask];
+   /* Objects before j have left the window for good (the limit only grows);
+    * the accessed object moves from its old place to the newest. */
+   q->first = j;
+   if (has_self) {
+      for (af_u32 i = self + 1; i < q->used; i++) q->items[i - 1] = q->items[i];
+      q->used--;
+   }
+   if (q->used == q->cap) {
+      af_u32 n = q->used - q->first;
+      for (af_u32 i = 0; i < n; i++) q->items[i] = q->items[q->first + i];
+      q->first = 0;
+      q->used = n;
+   }
+   af_recent* slot = &q->items[q->used++];
    slot->obj = obj;
    slot->seq = obj->seq;
-   slot->size = size;
-   q->head++;
-   if (q->used < q->cap) q->used++;
+   slot->start = q->pushed;
+   q->pushed += size;
 }

@@ -18,13 +18,11 @@ typedef unsigned int af_u32;
  *   prev_seq  seq of the previous allocation from the same context (0: none)
  *   next_seq  seq of the next allocation from the same context, or
  *             AF_SEQ_NONE while there has been none yet
- *   ctx       context id of the object
- * `seen` belongs to the queue: the traversal that last counted the object. */
+ *   ctx       context id of the object */
 typedef struct {
    af_u64 seq;
    af_u64 prev_seq;
    af_u64 next_seq;
-   af_u64 seen;
    af_u32 ctx;
 } af_obj;
 
@@ -37,22 +35,29 @@ typedef struct {
    af_obj* last_obj;
 } af_ctx_tail;
 
-/* One element of a queue: the object accessed, the size of the access, and
- * the seq it had when it was pushed (so a freed and reused record is told
- * apart from the object that was accessed). */
+/* One object of a queue's window: the object, the seq it had when it was
+ * accessed (so a freed and reused record is told apart from the object that
+ * was accessed), and where its latest access starts in the queue's byte
+ * stream. */
 typedef struct {
    af_obj* obj;
    af_u64 seq;
-   af_u32 size;
-} af_entry;
+   af_u64 start;
+} af_recent;
 
-/* One queue per thread: a ring of the latest entries, enough to hold the
- * last `distance` bytes of accesses even when every access is 1 byte. */
+/* One queue per thread. HALO's queue is a list of accesses; what the rules
+ * need of it is only which objects had an access in the last `distance`
+ * bytes, so the queue keeps each object once, at its latest access, ordered
+ * by that access: a walk visits each distinct object of the window once,
+ * however many accesses it made there (a loop over three byte arrays puts
+ * three objects, not 128 accesses, in a 128-byte window).
+ * items[first, used) is the window, oldest first. */
 typedef struct {
-   af_entry* ring;
-   af_u32 cap;          /* power of two, > distance */
-   af_u32 head;         /* index of the next free slot */
+   af_recent* items;
+   af_u32 cap;          /* 2 * (distance + 1): the window holds at most distance + 1 */
+   af_u32 first;
    af_u32 used;
+   af_u64 pushed;       /* bytes of all accesses that entered the queue */
 } af_queue;
 
 typedef struct {
@@ -61,7 +66,7 @@ typedef struct {
 } af_edge;
 
 /* Everything shared by all queues: the parameters, the edge table, the
- * traversal counter that enforces "each object once per traversal". */
+ * counters. */
 typedef struct {
    af_u32 distance;     /* affinity distance A in bytes */
    void* (*alloc)(unsigned long bytes);    /* must return zeroed memory */
@@ -69,7 +74,6 @@ typedef struct {
    af_edge* edges;
    af_u64 edge_cap;     /* power of two */
    af_u64 edge_count;
-   af_u64 generation;   /* number of the current traversal, from 1 */
    af_u64 next_seq;     /* allocation counter, starts at 1 */
    af_u64 traversals;   /* accesses that were not deduplicated */
    af_u64 deduplicated; /* accesses folded into the previous one */

@@ -114,7 +114,7 @@ static af_queue* queues;      /* VG_N_THREADS of them, made at start */
 static inline af_queue* queue_of(ThreadId tid)
 {
    af_queue* q = &queues[tid < VG_N_THREADS ? tid : 0];
-   if (UNLIKELY(q->ring == NULL))
+   if (UNLIKELY(q->items == NULL))
       af_queue_init(&cr_affinity, q);
    return q;
 }

@@ -79,9 +79,9 @@ UInt cr_n_modules(void);
 const HChar* cr_kind_name(CrAllocKind kind);
 
 /* ---- heap (cr_heap.c) ---- */
-/* 64 bytes, stored 64-aligned: one cache line per block, since the access
- * path touches a random block per access. */
-typedef struct {
+/* 64 bytes (56 used), stored 64-aligned: one cache line per block, since
+ * the access path touches a random block per access. */
+typedef struct __attribute__((aligned(64))) {
    af_obj af;             /* affinity identity: seq, neighbours, context id */
    Addr payload;
    SizeT size;
