@@ -45,6 +45,9 @@ def environment(plan=None, base="glibc", stats=None, extra=None, env=None) -> di
     env["LD_PRELOAD"] = preload_value([lib, base_library(base)])
     if plan:
         env["CORRAL_PLAN"] = os.path.abspath(plan)
+        # corral run execs the program, which keeps this pid: the runtime
+        # checks the plan against that process only, not its children.
+        env["CORRAL_PLAN_PID"] = str(os.getpid())
     if stats:
         env["CORRAL_STATS"] = stats
     env.update(extra or {})

@@ -99,3 +99,15 @@ def test_run_with_a_profile_for_a_plan_says_so_and_runs_on(files):
     assert out.stdout == "ran\n"
     assert out.stderr.count("corral:") == 1
     assert "is a corral profile, not a plan" in out.stderr and "corral plan" in out.stderr
+
+
+def test_run_with_a_plan_for_another_program_warns_once_and_runs_on(tmp_path):
+    plan = tmp_path / "other.plan"
+    plan.write_text("corral-plan 1\nmodule 0 00112233445566778899aabbccddeeff00112233 /opt/elsewhere/jq\n"
+                    "group 0 g\nclause 0 0+0x10\nend\n")
+    # the program starts a child, which inherits the plan and says nothing
+    out = _corral("run", "--plan", plan, "--", "sh", "-c", "echo ran; /bin/echo child")
+    assert (out.returncode, out.stdout) == (0, "ran\nchild\n")
+    assert out.stderr.splitlines() == [
+        f"corral: warning: plan {plan}: none of its modules (jq) is loaded in this program; nothing is "
+        "grouped unless one is loaded later (a plan made for another program?)"]

@@ -275,6 +275,30 @@ static void child_after_fork(void)
   _corral_ident.rebuilding = 0;
 }
 
+/* The program `corral run` started has none of the plan's modules loaded:
+ * usually a plan made for another program. Its children (a shell, git's
+ * helpers) inherit the plan and stay quiet. The plan stays loaded, since a
+ * library it names may be dlopened later. */
+static void warn_no_module(const corral_plan_t *plan)
+{
+  char names[160] = "";
+  size_t used = 0;
+  unsigned listed = 0, total = 0;
+  for (unsigned i = 0; i < PLAN_MAX_MODULES; i++) {
+    if (!plan->modules[i].path) continue;
+    total++;
+    if (listed < 3 && used < sizeof names) {
+      int n = snprintf(names + used, sizeof names - used, "%s%s", listed ? ", " : "", plan->modules[i].basename);
+      if (n > 0) used += (size_t)n;
+      listed++;
+    }
+  }
+  if (total == 0) return;
+  _corral_warn("plan %s: none of its modules (%s%s) is loaded in this program; nothing is grouped "
+               "unless one is loaded later (a plan made for another program?)",
+               _corral_ident.path, names, total > listed ? ", ..." : "");
+}
+
 void _corral_ident_init(void)
 {
   const char *path = _corral_options.plan;
@@ -307,6 +331,7 @@ void _corral_ident_init(void)
     _corral_note(1, "plan %s: %u groups, %zu clauses, %zu direct entries, %u of its modules loaded",
                  path, plan->group_count, plan->clause_count, plan->direct_count,
                  _corral_ident.tables->modules_matched);
+    if (_corral_ident.tables->modules_matched == 0 && _corral_options.plan_pid == (int)getpid()) warn_no_module(plan);
   }
 }
 

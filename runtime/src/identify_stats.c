@@ -102,29 +102,34 @@ void _corral_ident_stats_text(int fd)
   corral_ident_counters_t s;
   sum_counters(&s);
   if (!_corral_ident.path[0]) {
-    _corral_fdprintf(fd, "plan: none\n");
+    _corral_fdprintf(fd, "corral: plan: none\n");
     return;
   }
-  _corral_fdprintf(fd, "plan: %s (%s%s%s)\n", _corral_ident.path,
-                   _corral_ident.loaded ? "loaded" : "not used",
-                   _corral_ident.message[0] ? ": " : "", _corral_ident.message);
   const corral_ident_tables_t *t = __atomic_load_n(&_corral_ident.tables, __ATOMIC_ACQUIRE);
+  unsigned modules = 0;
+  for (unsigned i = 0; _corral_ident.plan && i < PLAN_MAX_MODULES; i++) modules += _corral_ident.plan->modules[i].path != NULL;
+  if (t)
+    _corral_fdprintf(fd, "corral: plan: %s (loaded; %u of its %u modules in this program)\n", _corral_ident.path,
+                     t->modules_matched, modules);
+  else
+    _corral_fdprintf(fd, "corral: plan: %s (not used%s%s)\n", _corral_ident.path,
+                     _corral_ident.message[0] ? ": " : "", _corral_ident.message);
   if (t) {
     unsigned walked = 0;
     for (int r = CORRAL_STUB_OK + 1; r < CORRAL_STUB_REASONS; r++)
       if (r != CORRAL_STUB_FRAME0) walked += t->stub_reasons[r];
-    _corral_fdprintf(fd, "stubs: %u sites instrumented, %u walked, %u frame 0 only; %zu clauses decided by stubs\n",
+    _corral_fdprintf(fd, "corral: stubs: %u sites instrumented, %u walked, %u frame 0 only; %zu clauses decided by stubs\n",
                      t->stub_reasons[CORRAL_STUB_OK], walked, t->stub_reasons[CORRAL_STUB_FRAME0],
                      t->stub_clause_count);
     unsigned grouped = 0;
     for (int r = 0; r < CORRAL_STUB_REASONS; r++) grouped += t->pool_call_reasons[r];
-    _corral_fdprintf(fd, "pool calls: %u of %u frame-0 sites; probing:", t->pool_call_reasons[CORRAL_STUB_OK],
+    _corral_fdprintf(fd, "corral: pool calls: %u of %u frame-0 sites; probing:", t->pool_call_reasons[CORRAL_STUB_OK],
                      grouped);
     for (unsigned i = 0; i < GATE_NAMES; i++)
       if (t->probe_gates & (1u << i)) _corral_fdprintf(fd, " %s", gate_names[i]);
     _corral_fdprintf(fd, "%s\n", t->probe_gates ? "" : " none");
   }
-  _corral_fdprintf(fd, "identify: %llu calls, %llu direct, %llu by stubs, %llu replayed, %llu walks, %.2f frames/walk "
+  _corral_fdprintf(fd, "corral: identify: %llu calls, %llu direct, %llu by stubs, %llu replayed, %llu walks, %.2f frames/walk "
                    "(%llu fp, %llu cfi steps), %llu grouped, %.0f cycles/call (1/%d sampled)\n",
                    (unsigned long long)s.calls, (unsigned long long)s.direct_hits,
                    (unsigned long long)s.stub_decisions, (unsigned long long)s.replays,

@@ -1,6 +1,6 @@
-/* Start-up and shut-down: options, the next allocator, identification, fork
- * handlers, and the statistics at exit. Init runs on the first allocation or
- * from the constructor, whichever comes first. */
+/* Start-up: options, the next allocator, identification, fork handlers.
+ * Init runs on the first allocation or from the constructor, whichever
+ * comes first. Shut-down (the statistics at exit) is exit.c. */
 #include "init.h"
 #include "dynamic.h"
 #include "heap.h"
@@ -25,7 +25,7 @@ int _corral_in_init(void) { return initialising; }
 
 static void fork_prepare(void) { _corral_dyn_fork_prepare(); _corral_heap_fork_prepare(); }
 static void fork_parent(void) { _corral_heap_fork_parent(); _corral_dyn_fork_parent(); }
-static void fork_child(void) { _corral_heap_fork_child(); _corral_dyn_fork_child(); }
+static void fork_child(void) { _corral_heap_fork_child(); _corral_dyn_fork_child(); _corral_exit_after_fork(); }
 
 int _corral_init_slow(void)
 {
@@ -49,6 +49,7 @@ int _corral_init_slow(void)
   _corral_ident_init();
   _corral_dyn_init();
   _corral_track = _corral_options.stats != NULL;
+  _corral_exit_init();
   unsigned n = _corral_options.random_pools > 0 ? (unsigned)_corral_options.random_pools
                : _corral_dyn_on ? CORRAL_MAX_GROUPS - 1      /* dynamic pools appear as it runs */
                                 : _corral_group_count();
@@ -78,10 +79,4 @@ int _corral_init_slow(void)
 __attribute__((constructor)) static void corral_constructor(void)
 {
   if (atomic_load(&_corral_state) == CORRAL_STATE_NONE) _corral_init_slow();
-}
-
-__attribute__((destructor)) static void corral_destructor(void)
-{
-  if (atomic_load(&_corral_state) == CORRAL_STATE_READY && _corral_options.stats)
-    _corral_stats_write(_corral_options.stats);
 }

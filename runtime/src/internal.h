@@ -30,6 +30,11 @@ void _corral_note(int level, const char *fmt, ...) __attribute__((format(printf,
 /* snprintf into buf, then write(2) it all to fd (stats writers use it). */
 void _corral_fdprintf(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Until _corral_release, output of those two to fd is gathered and then
+ * written at once (up to 16 KiB at a time). */
+void _corral_hold(int fd);
+void _corral_release(void);
+
 /* A JSON string literal (quoted, escaped) written to fd. */
 void _corral_json_string(int fd, const char *s);
 
@@ -49,6 +54,7 @@ void _corral_os_purge(void *p, size_t size);
 
 typedef struct corral_options_s {
   const char *plan;        /* CORRAL_PLAN: plan file, NULL = none */
+  int plan_pid;            /* CORRAL_PLAN_PID: the process the plan was given to (corral run sets it) */
   size_t chunk_size;       /* CORRAL_CHUNK_SIZE: group chunk, power of two (1 MiB) */
   size_t max_spare;        /* CORRAL_MAX_SPARE: empty chunks kept resident (4) */
   size_t max_size;         /* CORRAL_MAX_SIZE: largest grouped object (4096) */

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #define CORRAL_MAX_WARNINGS 32
@@ -51,6 +52,44 @@ void _corral_note(int level, const char *fmt, ...)
   va_end(ap);
 }
 
+/* Output to one fd may be held and written in one go: the processes of a
+ * pipeline exit together, and statistics tables written line by line would
+ * interleave. Used once per process, at exit. */
+static char held[16384];
+static size_t held_len;
+static int held_fd = -1;
+
+void _corral_hold(int fd)
+{
+  held_fd = fd;
+  held_len = 0;
+}
+
+void _corral_release(void)
+{
+  if (held_fd >= 0) write_all(held_fd, held, held_len);
+  held_fd = -1;
+  held_len = 0;
+}
+
+static void out(int fd, const char *buf, size_t len)
+{
+  if (fd != held_fd) {
+    write_all(fd, buf, len);
+    return;
+  }
+  if (held_len + len > sizeof held) {
+    write_all(fd, held, held_len);
+    held_len = 0;
+  }
+  if (len > sizeof held) {
+    write_all(fd, buf, len);
+    return;
+  }
+  memcpy(held + held_len, buf, len);
+  held_len += len;
+}
+
 void _corral_fdprintf(int fd, const char *fmt, ...)
 {
   char buf[1024];
@@ -59,7 +98,7 @@ void _corral_fdprintf(int fd, const char *fmt, ...)
   int n = vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
   if (n < 0) return;
-  write_all(fd, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+  out(fd, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 }
 
 void _corral_json_string(int fd, const char *s)
@@ -68,12 +107,12 @@ void _corral_json_string(int fd, const char *s)
   size_t n = 0;
   buf[n++] = '"';
   for (; s && *s; s++) {
-    if (n > sizeof buf - 8) { write_all(fd, buf, n); n = 0; }
+    if (n > sizeof buf - 8) { out(fd, buf, n); n = 0; }
     unsigned char ch = (unsigned char)*s;
     if (ch == '"' || ch == '\\') { buf[n++] = '\\'; buf[n++] = (char)ch; }
     else if (ch < 0x20) n += (size_t)snprintf(buf + n, 7, "\\u%04x", ch);
     else buf[n++] = (char)ch;
   }
   buf[n++] = '"';
-  write_all(fd, buf, n);
+  out(fd, buf, n);
 }

@@ -43,6 +43,7 @@ typedef struct option_desc_s {
 
 static const option_desc_t option_table[] = {
   OPT("plan", OPT_STRING, plan, 0, 0, 0),
+  OPT("plan_pid", OPT_INT, plan_pid, 0, 1 << 22, 0),
   OPT("chunk_size", OPT_SIZE, chunk_size, 64u << 10, 256u << 20, 1),
   OPT("max_spare", OPT_SIZE, max_spare, 0, 1u << 20, 0),
   OPT("max_size", OPT_SIZE, max_size, 16, 65536, 0),

@@ -1,6 +1,7 @@
 /* Statistics at exit: per group objects, bytes, chunks and the peak live
  * versus peak resident bytes (fragmentation, as HALO's Table 1), the
  * ungrouped remainder, and identification's own section. */
+#define _GNU_SOURCE   /* program_invocation_short_name */
 #include "stats.h"
 #include "dynamic.h"
 #include "heap.h"
@@ -8,6 +9,7 @@
 #include "init.h"
 #include "internal.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -63,19 +65,27 @@ static void write_json(int fd, const corral_group_totals_t *t, unsigned n, uint6
 
 static void write_text(int fd, const corral_group_totals_t *t, unsigned n, uint64_t uobj, uint64_t ubytes)
 {
-  _corral_fdprintf(fd, "corral: statistics of pid %d (%u groups, chunk %zu KiB)\n", (int)getpid(), n,
-                   _corral_options.chunk_size >> 10);
-  _corral_fdprintf(fd, "corral: %-20s %12s %14s %12s %7s %12s %12s %7s\n", "group", "objects", "bytes",
+  /* Group names in full (plan names run to 60 characters), the column as
+   * wide as the longest. */
+  int width = 20;
+  for (unsigned g = 0; g < n; g++) {
+    char buf[32];
+    int len = (int)strlen(group_label(g, buf, sizeof buf));
+    if (len > width) width = len < 64 ? len : 64;
+  }
+  _corral_fdprintf(fd, "corral: statistics of pid %d (%s; %u groups, chunk %zu KiB)\n", (int)getpid(),
+                   program_invocation_short_name, n, _corral_options.chunk_size >> 10);
+  _corral_fdprintf(fd, "corral: %-*s %12s %14s %12s %7s %12s %12s %7s\n", width, "group", "objects", "bytes",
                    "frees", "chunks", "peak live", "peak res", "frag%");
   for (unsigned g = 0; g < n; g++) {
     char buf[32];
-    _corral_fdprintf(fd, "corral: %-20.20s %12llu %14llu %12llu %7llu %12llu %12llu %6.1f%%\n",
+    _corral_fdprintf(fd, "corral: %-*.*s %12llu %14llu %12llu %7llu %12llu %12llu %6.1f%%\n", width, width,
                      group_label(g, buf, sizeof buf), (unsigned long long)t[g].counts.objects,
                      (unsigned long long)t[g].counts.bytes, (unsigned long long)t[g].counts.frees,
                      (unsigned long long)t[g].peak_chunks, (unsigned long long)t[g].peak_live,
                      (unsigned long long)t[g].peak_resident, frag_pct(&t[g]));
   }
-  _corral_fdprintf(fd, "corral: %-20s %12llu %14llu\n", "(ungrouped)", (unsigned long long)uobj,
+  _corral_fdprintf(fd, "corral: %-*s %12llu %14llu\n", width, "(ungrouped)", (unsigned long long)uobj,
                    (unsigned long long)ubytes);
   _corral_ident_stats_text(fd);
   _corral_dyn_stats_text(fd);
@@ -100,7 +110,7 @@ static const char *expand_path(const char *dest, char *buf, size_t len)
   return buf;
 }
 
-void _corral_stats_write(const char *dest)
+void _corral_stats_write(const char *dest, int err_fd)
 {
   /* Totals live in a static array: the stack of an exiting program may be
    * small, and this runs once per process. */
@@ -109,7 +119,7 @@ void _corral_stats_write(const char *dest)
   uint64_t uobj, ubytes;
   _corral_heap_totals(totals, n, &uobj, &ubytes);
   if (strcmp(dest, "1") == 0 || strcmp(dest, "stderr") == 0) {
-    write_text(2, totals, n, uobj, ubytes);
+    write_text(err_fd, totals, n, uobj, ubytes);
     return;
   }
   char path[4096];

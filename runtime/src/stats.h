@@ -5,9 +5,13 @@
 /* Internal: every declaration below is of this library, not exported. */
 #pragma GCC visibility push(hidden)
 
-/* dest: "1"/"stderr" for a table on stderr, else a JSON file path where %p
- * stands for the pid. */
-void _corral_stats_write(const char *dest);
+/* dest: "1"/"stderr" for a table on `err_fd` (stderr or a copy of it),
+ * else a JSON file path where %p stands for the pid. */
+void _corral_stats_write(const char *dest, int err_fd);
+
+/* exit.c: writes the statistics once, at exit, _exit or _Exit. */
+void _corral_exit_init(void);
+void _corral_exit_after_fork(void);
 
 #pragma GCC visibility pop
 

@@ -97,3 +97,37 @@ def is_one_chunk_from_its_header(resident, chunk):
     (docs/runtime.md, "Chunks")."""
     offset = chunk - resident
     return 0 <= offset <= chunk // 4 and offset % (4096 + 64) == 0
+
+
+@pytest.fixture(scope="module")
+def exit_paths(tmp_path_factory):
+    return h.build(tmp_path_factory.mktemp("exit_paths"), "core_exit_paths")
+
+
+@pytest.mark.parametrize("how", ["exit", "close", "_exit", "_Exit", "vfork"])
+def test_stats_written_once_however_the_process_ends(exit_paths, how):
+    proc = subprocess.Popen([str(exit_paths), how], env=h.corral_env(stats="stderr"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    lines = err.splitlines()
+    # one table, the process's own (a vfork child shares its memory but is not it)
+    assert [l for l in lines if "statistics of pid" in l] == [
+        f"corral: statistics of pid {proc.pid} (core_exit_paths; 0 groups, chunk 1024 KiB)"], err
+    [ungrouped] = [l.split() for l in lines if l.startswith("corral: (ungrouped)")]
+    assert int(ungrouped[2]) >= 100
+    assert all(l.startswith("corral: ") for l in lines), err
+
+
+def test_stats_of_every_member_of_a_pipeline_each_in_one_piece(exit_paths):
+    r = subprocess.run(["sh", "-c", f"{exit_paths} close | {exit_paths} _exit | {exit_paths} exit"],
+                       env=h.corral_env(stats="stderr"), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    lines = r.stderr.splitlines()
+    starts = [i for i, l in enumerate(lines) if "statistics of pid" in l]
+    names = [lines[i].split("(")[1].split(";")[0] for i in starts]
+    assert sorted(names) == ["core_exit_paths"] * 3 + ["sh"]
+    # a table is the header, the column heads, the rows, then the plan line
+    for i in starts:
+        block = lines[i:lines.index("corral: plan: none", i) + 1]
+        assert "statistics of pid" not in "\n".join(block[1:]), r.stderr

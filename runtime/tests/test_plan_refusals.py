@@ -84,3 +84,27 @@ def test_good_plan_no_message(hello, tmp_path):
     path.write_text(good_plan(hello))
     r = run([hello], plan=path)
     assert (r.stdout, r.stderr, r.returncode) == (HELLO_OUT, "", HELLO_STATUS)
+
+
+def test_plan_for_another_program_warns_once_and_runs(hello, tmp_path):
+    plan = tmp_path / "hello.plan"
+    plan.write_text(good_plan(hello))
+    # as corral run starts a program: CORRAL_PLAN_PID is the pid it execs as
+    started = ["sh", "-c", 'CORRAL_PLAN_PID=$$ exec "$@"', "sh"]
+    r = run([*started, "/bin/sh", "-c", "echo hi; /bin/echo there"], plan=plan, warnings=[r"none of its modules"])
+    assert (r.stdout, r.returncode) == ("hi\nthere\n", 0)
+    # once: the started program's child (/bin/echo) inherits the plan and stays quiet
+    assert r.stderr.splitlines() == [
+        f"corral: warning: plan {plan}: none of its modules ({hello.name}) is loaded in this program; "
+        "nothing is grouped unless one is loaded later (a plan made for another program?)"]
+    # the program it was made for: no word
+    assert run([*started, hello], plan=plan).stderr == ""
+
+
+def test_statistics_name_groups_in_full(hello, tmp_path):
+    name = "parse_expression+build_node+intern_symbol"
+    plan = tmp_path / "long.plan"
+    plan.write_text(plan_text([(hello, True)], {0: name}, clauses=[(0, [site_range(0, hello, "main")])]))
+    r = run([hello], plan=plan, env_extra={"CORRAL_STATS": "stderr"})
+    rows = [l.split() for l in r.stderr.splitlines()]
+    assert any(row[:2] == ["corral:", name] for row in rows), r.stderr
