@@ -257,8 +257,9 @@ def test_validation_drops_a_group_the_training_run_cannot_pay_for(figure2, tmp_p
 def test_optimize_profiles_and_plans_the_figure2_program(figure2):
     folder, program, plan, r = figure2
     assert r.returncode == 0, r.stderr
-    assert r.stdout.splitlines()[-1] == f"next: corral run --plan {plan} -- {program} {' '.join(TRAIN)}"
-    assert r.stdout.startswith("A ")               # the program's own output comes through
+    assert r.stderr.splitlines()[-1] == f"next: corral run --plan {plan} -- {program} {' '.join(TRAIN)}"
+    assert r.stdout.startswith("A ")               # the program's own output comes through, alone
+    assert "next:" not in r.stdout
     written = planfile.read(plan)
     assert [g.name for g in written.groups] == ["create_a+create_b"]
     assert len(written.groups[0].clauses) == 2 and all(len(c) == 1 for c in written.groups[0].clauses)

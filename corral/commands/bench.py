@@ -75,7 +75,7 @@ def _table(doc):
 
 
 def run(args) -> int:
-    from rich.console import Console
+    from corral.console import console as make_console
 
     from corral.bench import harness, results
     if args.suite:
@@ -89,7 +89,7 @@ def run(args) -> int:
     if warmup < 0:
         raise CorralError("--warmup cannot be negative")
     work_dir = args.work_dir or f"{args.output}.d"
-    console = Console(stderr=True)
+    console = make_console()
     doc = harness.run_suite(chosen, configs, pairs, args.quick, _progress(console), warmup=warmup,
                             misses=not args.no_misses, miss_input=args.miss_input, work_dir=work_dir,
                             validate=not args.no_validate)

@@ -103,7 +103,7 @@ class _Steps:
 
 
 def run(args) -> int:
-    from rich.console import Console
+    from corral.console import console as make_console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from corral.bench import configs as bench_configs
@@ -112,7 +112,7 @@ def run(args) -> int:
 
     if args.pairs < 1:
         raise CorralError("--pairs must be at least 1")
-    console = Console(stderr=True)
+    console = make_console()
     if not args.no_build:
         build(console)
     chosen = demo_workloads(args.workloads, args.quick)
@@ -129,7 +129,7 @@ def run(args) -> int:
     results_path = work_dir / "results.json"
     results.write(doc, results_path)
 
-    out = Console()
+    out = make_console(stderr=False)
     out.print(terminal.comparison_table(doc))
     for line in terminal.failures(doc):
         out.print(f"[red]failed[/] {line}")

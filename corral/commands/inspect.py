@@ -101,8 +101,8 @@ def show_plan(path, profile_path, console) -> None:
 
 
 def run(args) -> int:
-    from rich.console import Console
-    console = Console()
+    from corral.console import console as make_console
+    console = make_console(stderr=False)
     if is_plan(args.file):
         show_plan(args.file, args.profile, console)
     else:

@@ -64,19 +64,22 @@ def run(args) -> int:
     # Named after the plan, so two plans of one program keep their own profiles.
     profile_path = args.profile_output or f"{output.removesuffix('.plan')}.profile.json.gz"
 
-    from rich.console import Console
+    from corral.console import console
 
     from corral.profile import dhat
     from corral.profile.reader import Profile
     from corral.profile.summary import print_summary
 
-    err = Console(stderr=True)
+    err = console()
     doc, status = record.record(command, profile_path, args)
     profile = Profile(doc)
     if args.dhat:
         dhat.export(profile, args.dhat)
     if not args.quiet:
         print_summary(profile, err)
+    warning = record.tiny_run_warning(doc)
+    if warning:
+        err.print(warning, highlight=False)
     if status != 0:
         err.print(f"corral: warning: the program exited with status {status}", highlight=False)
     err.print(f"corral: wrote {profile_path}" + (f" and {args.dhat}" if args.dhat else ""), highlight=False)
@@ -89,6 +92,6 @@ def run(args) -> int:
         validate = hook(command, stdin, say=lambda text: err.print(text, highlight=False))
     result = plan_profile(profile_path, output, options, args.graph, args.quiet, validate,
                           verbose=args.verbose)
-    sys.stdout.flush()
-    print(f"next: {next_command(output, result.doc)}")
+    # stderr: stdout carries the program's own output
+    print(f"next: {next_command(output, result.doc)}", file=sys.stderr)
     return 0

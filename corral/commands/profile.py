@@ -26,7 +26,7 @@ def add_arguments(p):
 
 
 def run(args) -> int:
-    from rich.console import Console
+    from corral.console import console
 
     from corral.profile import dhat
     from corral.profile.reader import Profile
@@ -38,9 +38,13 @@ def run(args) -> int:
     profile = Profile(doc)
     if args.dhat:
         dhat.export(profile, args.dhat)
-    print_summary(profile, Console(stderr=True))
+    print_summary(profile, console())
+    warning = record.tiny_run_warning(doc)
+    if warning:
+        print(warning, file=sys.stderr)
     if status != 0:
         print(f"corral: warning: the program exited with status {status}", file=sys.stderr)
     print(f"corral: wrote {args.output}" + (f" and {args.dhat}" if args.dhat else ""), file=sys.stderr)
-    print(f"next: corral plan {args.output}")
+    # stderr: stdout carries the program's own output
+    print(f"next: corral plan {args.output}", file=sys.stderr)
     return 0

@@ -23,7 +23,7 @@ def plan_profile(profile_path, output, options, graph_path=None, quiet=False, va
     `validate(result, replan)`, which returns the result to write (replan
     makes the plan again without the groups it is given). Returns the
     planner.PlanResult written."""
-    from rich.console import Console
+    from corral.console import console
 
     from corral.plan import graph as profile_graph
     from corral.plan import planfile
@@ -48,7 +48,7 @@ def plan_profile(profile_path, output, options, graph_path=None, quiet=False, va
         labels = {n: result.contexts[n].names[1] if len(result.contexts[n].names) > 1 and
                   result.contexts[n].names[1] else str(n) for n in result.graph.nodes}
         draw_groups(result.graph, result.node_groups, graph_path, labels)
-    err = Console(stderr=True)
+    err = console()
     if not quiet:
         print_summary(result, err, verbose)
     if not result.groups:

@@ -4,6 +4,7 @@ selector sites and the coverage the self-check expects."""
 from rich.console import Console
 from rich.table import Table
 
+from corral.console import console as make_console
 from corral.plan.check import misclassified
 from corral.plan.graph import Site
 from corral.plan.planner import PlanResult, short_function_name
@@ -60,7 +61,7 @@ def listed(items, verbose=False) -> str:
 
 def print_summary(result: PlanResult, console: Console | None = None, verbose: bool = False) -> None:
     """The plan's summary; lists and group tables are capped unless `verbose`."""
-    console = console or Console()
+    console = console or make_console(stderr=False)
     accesses = result.graph.graph.get("accesses", 0)
     labels = site_labels(result.doc)
     console.print(f"[bold]{len(result.groups)} group(s)[/] from {len(result.contexts)} contexts "

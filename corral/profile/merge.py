@@ -18,7 +18,7 @@ SUMMED = ("allocs", "bytes", "frees", "lifetime", "reads", "writes", "read_bytes
           "live_blocks", "live_bytes", "reused")
 PEAKS = ("max_blocks", "max_bytes", "gmax_blocks", "gmax_bytes")
 TOTALS_SUMMED = ("allocs", "frees", "bytes", "accesses", "instructions", "macro_accesses",
-                 "live_blocks", "live_bytes")
+                 "live_blocks", "live_bytes", "watched_instructions")
 TOTALS_PEAKS = ("peak_blocks", "peak_bytes")
 # Settings that change what an edge weight or a context is.
 MUST_AGREE = ("affinity_distance", "max_size", "max_frames", "queues")

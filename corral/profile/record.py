@@ -12,6 +12,11 @@ from corral import paths
 from corral.errors import CorralError
 
 
+# Instructions whose accesses the tool watches in full (docs/profiler.md,
+# "Access sampling"): about a quarter of a second of native run.
+SAMPLE_AFTER = 1 << 28
+
+
 def add_options(p) -> None:
     """The tool's options, on `p` (a parser or an argument group): one
     definition for every command that profiles."""
@@ -21,6 +26,9 @@ def add_options(p) -> None:
                    help="largest object that takes part in affinity (default: 4096)")
     p.add_argument("--max-frames", type=int, default=64, metavar="N",
                    help="deepest calling context recorded (default: 64)")
+    p.add_argument("--sample-after", type=int, default=SAMPLE_AFTER, metavar="INSTRUCTIONS",
+                   help="watch every heap access for this many instructions, then sample them, "
+                        "at a rate that halves as the run doubles (0: watch all; default: 2^28)")
 
 
 def installed_valgrind_version() -> str:
@@ -47,13 +55,15 @@ def tool_command(raw_pattern, options) -> list[str]:
             f"--corral-out-file={raw_pattern}",
             f"--affinity-distance={options.affinity_distance}",
             f"--max-size={options.max_size}",
-            f"--max-frames={options.max_frames}"]
+            f"--max-frames={options.max_frames}",
+            f"--sample-after={options.sample_after}"]
 
 
 def check_options(options, output) -> None:
     """Refuses bad options and an unwritable output before the slow run."""
-    if options.affinity_distance < 1 or options.max_size < 0 or options.max_frames < 1:
-        raise CorralError("--affinity-distance and --max-frames must be positive, --max-size not negative")
+    if options.affinity_distance < 1 or options.max_size < 0 or options.max_frames < 1 or options.sample_after < 0:
+        raise CorralError("--affinity-distance and --max-frames must be positive, --max-size and "
+                          "--sample-after not negative")
     out_dir = os.path.dirname(os.path.abspath(output))
     if not os.path.isdir(out_dir):
         raise CorralError(f"cannot write the profile {output}: no folder {out_dir}")
@@ -71,6 +81,10 @@ def record(command, output, options) -> tuple[dict, int]:
     with tempfile.TemporaryDirectory(prefix="corral-profile-") as tmp:
         # %p: a child that forks without exec writes its own file; we keep the parent's.
         pattern = os.path.join(tmp, "raw.%p.json")
+        note = f"corral: profiling {os.path.basename(command[0])} under valgrind (tens of times slower than native)"
+        if sys.stdin.isatty():
+            note += "; its standard input is this terminal: if it waits, type its input and end it with Ctrl-D"
+        print(note, file=sys.stderr)
         sys.stdout.flush()
         proc = subprocess.Popen(tool_command(pattern, options) + list(command), env=env)
         status = proc.wait()
@@ -82,3 +96,17 @@ def record(command, output, options) -> tuple[dict, int]:
             return finish(raw, output), status
         except OSError as e:
             raise CorralError(f"cannot write the profile {output}: {e.strerror}")
+
+
+# A training run with fewer allocations than this did too little to plan from.
+TINY_RUN = 1000
+
+
+def tiny_run_warning(doc) -> str | None:
+    """A warning when the profiled run did almost nothing (a program that
+    read an empty input, or only started), else None."""
+    allocs = doc.get("totals", {}).get("allocs", 0)
+    if allocs >= TINY_RUN:
+        return None
+    return (f"corral: warning: the run made only {allocs:,} allocations; a plan learns only what "
+            "the training run did, so give the program an input that exercises it")

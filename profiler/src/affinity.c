@@ -85,6 +85,7 @@ void af_init(af_state* st, af_u32 distance,
    st->edge_cap = 1024;
    st->edges = alloc(st->edge_cap * sizeof(af_edge));
    st->next_seq = 1;        /* seq 0 marks a dead object */
+   st->weight = 1;
 }
 
 void af_queue_init(af_state* st, af_queue* q)
@@ -94,6 +95,11 @@ void af_queue_init(af_state* st, af_queue* q)
    q->first = 0;
    q->used = 0;
    q->pushed = 0;
+}
+
+void af_queue_reset(af_queue* q)
+{
+   q->first = q->used;
 }
 
 /* ---- object life ------------------------------------------------------- */
@@ -142,10 +148,10 @@ void af_access(af_state* st, af_queue* q, af_obj* obj, af_u32 size)
 
    /* Deduplication: a run of accesses to one object is one macro-access. */
    if (q->used > q->first && q->items[q->used - 1].seq == obj->seq) {
-      st->deduplicated++;
+      st->deduplicated += st->weight;
       return;
    }
-   st->traversals++;
+   st->traversals += st->weight;
 
    af_u32 partner_ctx[AF_PARTNERS];
    af_u64 partner_count[AF_PARTNERS];
@@ -170,7 +176,7 @@ void af_access(af_state* st, af_queue* q, af_obj* obj, af_u32 size)
       while (i < n_partners && partner_ctx[i] != v->ctx) i++;
       if (i == n_partners) {
          if (n_partners == AF_PARTNERS) {         /* full: flush one */
-            edge_add(st, obj->ctx, partner_ctx[0], partner_count[0]);
+            edge_add(st, obj->ctx, partner_ctx[0], partner_count[0] * st->weight);
             i = 0;
          } else {
             n_partners++;
@@ -181,7 +187,7 @@ void af_access(af_state* st, af_queue* q, af_obj* obj, af_u32 size)
       partner_count[i]++;
    }
    for (af_u32 i = 0; i < n_partners; i++)
-      edge_add(st, obj->ctx, partner_ctx[i], partner_count[i]);
+      edge_add(st, obj->ctx, partner_ctx[i], partner_count[i] * st->weight);
 
    /* Objects before j have left the window for good (the limit only grows);
     * the accessed object moves from its old place to the newest. */

@@ -75,13 +75,17 @@ typedef struct {
    af_u64 edge_cap;     /* power of two */
    af_u64 edge_count;
    af_u64 next_seq;     /* allocation counter, starts at 1 */
-   af_u64 traversals;   /* accesses that were not deduplicated */
-   af_u64 deduplicated; /* accesses folded into the previous one */
+   af_u64 weight;       /* what one access counts for (1; more while accesses are sampled) */
+   af_u64 traversals;   /* accesses that were not deduplicated (weighted) */
+   af_u64 deduplicated; /* accesses folded into the previous one (weighted) */
 } af_state;
 
 void af_init(af_state* st, af_u32 distance,
              void* (*alloc)(unsigned long), void (*release)(void*));
 void af_queue_init(af_state* st, af_queue* q);
+/* Forgets the window: the accesses before a gap in what is watched are not
+ * affinitive to those after it. */
+void af_queue_reset(af_queue* q);
 
 /* Registers a new object of context `ctx` (whose tail is `tail`): gives it
  * the next seq and links it to its context neighbour. obj must stay at the

@@ -11,8 +11,11 @@
 CrTotals cr_totals;
 af_state cr_affinity;
 Addr cr_heap_lo = 0;
-Addr cr_heap_span = 0;
+Addr cr_watch_span = 0;
+static Addr heap_span = 0;          /* every block lies in [cr_heap_lo, cr_heap_lo + heap_span) */
 static Addr heap_hi = 0;
+static Bool watching = True;        /* accesses are counted (cr_sample.c) */
+static ULong access_weight = 1;     /* what one counts for */
 static Bool peak_unrecorded = False;   /* the heap peaked since the last snapshot */
 
 /* ---- block table -----------------------------------------------------------
@@ -124,6 +127,17 @@ static void* zeroed_alloc(unsigned long bytes)
    return VG_(calloc)("corral.affinity", 1, bytes);
 }
 
+void cr_heap_watch(Bool on, ULong weight)
+{
+   watching = on;
+   access_weight = weight;
+   cr_affinity.weight = weight;
+   cr_watch_span = on ? heap_span : 0;
+   if (on)
+      for (UInt t = 0; t < VG_N_THREADS; t++)
+         if (queues[t].items) af_queue_reset(&queues[t]);
+}
+
 void cr_heap_init(void)
 {
    af_init(&cr_affinity, clo_affinity_distance, zeroed_alloc, VG_(free));
@@ -167,20 +181,21 @@ static void track_block(ThreadId tid, Addr p, SizeT size, CrAllocKind kind)
 
    shadow_fill(p, size, id);
    Addr end = p + (size == 0 ? 1 : size);
-   if (cr_heap_span == 0 && heap_hi == 0) {
+   if (heap_span == 0 && heap_hi == 0) {
       cr_heap_lo = p;
       heap_hi = end;
    } else {
       if (p < cr_heap_lo) cr_heap_lo = p;
       if (end > heap_hi) heap_hi = end;
    }
-   cr_heap_span = heap_hi - cr_heap_lo;
+   heap_span = heap_hi - cr_heap_lo;
+   if (watching) cr_watch_span = heap_span;
 }
 
 /* The block starting exactly at p, or 0. */
 static UInt block_starting_at(Addr p)
 {
-   if (p - cr_heap_lo >= cr_heap_span) return 0;
+   if (p - cr_heap_lo >= heap_span) return 0;
    UInt id = shadow_get(p);
    if (id == 0 || block_at(id)->payload != p) return 0;
    return id;
@@ -332,13 +347,13 @@ static inline void on_access(Addr addr, UWord size, Bool is_write)
    CrBlock* b = block_at(id);
    CrContext* ctx = cr_context(b->af.ctx);
    if (is_write) {
-      ctx->writes++;
-      ctx->write_bytes += size;
+      ctx->writes += access_weight;
+      ctx->write_bytes += size * access_weight;
    } else {
-      ctx->reads++;
-      ctx->read_bytes += size;
+      ctx->reads += access_weight;
+      ctx->read_bytes += size * access_weight;
    }
-   cr_totals.accesses++;
+   cr_totals.accesses += access_weight;
    if (b->size <= clo_max_size)
       af_access(&cr_affinity, queue_of(cr_current_tid), &b->af, (af_u32)size);
 }
@@ -353,7 +368,7 @@ VG_REGPARM(2) void cr_on_write(Addr addr, UWord size) { on_access(addr, size, Tr
 
 static void count_kernel_access(Addr addr, SizeT size, Bool is_write)
 {
-   if (size == 0 || addr - cr_heap_lo >= cr_heap_span) return;
+   if (size == 0 || addr - cr_heap_lo >= heap_span) return;
    UInt id = shadow_get(addr);
    if (id == 0) return;
    CrContext* ctx = cr_context(block_at(id)->af.ctx);

@@ -30,14 +30,27 @@ static void add_instruction_count(IRSB* sb, Int n)
    addStmtToIRSB(sb, IRStmt_Store(Iend_LE, mkIRExpr_HWord((HWord)&cr_instrs), sum));
 }
 
-/* A call guarded by "addr - heap_lo <u heap_span": stack and global accesses
+/* The sampling schedule changes when the instruction count reaches
+ * cr_sample_next: one compare per superblock, a call only then. */
+static void add_sample_check(IRSB* sb)
+{
+   IRExpr* now = load_word(sb, &cr_instrs);
+   IRExpr* next = load_word(sb, &cr_sample_next);
+   IRExpr* due = bind(sb, Ity_I1, IRExpr_Binop(Iop_CmpLE64U, next, now));
+   IRDirty* di = unsafeIRDirty_0_N(0, "cr_sample_tick", VG_(fnptr_to_fnentry)((void*)cr_sample_tick),
+                                   mkIRExprVec_0());
+   di->guard = due;
+   addStmtToIRSB(sb, IRStmt_Dirty(di));
+}
+
+/* A call guarded by "addr - heap_lo <u watch_span": stack and global accesses
  * stay in generated code, only candidates reach the shadow map. */
 static void add_access(IRSB* sb, Bool is_write, Int size, IRExpr* addr)
 {
    if (typeOfIRExpr(sb->tyenv, addr) != Ity_I64) return;   /* amd64 only */
    IRExpr* addr_t = bind(sb, Ity_I64, addr);
    IRExpr* lo = load_word(sb, &cr_heap_lo);
-   IRExpr* span = load_word(sb, &cr_heap_span);
+   IRExpr* span = load_word(sb, &cr_watch_span);
    IRExpr* rel = bind(sb, Ity_I64, IRExpr_Binop(Iop_Sub64, addr_t, lo));
    IRExpr* inside = bind(sb, Ity_I1, IRExpr_Binop(Iop_CmpLT64U, rel, span));
 
@@ -61,6 +74,7 @@ IRSB* cr_instrument(VgCallbackClosure* closure, IRSB* sbIn,
    /* The preamble before the first IMark is copied untouched. */
    while (i < sbIn->stmts_used && sbIn->stmts[i]->tag != Ist_IMark)
       addStmtToIRSB(sbOut, sbIn->stmts[i++]);
+   add_sample_check(sbOut);
 
    for (; i < sbIn->stmts_used; i++) {
       IRStmt* st = sbIn->stmts[i];

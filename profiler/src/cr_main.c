@@ -40,6 +40,8 @@ static Bool cr_process_option(const HChar* arg)
       clo_max_size = (UInt)value;
    } else if VG_BINT_CLO(arg, "--max-frames", value, 1, 500) {
       clo_max_frames = (UInt)value;
+   } else if VG_BINT_CLO(arg, "--sample-after", value, 0, 1LL << 50) {
+      clo_sample_after = (ULong)value;
    } else {
       return VG_(replacement_malloc_process_cmd_line_option)(arg);
    }
@@ -52,7 +54,9 @@ static void cr_print_usage(void)
 "    --corral-out-file=<file>   profile output [corral.profile.%%p.json]\n"
 "    --affinity-distance=<n>    bytes of recent accesses that are affinitive [128]\n"
 "    --max-size=<n>             largest object (bytes) taking part in affinity [4096]\n"
-"    --max-frames=<n>           deepest calling context recorded [64]\n");
+"    --max-frames=<n>           deepest calling context recorded [64]\n"
+"    --sample-after=<n>         guest instructions whose accesses are all watched;\n"
+"                               later ones are sampled (0: watch all) [268435456]\n");
 }
 
 static void cr_print_debug_usage(void)
@@ -109,6 +113,7 @@ static void cr_post_clo_init(void)
    cr_context_init();
    cr_heap_init();
    cr_placement_init();
+   cr_sample_init();
    cr_heap_track_syscalls();
    VG_(track_start_client_code)(cr_start_client_code);
 }

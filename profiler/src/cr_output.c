@@ -119,8 +119,8 @@ void cr_write_profile(void)
                 CR_PROFILE_VERSION, CR_VALGRIND_VERSION);
    put_command();
    VG_(fprintf)(out, ",\n\"params\":{\"affinity_distance\":%u,\"max_size\":%u,"
-                "\"max_frames\":%u,\"queues\":\"per-thread\"}",
-                clo_affinity_distance, clo_max_size, clo_max_frames);
+                "\"max_frames\":%u,\"queues\":\"per-thread\",\"sample_after\":%llu}",
+                clo_affinity_distance, clo_max_size, clo_max_frames, clo_sample_after);
    put_modules();
    put_frames();
    put_contexts();
@@ -135,11 +135,11 @@ void cr_write_profile(void)
    VG_(fprintf)(out, ",\n\"totals\":{\"allocs\":%llu,\"frees\":%llu,\"bytes\":%llu,"
                 "\"accesses\":%llu,\"instructions\":%llu,\"macro_accesses\":%llu,"
                 "\"live_blocks\":%llu,\"live_bytes\":%llu,\"peak_blocks\":%llu,"
-                "\"peak_bytes\":%llu,\"peak_instr\":%llu,\"pid\":%d}\n}\n",
+                "\"peak_bytes\":%llu,\"peak_instr\":%llu,\"watched_instructions\":%llu,\"pid\":%d}\n}\n",
                 cr_totals.allocs, cr_totals.frees, cr_totals.bytes,
                 cr_totals.accesses, cr_instrs, cr_affinity.traversals,
                 cr_totals.live_blocks, cr_totals.live_bytes, cr_totals.peak_blocks,
-                cr_totals.peak_bytes, cr_totals.peak_instr, VG_(getpid)());
+                cr_totals.peak_bytes, cr_totals.peak_instr, cr_sample_watched(), VG_(getpid)());
    VG_(fclose)(out);
    VG_(free)(path);
 }

@@ -93,10 +93,13 @@ void cr_heap_register_malloc_replacement(void);
 /* Called by generated code: one load or store of `size` bytes at `addr`. */
 VG_REGPARM(2) void cr_on_read(Addr addr, UWord size);
 VG_REGPARM(2) void cr_on_write(Addr addr, UWord size);
-/* Lower bound and span of addresses that any block ever occupied: generated
- * code rejects accesses outside [heap_lo, heap_lo + heap_span) without a call. */
+/* Lower bound of addresses that any block ever occupied, and the span
+ * generated code watches: the heap's while accesses are watched, 0 between
+ * samples. Accesses outside [heap_lo, heap_lo + watch_span) make no call. */
 extern Addr cr_heap_lo;
-extern Addr cr_heap_span;
+extern Addr cr_watch_span;
+/* Accesses are watched (on) or not, each counting for `weight` (cr_sample.c). */
+void cr_heap_watch(Bool on, ULong weight);
 void cr_heap_finish(void);
 void cr_heap_track_syscalls(void);   /* kernel reads/writes of heap buffers */   /* folds live blocks into their contexts at exit */
 
@@ -114,6 +117,13 @@ void cr_placement_alloc(ThreadId tid, UInt ctx_id, SizeT size);
 void cr_placement_free(ThreadId tid, UInt ctx_id, SizeT size);
 /* Every (neighbour's context, context) pair the model counted. */
 void cr_placement_for_each(void (*fn)(UInt prev, UInt ctx, ULong count));
+
+/* ---- access sampling (cr_sample.c) ---- */
+extern ULong clo_sample_after;   /* guest instructions watched in full; 0: all */
+extern ULong cr_sample_next;     /* cr_instrs at which cr_sample_tick must run */
+void cr_sample_init(void);
+void cr_sample_tick(void);
+ULong cr_sample_watched(void);   /* guest instructions run while accesses were watched */
 
 /* ---- instrumentation (cr_instrument.c) ---- */
 IRSB* cr_instrument(VgCallbackClosure* closure, IRSB* sbIn,

@@ -38,5 +38,5 @@ def profile(program_argv, out: Path, *options) -> Profile:
                              *options, "--", *map(str, program_argv)],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
-    assert f"corral plan {out}" in result.stdout
+    assert f"next: corral plan {out}" in result.stderr
     return Profile.load(out)

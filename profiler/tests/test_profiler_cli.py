@@ -25,8 +25,21 @@ def test_default_name_and_next_command(tmp_path):
                             capture_output=True, text=True, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "corral.profile.json.gz").exists()
-    assert result.stdout.strip().endswith("corral plan corral.profile.json.gz")
-    assert "55\n" in result.stdout        # the program's own output passes through
+    # stdout is the program's alone; what corral says goes to stderr
+    assert result.stdout == "55\n"
+    assert result.stderr.splitlines()[0] == ("corral: profiling recursive under valgrind "
+                                             "(tens of times slower than native)")
+    assert result.stderr.splitlines()[-1] == "next: corral plan corral.profile.json.gz"
+
+
+def test_a_run_that_did_almost_nothing_is_named(tmp_path):
+    result = corral("profile", "-o", tmp_path / "p.json.gz", "--", "/bin/true")
+    assert result.returncode == 0, result.stderr
+    assert ("corral: warning: the run made only 0 allocations; a plan learns only what the training "
+            "run did, so give the program an input that exercises it") in result.stderr.splitlines()
+    program = compile_program("recursive.c", tmp_path / "recursive")
+    enough = corral("profile", "-o", tmp_path / "q.json.gz", "--", program, 1200)
+    assert enough.returncode == 0 and "warning" not in enough.stderr, enough.stderr
 
 
 def test_options_reach_the_tool_and_the_file(tmp_path):

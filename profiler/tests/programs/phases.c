@@ -1,6 +1,7 @@
 /* Two independent phases, chosen by the first argument: "l" builds and
  * walks a linked list, "t" a binary tree, "lt" both. A profile of "lt" and
- * the merge of the profiles of "l" and "t" should tell the same story. */
+ * the merge of the profiles of "l" and "t" should tell the same story. The
+ * second argument multiplies the walks (1), for a run long enough to sample. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,9 +51,10 @@ __attribute__((noinline)) static long tree_phase(int depth, int rounds)
 int main(int argc, char** argv)
 {
    const char* which = argc > 1 ? argv[1] : "lt";
+   int times = argc > 2 ? atoi(argv[2]) : 1;
    long sum = 0;
-   if (strchr(which, 'l')) sum += list_phase(2000, 20);
-   if (strchr(which, 't')) sum += tree_phase(10, 20);
+   if (strchr(which, 'l')) sum += list_phase(2000, 20 * times);
+   if (strchr(which, 't')) sum += tree_phase(10, 20 * times);
    printf("%ld\n", sum);
    return 0;
 }

@@ -1,0 +1,16 @@
+"""Into a file or a pipe, commands' sentences come out as written: not
+wrapped at 80 columns, no padding (corral/console.py)."""
+
+import subprocess
+import sys
+
+SENTENCE = "corral: " + " ".join(["a sentence longer than any terminal"] * 8)
+
+
+def test_sentences_are_not_wrapped_when_output_is_not_a_terminal():
+    code = ("from corral.console import console\n"
+            f"console(stderr=False).print({SENTENCE!r}, highlight=False)\n"
+            f"console().print({SENTENCE!r}, highlight=False)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout == SENTENCE + "\n"
+    assert out.stderr == SENTENCE + "\n"
