@@ -14,8 +14,6 @@ Addr cr_heap_lo = 0;
 Addr cr_watch_span = 0;
 static Addr heap_span = 0;          /* every block lies in [cr_heap_lo, cr_heap_lo + heap_span) */
 static Addr heap_hi = 0;
-static Bool watching = True;        /* accesses are counted (cr_sample.c) */
-static ULong access_weight = 1;     /* what one counts for */
 static Bool peak_unrecorded = False;   /* the heap peaked since the last snapshot */
 
 /* ---- block table -----------------------------------------------------------
@@ -129,9 +127,7 @@ static void* zeroed_alloc(unsigned long bytes)
 
 void cr_heap_watch(Bool on, ULong weight)
 {
-   watching = on;
-   access_weight = weight;
-   cr_affinity.weight = weight;
+   cr_affinity.weight = weight;      /* what one watched access counts for, here too */
    cr_watch_span = on ? heap_span : 0;
    if (on)
       for (UInt t = 0; t < VG_N_THREADS; t++)
@@ -189,7 +185,7 @@ static void track_block(ThreadId tid, Addr p, SizeT size, CrAllocKind kind)
       if (end > heap_hi) heap_hi = end;
    }
    heap_span = heap_hi - cr_heap_lo;
-   if (watching) cr_watch_span = heap_span;
+   if (cr_watching) cr_watch_span = heap_span;
 }
 
 /* The block starting exactly at p, or 0. */
@@ -346,14 +342,15 @@ static inline void on_access(Addr addr, UWord size, Bool is_write)
    if (id == 0) return;
    CrBlock* b = block_at(id);
    CrContext* ctx = cr_context(b->af.ctx);
+   ULong w = cr_affinity.weight;
    if (is_write) {
-      ctx->writes += access_weight;
-      ctx->write_bytes += size * access_weight;
+      ctx->writes += w;
+      ctx->write_bytes += size * w;
    } else {
-      ctx->reads += access_weight;
-      ctx->read_bytes += size * access_weight;
+      ctx->reads += w;
+      ctx->read_bytes += size * w;
    }
-   cr_totals.accesses += access_weight;
+   cr_totals.accesses += w;
    if (b->size <= clo_max_size)
       af_access(&cr_affinity, queue_of(cr_current_tid), &b->af, (af_u32)size);
 }

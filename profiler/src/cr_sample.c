@@ -20,14 +20,13 @@
 
 ULong clo_sample_after = 1ULL << 28;
 ULong cr_sample_next = 0;
-ULong cr_watched_instrs = 0;
+Bool cr_watching = True;
 
 static ULong burst;          /* instructions per burst: sample_after / 256 */
 static UInt shift;           /* the current period has 2^shift bursts */
 static ULong period_end, burst_start, burst_end;
 static ULong rng = 0x9e3779b97f4a7c15ULL;
-static Bool watching = True;
-static ULong watch_since;
+static ULong watched_instrs, watch_since;   /* before the current stretch; its start */
 
 static ULong next_random(void)
 {
@@ -39,10 +38,10 @@ static ULong next_random(void)
 
 static void watch(Bool on, ULong now)
 {
-   if (on == watching) return;
-   if (watching) cr_watched_instrs += now - watch_since;
+   if (on == cr_watching) return;
+   if (cr_watching) watched_instrs += now - watch_since;
    else watch_since = now;
-   watching = on;
+   cr_watching = on;
    cr_heap_watch(on, on ? 1u << shift : 1);
 }
 
@@ -60,7 +59,6 @@ void cr_sample_init(void)
 {
    cr_sample_next = clo_sample_after ? clo_sample_after : ~0ULL;
    burst = clo_sample_after >> 8 ? clo_sample_after >> 8 : 1;
-   watch_since = 0;
 }
 
 /* Called by generated code when cr_instrs reaches cr_sample_next. */
@@ -85,5 +83,5 @@ void cr_sample_tick(void)
 
 ULong cr_sample_watched(void)
 {
-   return cr_watched_instrs + (watching ? cr_instrs - watch_since : 0);
+   return watched_instrs + (cr_watching ? cr_instrs - watch_since : 0);
 }

@@ -121,6 +121,7 @@ void cr_placement_for_each(void (*fn)(UInt prev, UInt ctx, ULong count));
 /* ---- access sampling (cr_sample.c) ---- */
 extern ULong clo_sample_after;   /* guest instructions watched in full; 0: all */
 extern ULong cr_sample_next;     /* cr_instrs at which cr_sample_tick must run */
+extern Bool cr_watching;         /* accesses are watched now */
 void cr_sample_init(void);
 void cr_sample_tick(void);
 ULong cr_sample_watched(void);   /* guest instructions run while accesses were watched */

@@ -281,22 +281,21 @@ static void child_after_fork(void)
  * library it names may be dlopened later. */
 static void warn_no_module(const corral_plan_t *plan)
 {
+  if (plan->module_count == 0) return;
   char names[160] = "";
   size_t used = 0;
-  unsigned listed = 0, total = 0;
-  for (unsigned i = 0; i < PLAN_MAX_MODULES; i++) {
+  unsigned listed = 0;
+  for (unsigned i = 0; i < PLAN_MAX_MODULES && listed < 3; i++) {
     if (!plan->modules[i].path) continue;
-    total++;
-    if (listed < 3 && used < sizeof names) {
+    if (used < sizeof names) {
       int n = snprintf(names + used, sizeof names - used, "%s%s", listed ? ", " : "", plan->modules[i].basename);
       if (n > 0) used += (size_t)n;
       listed++;
     }
   }
-  if (total == 0) return;
   _corral_warn("plan %s: none of its modules (%s%s) is loaded in this program; nothing is grouped "
                "unless one is loaded later (a plan made for another program?)",
-               _corral_ident.path, names, total > listed ? ", ..." : "");
+               _corral_ident.path, names, plan->module_count > listed ? ", ..." : "");
 }
 
 void _corral_ident_init(void)

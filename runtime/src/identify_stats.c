@@ -106,11 +106,9 @@ void _corral_ident_stats_text(int fd)
     return;
   }
   const corral_ident_tables_t *t = __atomic_load_n(&_corral_ident.tables, __ATOMIC_ACQUIRE);
-  unsigned modules = 0;
-  for (unsigned i = 0; _corral_ident.plan && i < PLAN_MAX_MODULES; i++) modules += _corral_ident.plan->modules[i].path != NULL;
   if (t)
     _corral_fdprintf(fd, "corral: plan: %s (loaded; %u of its %u modules in this program)\n", _corral_ident.path,
-                     t->modules_matched, modules);
+                     t->modules_matched, _corral_ident.plan->module_count);
   else
     _corral_fdprintf(fd, "corral: plan: %s (not used%s%s)\n", _corral_ident.path,
                      _corral_ident.message[0] ? ": " : "", _corral_ident.message);

@@ -187,6 +187,7 @@ int _corral_plan_parse(char *text, size_t len, corral_plan_t *plan, char *err, s
       }
       m->path = path;
       m->basename = file_name_of(path);
+      plan->module_count++;
     } else if (strcmp(kind, "group") == 0) {
       unsigned gid;
       char *gid_s = take_word(&cursor), *name = take_rest(&cursor);

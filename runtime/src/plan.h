@@ -59,6 +59,7 @@ typedef struct plan_option_s {
 
 typedef struct plan_s {
   corral_plan_module_t modules[PLAN_MAX_MODULES];
+  unsigned module_count;    /* number of module records */
   corral_plan_group_t groups[PLAN_MAX_GROUPS];
   uint8_t group_by_rank[PLAN_MAX_GROUPS];
   unsigned group_count;     /* number of group records */
