@@ -12,13 +12,19 @@ from corral.errors import CorralError
 from corral.plan import planfile
 
 
-def plan_is_empty(plan) -> bool:
-    """True for a valid plan with no groups. A plan that does not parse is
-    not empty: the runtime then says what is wrong with it, once."""
+def _parsed(plan) -> planfile.Plan | None:
+    """The plan, or None when it does not parse: the runtime then says what
+    is wrong with it, once."""
     try:
-        return not planfile.read(plan).groups
+        return planfile.read(plan)
     except CorralError:
-        return False
+        return None
+
+
+def plan_is_empty(plan) -> bool:
+    """True for a valid plan with no groups."""
+    parsed = _parsed(plan)
+    return parsed is not None and not parsed.groups
 
 
 def base_environment(base="glibc", env=None) -> dict:
@@ -47,7 +53,10 @@ def environment(plan=None, base="glibc", stats=None, extra=None, env=None) -> di
         env["CORRAL_PLAN"] = os.path.abspath(plan)
         # corral run execs the program, which keeps this pid: the runtime
         # checks the plan against that process only, not its children.
-        env["CORRAL_PLAN_PID"] = str(os.getpid())
+        # A plan made for a program the command starts is not checked there.
+        parsed = _parsed(plan)
+        if not (parsed and parsed.children):
+            env["CORRAL_PLAN_PID"] = str(os.getpid())
     if stats:
         env["CORRAL_STATS"] = stats
     env.update(extra or {})

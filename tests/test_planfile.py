@@ -73,6 +73,7 @@ def test_an_empty_plan_is_valid():
     (EXAMPLE.replace("layout 1 by-size", "layout 1"), "malformed `layout`"),
     (EXAMPLE.replace("option depth 6", "option depth 6\nbase tcmalloc"), "base must be one of"),
     (EXAMPLE.replace("option depth 6", "option depth 6\nbase"), "base must be one of"),
+    (EXAMPLE.replace("option depth 6", "option depth 6\nchildren yes"), "children takes no fields"),
 ])
 def test_refuses_broken_plans_with_one_clear_message(text, message):
     with pytest.raises(CorralError, match=message):
@@ -96,6 +97,13 @@ def test_a_comment_with_a_newline_stays_one_comment():
     text = planfile.format_plan(Plan(comments=["profile of: ./prog 'a\ngroup 0 x'"]))
     assert planfile.parse(text).groups == []
     assert len(text.splitlines()) == 3
+
+
+def test_a_plan_for_a_started_program_says_so_and_round_trips():
+    plan = planfile.parse(EXAMPLE.replace("option depth 6", "option depth 6\nchildren"))
+    assert plan.children
+    assert planfile.parse(planfile.format_plan(plan)).children
+    assert not planfile.parse(EXAMPLE).children
 
 
 def test_the_chosen_base_round_trips():

@@ -7,6 +7,7 @@ mimalloc, libcorral.so) is what the simulated program uses: corral's layout
 is what gets measured.
 """
 
+import glob
 import os
 import subprocess
 import tempfile
@@ -34,14 +35,16 @@ def estimate(misses: dict) -> int:
 PROGRAM_START = "__libc_start_main*"
 
 
-def command(argv, out_file, steady=False) -> list[str]:
+def command(argv, out_file, steady=False, children=False) -> list[str]:
     """The Valgrind command line. `steady` counts only what runs inside
     PROGRAM_START (callgrind, the same cache simulation): a fixed start-up
-    cost that does not grow with the input stays out of the comparison."""
+    cost that does not grow with the input stays out of the comparison.
+    `children`: the programs argv starts are simulated too, each writing
+    its own file (`out_file` then holds %p)."""
     # --smc-check=all: libcorral.so rewrites call sites in the program's own
     # text (file-backed), which Valgrind would otherwise keep running from
     # translations made before the rewrite.
-    common = ["--cache-sim=yes", "--smc-check=all",
+    common = ["--cache-sim=yes", "--smc-check=all", *(["--trace-children=yes"] if children else []),
               f"--I1={CACHE['I1']}", f"--D1={CACHE['D1']}", f"--LL={CACHE['LL']}"]
     if steady:
         return ["valgrind", "--tool=callgrind", *common, "--collect-atstart=no",
@@ -72,20 +75,29 @@ def parse(text: str) -> dict:
             "Ir": counts.get("Ir", 0), "I1": counts.get("I1mr", 0), "ILL": counts.get("ILmr", 0)}
 
 
-def measure(argv, env, stdin=None, steady=False) -> tuple[dict, str]:
+def measure(argv, env, stdin=None, steady=False, children=False) -> tuple[dict, str]:
     """(misses, program stdout) of one run of argv under cachegrind, reading
     the file `stdin` (or nothing). With `steady`, start-up is left out
     (command); a program that never enters PROGRAM_START (static, or not
-    glibc's) is measured whole instead."""
+    glibc's) is measured whole instead. With `children`, the counts are
+    those of every process the run made, added (a copy made by fork that
+    does not exec repeats its parent's counts up to the fork: a shell's
+    subshells are small)."""
     with tempfile.TemporaryDirectory(prefix="corral-cg-") as tmp, stdin_of(stdin) as given:
-        out_file = os.path.join(tmp, "cachegrind.out")
-        proc = subprocess.run(command(argv, out_file, steady), env=env, stdin=given,
-                              capture_output=True, text=True, errors="replace")
-        if proc.returncode != 0 or not os.path.exists(out_file):
-            tail = proc.stderr.strip().splitlines()[-1:] or ["no output"]
+        proc = subprocess.Popen(command(argv, os.path.join(tmp, "cg.%p.out"), steady, children),
+                                env=env, stdin=given, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, errors="replace")
+        stdout, stderr = proc.communicate()
+        top = os.path.join(tmp, f"cg.{proc.pid}.out")
+        outputs = sorted(glob.glob(os.path.join(tmp, "cg.*.out"))) if children else [top]
+        if proc.returncode != 0 or not os.path.exists(top):
+            tail = stderr.strip().splitlines()[-1:] or ["no output"]
             raise CorralError(f"cachegrind run failed (exit {proc.returncode}): {tail[0]}")
-        with open(out_file) as f:
-            counts = parse(f.read())
+        counts: dict = {}
+        for out_file in outputs:
+            with open(out_file) as f:
+                for key, value in parse(f.read()).items():
+                    counts[key] = counts.get(key, 0) + value
     if steady and counts["Ir"] == 0:
-        return measure(argv, env, stdin)
-    return counts, proc.stdout
+        return measure(argv, env, stdin, children=children)
+    return counts, stdout

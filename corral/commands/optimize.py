@@ -89,7 +89,8 @@ def run(args) -> int:
         stdin = replayable_stdin()
         if stdin is None and stdin_is_a_stream():
             err.print("corral: standard input is not a file; validation runs the program without it")
-        validate = hook(command, stdin, say=lambda text: err.print(text, highlight=False))
+        validate = hook(command, stdin, say=lambda text: err.print(text, highlight=False),
+                        children=args.trace_children)
     result = plan_profile(profile_path, output, options, args.graph, args.quiet, validate,
                           verbose=args.verbose)
     # stderr: stdout carries the program's own output

@@ -61,6 +61,9 @@ class Plan:
     # The allocator underneath that validation found fastest on the training
     # run (`base NAME`); `corral run` uses it unless --base says otherwise.
     base: str | None = None
+    # Made from a profile that followed the command's children (`children`):
+    # the plan is for a program the command starts, not the command itself.
+    children: bool = False
 
 
 BASES = ("glibc", "jemalloc", "mimalloc")
@@ -77,6 +80,7 @@ def format_plan(plan: Plan) -> str:
     lines += ["# " + " ".join(c.splitlines()) for c in plan.comments]
     lines += [f"option {k} {v}" for k, v in plan.options.items()]
     lines += [f"base {plan.base}"] if plan.base else []
+    lines += ["children"] if plan.children else []
     lines += [f"module {i} {m.buildid or '-'} {m.path}" for i, m in enumerate(plan.modules)]
     for g in plan.groups:
         lines.append(f"group {g.gid} {group_name(g.name)}")
@@ -154,6 +158,10 @@ def parse(text: str, source="plan") -> Plan:
                 if len(fields) != 1 or fields[0] not in BASES:
                     raise CorralError(f"{where}: base must be one of {', '.join(BASES)}")
                 plan.base = fields[0]
+            elif kind == "children":
+                if fields:
+                    raise CorralError(f"{where}: children takes no fields")
+                plan.children = True
             elif kind == "module":
                 idx, buildid, path = rest.split(" ", 2)
                 if int(idx) != len(plan.modules):

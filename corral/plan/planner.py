@@ -207,7 +207,8 @@ def to_plan(doc: dict, contexts: list[Context], selectors: list[Selector],
     plan = planfile.Plan(
         options={"depth": depth, **({"first_match": 1} if first_match else {})},
         modules=[planfile.PlanModule(modules[m].get("buildid"), modules[m]["path"]) for m in used],
-        comments=[f"made by corral plan from a profile of: {' '.join(doc.get('cmd', []))}"])
+        comments=[f"made by corral plan from a profile of: {' '.join(doc.get('cmd', []))}"],
+        children=bool(doc.get("traced")))
     used_labels = set()
     for sel in selectors:
         label = _group_label(sel, names)

@@ -2,6 +2,7 @@
 output finished into a profile (`corral profile`, and the first half of
 `corral optimize`)."""
 
+import glob
 import os
 import shutil
 import subprocess
@@ -26,6 +27,9 @@ def add_options(p) -> None:
                    help="largest object that takes part in affinity (default: 4096)")
     p.add_argument("--max-frames", type=int, default=64, metavar="N",
                    help="deepest calling context recorded (default: 64)")
+    p.add_argument("--trace-children", action="store_true",
+                   help="also profile every program the command starts (a shell script, make): "
+                        "the profile is of the one that allocated most, its runs added together")
     p.add_argument("--sample-after", type=int, default=SAMPLE_AFTER, metavar="INSTRUCTIONS",
                    help="watch every heap access for this many instructions, then sample them, "
                         "at a rate that halves as the run doubles (0: watch all; default: 2^28)")
@@ -51,7 +55,8 @@ def check_tool() -> None:
 
 
 def tool_command(raw_pattern, options) -> list[str]:
-    return ["valgrind", "--tool=corral", "-q",
+    follow = ["--trace-children=yes"] if getattr(options, "trace_children", False) else []
+    return ["valgrind", "--tool=corral", "-q", *follow,
             f"--corral-out-file={raw_pattern}",
             f"--affinity-distance={options.affinity_distance}",
             f"--max-size={options.max_size}",
@@ -73,13 +78,13 @@ def record(command, output, options) -> tuple[dict, int]:
     """Profiles `command` into `output` with the tool's `options` (as
     add_options defines them). Returns (the profile document, the program's
     exit status)."""
-    from corral.profile.writer import finish
+    from corral.profile.writer import write
 
     check_options(options, output)
     check_tool()
     env = dict(os.environ, VALGRIND_LIB=str(paths.PROFILER_DIR))
     with tempfile.TemporaryDirectory(prefix="corral-profile-") as tmp:
-        # %p: a child that forks without exec writes its own file; we keep the parent's.
+        # %p: every process writes its own file (a forked child too).
         pattern = os.path.join(tmp, "raw.%p.json")
         note = f"corral: profiling {os.path.basename(command[0])} under valgrind (tens of times slower than native)"
         if sys.stdin.isatty():
@@ -88,14 +93,74 @@ def record(command, output, options) -> tuple[dict, int]:
         sys.stdout.flush()
         proc = subprocess.Popen(tool_command(pattern, options) + list(command), env=env)
         status = proc.wait()
-        raw = pattern.replace("%p", str(proc.pid))
-        if not os.path.exists(raw):
-            raise CorralError(f"the profiler wrote no profile (exit status {status}); "
-                              "see the messages above")
+        if getattr(options, "trace_children", False):
+            doc = _busiest_program(tmp, status)
+        else:
+            doc = _first_process(pattern.replace("%p", str(proc.pid)), status, command)
         try:
-            return finish(raw, output), status
+            write(doc, output)
         except OSError as e:
             raise CorralError(f"cannot write the profile {output}: {e.strerror}")
+        return doc, status
+
+
+def _no_profile(status) -> CorralError:
+    return CorralError(f"the profiler wrote no profile (exit status {status}); see the messages above")
+
+
+def _first_process(raw, status, command) -> dict:
+    """The profile of the process the command started; says so when that
+    process started others, which ran unprofiled."""
+    from corral.profile.writer import finish
+
+    if not os.path.exists(raw):
+        raise _no_profile(status)
+    doc = finish(raw)
+    children = doc["totals"].get("children", 0)
+    if children:
+        name = os.path.basename(command[0])
+        print(f"corral: note: {name} started {children:,} other process{'es' if children > 1 else ''}, "
+              f"which ran unprofiled; this profile is of {name} alone. To plan for a program it "
+              "runs, put that program after -- or add --trace-children", file=sys.stderr)
+    return doc
+
+
+def program_of(doc) -> str:
+    """The executable a raw profile's process ran, as a real path when it
+    can be found (`sh` is dash), else as its command named it."""
+    cmd = doc.get("cmd") or ["?"]
+    found = shutil.which(cmd[0]) or cmd[0]
+    return os.path.realpath(found) if os.path.exists(found) else cmd[0]
+
+
+def _busiest_program(tmp, status) -> dict:
+    """With --trace-children: the runs of the program that allocated most,
+    added together (make runs the compiler many times). A copy made by fork
+    that did not exec carries its parent's counts and is left out."""
+    from corral.profile.merge import merge
+    from corral.profile.writer import finish
+
+    runs: dict[str, list[dict]] = {}
+    raws = sorted(glob.glob(os.path.join(tmp, "raw.*.json")))
+    for raw in raws:
+        doc = finish(raw)
+        if not doc["totals"].get("forked"):
+            runs.setdefault(program_of(doc), []).append(doc)
+    if not runs:
+        raise _no_profile(status)
+    allocs = {p: sum(d["totals"]["allocs"] for d in docs) for p, docs in runs.items()}
+    ranked = sorted(runs, key=lambda p: -allocs[p])
+    chosen = ranked[0]
+    docs = runs[chosen]
+    doc = docs[0] if len(docs) == 1 else merge(docs, [f"{os.path.basename(chosen)} run {i + 1}"
+                                                      for i in range(len(docs))])
+    doc["traced"] = [{"program": p, "runs": len(runs[p]), "allocs": allocs[p]} for p in ranked]
+    listed = ", ".join(f"{os.path.basename(p)} ({len(runs[p])} run{'s' if len(runs[p]) > 1 else ''}, "
+                       f"{allocs[p]:,} allocations)" for p in ranked[:6])
+    more = f" and {len(ranked) - 6} more" if len(ranked) > 6 else ""
+    print(f"corral: followed {sum(len(d) for d in runs.values())} processes: {listed}{more}; "
+          f"the profile is of {os.path.basename(chosen)}", file=sys.stderr)
+    return doc
 
 
 # A training run with fewer allocations than this did too little to plan from.

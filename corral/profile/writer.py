@@ -1,4 +1,5 @@
-"""Finishing a raw profile from the tool: build-ids, names, gzip."""
+"""Finishing a raw profile from the tool (build-ids, names) and writing
+profiles (gzip)."""
 
 import gzip
 import json
@@ -7,12 +8,11 @@ from corral.profile.reader import load_document
 from corral.profile.symbolize import add_build_ids, add_missing_names
 
 
-def finish(raw_path, out_path) -> dict:
-    """Reads the tool's raw JSON, completes it, writes it compressed."""
+def finish(raw_path) -> dict:
+    """The tool's raw JSON, completed with what only the files tell."""
     doc = load_document(raw_path)
     add_build_ids(doc)
     add_missing_names(doc)
-    write(doc, out_path)
     return doc
 
 

@@ -24,11 +24,12 @@ class Simulated:
     output: str        # hash of stdout
 
 
-def simulate(argv, env, stdin=None) -> Simulated:
+def simulate(argv, env, stdin=None, children=False) -> Simulated:
     """The run's steady part: the dynamic linker and the allocators' own
     set-up are a fixed cost that a training run, much shorter than the real
-    one, would otherwise weigh far above what it is there."""
-    misses, stdout = cachegrind.measure(argv, env, stdin=stdin, steady=True)
+    one, would otherwise weigh far above what it is there. `children`: the
+    programs it starts count too (a plan made with --trace-children)."""
+    misses, stdout = cachegrind.measure(argv, env, stdin=stdin, steady=True, children=children)
     return Simulated(cachegrind.estimate(misses), misses["Ir"], misses["D1"], misses["LL"], output_hash(stdout))
 
 

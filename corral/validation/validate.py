@@ -177,8 +177,10 @@ def validate(result, replan, argv, stdin=None, **options) -> tuple[object, Outco
     return final, Outcome(base, validator.lines, excluded)
 
 
-def hook(argv, stdin, say):
+def hook(argv, stdin, say, children=False):
     """What `plan_profile(validate=...)` takes: validate each plan on `argv`
     (reading `stdin`), printing through `say`, and hand back the result to
-    write."""
-    return lambda result, replan: validate(result, replan, argv, stdin, say=say)[0]
+    write. `children`: the plan is for a program argv starts, so the
+    simulated runs count every process."""
+    simulate = functools.partial(runs.simulate, children=True) if children else runs.simulate
+    return lambda result, replan: validate(result, replan, argv, stdin, say=say, simulate=simulate)[0]

@@ -8,6 +8,7 @@
 #include "pub_tool_libcbase.h"
 #include "pub_tool_libcfile.h"
 #include "pub_tool_libcprint.h"
+#include "pub_tool_libcproc.h"
 #include "pub_tool_options.h"
 #include "pub_tool_replacemalloc.h"
 #include "pub_tool_tooliface.h"
@@ -27,6 +28,8 @@ const HChar* clo_out_file = "corral.profile.%p.json";
 
 ULong cr_instrs = 0;
 ThreadId cr_current_tid = 1;
+UInt cr_children = 0;
+Bool cr_forked = False;
 
 /* ---- options -------------------------------------------------------------- */
 
@@ -73,6 +76,24 @@ static void cr_start_client_code(ThreadId tid, ULong blocks_done)
    cr_current_tid = tid;
 }
 
+/* ---- processes -------------------------------------------------------------
+ * Without --trace-children a program's children run natively, so the
+ * profile says how many there were: `corral profile` tells the user that a
+ * shell or make was profiled rather than the program it ran. A child made
+ * by fork starts with its parent's counters; with --trace-children its
+ * profile is marked so that work is not counted twice (an exec starts a
+ * fresh tool, unmarked). */
+static void cr_after_fork_parent(ThreadId tid)
+{
+   cr_children++;
+}
+
+static void cr_after_fork_child(ThreadId tid)
+{
+   cr_forked = True;
+   cr_children = 0;
+}
+
 /* ---- version check ---------------------------------------------------------
  * This executable carries the valgrind core it was linked with, while the
  * launcher and vgpreload_core come from the installed package. The package's
@@ -116,6 +137,7 @@ static void cr_post_clo_init(void)
    cr_sample_init();
    cr_heap_track_syscalls();
    VG_(track_start_client_code)(cr_start_client_code);
+   VG_(atfork)(NULL, cr_after_fork_parent, cr_after_fork_child);
 }
 
 static void cr_fini(Int exit_status)

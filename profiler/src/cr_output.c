@@ -135,11 +135,13 @@ void cr_write_profile(void)
    VG_(fprintf)(out, ",\n\"totals\":{\"allocs\":%llu,\"frees\":%llu,\"bytes\":%llu,"
                 "\"accesses\":%llu,\"instructions\":%llu,\"macro_accesses\":%llu,"
                 "\"live_blocks\":%llu,\"live_bytes\":%llu,\"peak_blocks\":%llu,"
-                "\"peak_bytes\":%llu,\"peak_instr\":%llu,\"watched_instructions\":%llu,\"pid\":%d}\n}\n",
+                "\"peak_bytes\":%llu,\"peak_instr\":%llu,\"watched_instructions\":%llu,\"pid\":%d,"
+                "\"children\":%u,\"forked\":%s}\n}\n",
                 cr_totals.allocs, cr_totals.frees, cr_totals.bytes,
                 cr_totals.accesses, cr_instrs, cr_affinity.traversals,
                 cr_totals.live_blocks, cr_totals.live_bytes, cr_totals.peak_blocks,
-                cr_totals.peak_bytes, cr_totals.peak_instr, cr_sample_watched(), VG_(getpid)());
+                cr_totals.peak_bytes, cr_totals.peak_instr, cr_sample_watched(), VG_(getpid)(),
+                cr_children, cr_forked ? "true" : "false");
    VG_(fclose)(out);
    VG_(free)(path);
 }

@@ -25,6 +25,8 @@ extern const HChar* clo_out_file;    /* --corral-out-file */
 /* ---- run-wide counters ---- */
 extern ULong cr_instrs;              /* guest instructions so far (lifetimes) */
 extern ThreadId cr_current_tid;      /* thread running client code now */
+extern UInt cr_children;             /* processes this one forked */
+extern Bool cr_forked;               /* a fork's copy that has not exec'd */
 
 /* ---- calling contexts (cr_context.c) ---- */
 typedef enum {

@@ -42,6 +42,28 @@ def test_a_run_that_did_almost_nothing_is_named(tmp_path):
     assert enough.returncode == 0 and "warning" not in enough.stderr, enough.stderr
 
 
+def test_a_shell_is_named_and_its_children_followed_on_request(tmp_path):
+    program = compile_program("recursive.c", tmp_path / "recursive")
+    script = f"{program} 1200 >/dev/null; {program} 1300 >/dev/null; true"
+    alone = corral("profile", "-o", tmp_path / "sh.json", "--", "sh", "-c", script)
+    assert alone.returncode == 0, alone.stderr
+    assert ("corral: note: sh started 2 other processes, which ran unprofiled; this profile is of sh "
+            "alone. To plan for a program it runs, put that program after -- or add --trace-children"
+            in alone.stderr.splitlines())
+    assert load_document(tmp_path / "sh.json")["totals"]["children"] == 2
+
+    followed = corral("profile", "--trace-children", "-o", tmp_path / "all.json", "--", "sh", "-c", script)
+    assert followed.returncode == 0, followed.stderr
+    doc = load_document(tmp_path / "all.json")
+    assert doc["cmd"][0] == str(program)
+    runs = [profile([program, n], tmp_path / f"{n}.json").doc["totals"]["allocs"] for n in (1200, 1300)]
+    assert doc["totals"]["allocs"] == sum(runs)
+    assert [(os.path.basename(t["program"]), t["runs"]) for t in doc["traced"]][0] == ("recursive", 2)
+    assert (f"corral: followed 3 processes: recursive (2 runs, {sum(runs):,} allocations), dash"
+            in followed.stderr), followed.stderr
+    assert "started 2 other processes" not in followed.stderr
+
+
 def test_options_reach_the_tool_and_the_file(tmp_path):
     program = compile_program("recursive.c", tmp_path / "recursive")
     p = profile([program, 10], tmp_path / "p.json", "--affinity-distance", "64", "--max-size", "8")

@@ -121,6 +121,8 @@ static void bad_plans(void)
   CHECK(parse(HEAD "base mimalloc\nend\n") == 0);    /* for `corral run`; the runtime skips it */
   CHECK(refused_for(HEAD "base\nend\n", "base needs NAME"));
   CHECK(refused_for(HEAD "base glibc jemalloc\nend\n", "base needs NAME"));
+  CHECK(parse(HEAD "children\nend\n") == 0);        /* for `corral run` too */
+  CHECK(refused_for(HEAD "children yes\nend\n", "children takes no fields"));
   CHECK(refused_for(HEAD "layout 0 sideways\nend\n", "layout 'sideways' unknown"));
   CHECK(refused_for(HEAD "layout 0\nend\n", "layout needs"));
   CHECK(refused_for(HEAD "layout 0 by-size mixed\nend\n", "layout needs"));

@@ -4,6 +4,7 @@ message at all."""
 
 import os
 import re
+import subprocess
 
 import pytest
 
@@ -99,6 +100,21 @@ def test_plan_for_another_program_warns_once_and_runs(hello, tmp_path):
         "nothing is grouped unless one is loaded later (a plan made for another program?)"]
     # the program it was made for: no word
     assert run([*started, hello], plan=plan).stderr == ""
+
+
+def test_a_plan_for_a_started_program_is_not_checked_in_the_first_process(hello, tmp_path):
+    from corral import launch
+    plan = tmp_path / "hello.plan"
+    plan.write_text(good_plan(hello).replace("corral-plan 1\n", "corral-plan 1\nchildren\n"))
+    # corral run's environment: no CORRAL_PLAN_PID, so sh (which loads none
+    # of the plan's modules) says nothing, and the program it starts is grouped
+    env = launch.environment(str(plan))
+    assert "CORRAL_PLAN_PID" not in env and env["CORRAL_PLAN"] == str(plan)
+    r = subprocess.run(["/bin/sh", "-c", f"echo hi; {hello}"], env=env, capture_output=True, text=True)
+    assert (r.stdout, r.stderr) == ("hi\n" + HELLO_OUT, "")
+    plain = tmp_path / "plain.plan"
+    plain.write_text(good_plan(hello))
+    assert launch.environment(str(plain))["CORRAL_PLAN_PID"] == str(os.getpid())
 
 
 def test_statistics_name_groups_in_full(hello, tmp_path):
