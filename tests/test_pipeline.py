@@ -17,6 +17,7 @@ from corral.plan.check import misclassified
 from corral.plan.options import DEFAULTS
 from corral.plan.picture import draw_groups
 from corral.plan.planner import make_plan
+from corral.plan.summary import site_labels
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 PROGRAM = "/work/prog"     # a path that does not exist: no build-id check
@@ -121,7 +122,7 @@ def test_two_groups_heaviest_first_and_no_first_match_where_a_nearer_clause_woul
     result = make_plan(synthetic_profile(edges, contexts), DEFAULTS)
     assert [sorted(m) for m in result.group_contexts] == [[1, 2], [0]]
     assert [g.weight for g in result.groups] == [2100, 1000]
-    assert [g.name for g in result.plan.groups] == ["main+create_b", "xmalloc"]
+    assert [g.name for g in result.plan.groups] == ["create_b+main", "xmalloc"]
     assert misclassified(result.report) == 0
     assert not result.first_match and "first_match" not in result.plan.options
     assert "first_match" not in planfile.format_plan(result.plan)
@@ -322,3 +323,16 @@ def test_a_plan_without_groups_runs_the_program_on_the_base_allocator_alone(figu
     bad = tmp_path / "bad.plan"
     bad.write_text("corral-plan 1\ngroup 0 g\n")
     assert "CORRAL_PLAN" in environment(plan=str(bad), env={})
+
+
+def test_two_call_sites_of_one_function_without_source_lines_read_apart():
+    doc = synthetic_profile(FIG2_EDGES)
+    for f in doc["frames"]:
+        f["file"] = f["line"] = None
+        if f["fn"] in ("create_a", "create_b"):
+            f["fn"] = "create"
+    labels = site_labels(doc)
+    assert labels[(0, 0x1200)] == "create (prog+0x1200)"
+    assert labels[(0, 0x1300)] == "create (prog+0x1300)"
+    # with a source line, the line tells them apart
+    assert site_labels(synthetic_profile(FIG2_EDGES))[(0, 0x1200)] == "create_a fig2.c:20"

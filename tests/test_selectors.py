@@ -2,7 +2,7 @@
 
 from corral.plan.check import check, first_match_holds, misclassified, runtime_group
 from corral.plan.graph import Context
-from corral.plan.planner import short_function_name
+from corral.plan.planner import group_label, short_function_name
 from corral.plan.selectors import Selector, direct_table, identify, walk_depth
 
 PROG = 0            # module index of the program
@@ -140,6 +140,20 @@ def test_group_labels_use_short_function_names():
         == "basic_string<char>::_M_create"
     assert short_function_name("create_a") == "create_a"
     assert short_function_name("(below main)") == "(below main)"
+
+
+def test_group_names_do_not_depend_on_clause_order_or_read_as_an_offset():
+    modules = [{"path": "/usr/bin/jq"}, {"path": "/usr/lib/x86_64-linux-gnu/libjq.so.1.0.4"}]
+    named, unnamed, other = (1, 0x1939B), (1, 0x17116), (0, 0x27334)
+    names = {named: "jq_init"}
+    # an unnamed site names its module, so the name is not "jq_init+0x17116"
+    assert group_label(Selector(0, [(named,), (unnamed,)]), names, modules) == "jq_init+libjq@0x17116"
+    # two groups of the same two sites read alike whatever their clause order
+    one = group_label(Selector(0, [(unnamed,), (other,)]), names, modules)
+    two = group_label(Selector(1, [(other,), (unnamed,)]), names, modules)
+    assert one == two == "jq@0x27334+libjq@0x17116"
+    assert group_label(Selector(2, [((0, k),) for k in range(5)]), {}, modules) == \
+        "jq@0x0+jq@0x1+jq@0x2+2more"
 
 
 def test_the_walk_goes_deeper_where_recursion_was_reduced_before_a_site():

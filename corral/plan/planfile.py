@@ -17,7 +17,7 @@ MAX_CLAUSES = 4096
 MAX_SITES = 8
 MAX_DIRECT = 65536
 MAX_BYTES = 16 << 20
-NAME_CHARS = re.compile(r"[^A-Za-z0-9_.:+-]")
+NAME_CHARS = re.compile(r"[^A-Za-z0-9_.:+@-]")
 
 
 @dataclass(frozen=True, order=True)

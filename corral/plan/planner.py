@@ -1,6 +1,7 @@
 """The planning pipeline: profile document in, plan and its evidence out."""
 
 import os
+import re
 from dataclasses import dataclass
 
 import networkx as nx
@@ -176,17 +177,24 @@ def short_function_name(name: str) -> str:
     return "::".join(name.split("::")[-2:])
 
 
-def _group_label(selector: Selector, names: dict[Site, str]) -> str:
-    """Names a group after the functions whose call sites decide its clauses."""
-    parts = []
+def group_label(selector: Selector, names: dict[Site, str], modules: list[dict]) -> str:
+    """Names a group after the functions whose call sites decide its
+    clauses, in name order (two groups of the same sites read alike). An
+    unnamed site is `module@0xOFFSET`, which cannot be read as an offset
+    into the function named before it."""
+    parts = set()
     for clause in selector.clauses:
         site = clause[0]
-        label = short_function_name(names[site]) if site in names else f"{site[1]:#x}"
-        if label and label not in parts:
-            parts.append(label)
-    if len(parts) > 3:          # a name, not a list: the summary lists the contexts
-        parts = parts[:3] + [f"{len(parts) - 3}more"]
-    return "+".join(parts) or f"group{selector.gid}"
+        if site in names:
+            parts.add(short_function_name(names[site]))
+        else:
+            parts.add(f"{os.path.basename(modules[site[0]]['path']).split('.')[0]}@{site[1]:#x}")
+    # digits compare as numbers: make2 before make10
+    ordered = sorted((p for p in parts if p),
+                     key=lambda p: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", p)])
+    if len(ordered) > 3:          # a name, not a list: the summary lists the contexts
+        ordered = ordered[:3] + [f"{len(ordered) - 3}more"]
+    return "+".join(ordered) or f"group{selector.gid}"
 
 
 def to_plan(doc: dict, contexts: list[Context], selectors: list[Selector],
@@ -211,7 +219,7 @@ def to_plan(doc: dict, contexts: list[Context], selectors: list[Selector],
         children=bool(doc.get("traced")))
     used_labels = set()
     for sel in selectors:
-        label = _group_label(sel, names)
+        label = group_label(sel, names, modules)
         if label in used_labels:
             label = f"{label}.{sel.gid}"      # statistics name groups: keep names unique
         used_labels.add(label)

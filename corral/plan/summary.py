@@ -22,9 +22,14 @@ def frame_label(frame: dict, modules: list[dict]) -> str:
 
 
 def site_labels(doc: dict) -> dict[Site, str]:
+    """A selector site's label: as frame_label, plus the site itself where
+    no source line tells two call sites of one function apart."""
     labels: dict[Site, str] = {}
     for f in doc["frames"]:
-        labels.setdefault((f["m"], f["o"]), frame_label(f, doc["modules"]))
+        label = frame_label(f, doc["modules"])
+        if f.get("fn") and not f.get("file"):
+            label += f" ({doc['modules'][f['m']]['path'].rsplit('/', 1)[-1]}+{f['o']:#x})"
+        labels.setdefault((f["m"], f["o"]), label)
     return labels
 
 
