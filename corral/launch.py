@@ -5,6 +5,7 @@ named after `--`. Shared by `corral run`, optimize, validation and the bench."""
 import hashlib
 import os
 import shutil
+import sys
 
 from corral import paths
 from corral.allocators import base_library, preload_value
@@ -64,12 +65,13 @@ def environment(plan=None, base="glibc", stats=None, extra=None, env=None) -> di
 
 
 def dynamic_extra(program, wrappers_from=()) -> dict:
-    """Environment for dynamic mode: the switch and the wrapper list of `program`."""
+    """Environment for dynamic mode: the switch and the wrapper list of
+    `program`, whose analysis (seconds, once per build) is announced on stderr."""
     from corral.dynamic import wrapperlist
     key = hashlib.sha1(os.path.realpath(shutil.which(program) or program).encode()).hexdigest()[:16]
     out = os.path.join(wrapperlist.cache_dir(), f"list-{key}.txt")
     os.makedirs(os.path.dirname(out), exist_ok=True)
-    wrapperlist.write_for(program, out, wrappers_from)
+    wrapperlist.write_for(program, out, wrappers_from, say=lambda text: print(text, file=sys.stderr))
     return {"CORRAL_DYNAMIC": "1", "CORRAL_WRAPPERS": out}
 
 

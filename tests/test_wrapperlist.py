@@ -40,3 +40,31 @@ def test_analysis_is_cached_by_build_id(tmp_path, monkeypatch):
     # the cache answers even when the analysis would now find nothing
     monkeypatch.setattr(wrapperlist, "find_wrappers", lambda path: [])
     assert wrapperlist.wrappers_of(str(prog)) == first
+
+
+def test_an_uncached_analysis_is_announced_once(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    prog = _build(tmp_path)
+    heard = []
+    wrapperlist.write_for(str(prog), tmp_path / "list.txt", say=heard.append)
+    assert len(heard) == 1 and heard[0].startswith("corral: looking for allocation wrappers in wrappers (")
+    wrapperlist.write_for(str(prog), tmp_path / "list.txt", say=heard.append)
+    assert len(heard) == 1          # cached: nothing to say
+
+
+def test_a_system_library_built_from_the_programs_source_is_analysed(monkeypatch):
+    # dpkg-query as on Debian 12: jq's code is in libjq1, built from source package jq
+    answers = {
+        "-S": "jq: /usr/bin/jq\nlibjq1:amd64: /usr/lib/x86_64-linux-gnu/libjq.so.1.0.4\n"
+              "libonig5:amd64: /usr/lib/x86_64-linux-gnu/libonig.so.5.3.0\n"
+              "diversion by foo from: /usr/lib/x86_64-linux-gnu/libc.so.6\n"
+              "libc6:amd64: /usr/lib/x86_64-linux-gnu/libc.so.6\n",
+        "-W": "jq jq\nlibjq1:amd64 jq\nlibonig5:amd64 libonig\nlibc6:amd64 glibc\n",
+    }
+    monkeypatch.setattr(wrapperlist, "_dpkg_query", lambda *args: answers[args[0]])
+    libs = ["/usr/lib/x86_64-linux-gnu/libjq.so.1.0.4", "/usr/lib/x86_64-linux-gnu/libonig.so.5.3.0",
+            "/usr/lib/x86_64-linux-gnu/libc.so.6"]
+    assert wrapperlist.built_with("/usr/bin/jq", libs) == ["/usr/lib/x86_64-linux-gnu/libjq.so.1.0.4"]
+    # not Debian, or the program is no package's: the folder rule alone
+    monkeypatch.setattr(wrapperlist, "_dpkg_query", lambda *args: "")
+    assert wrapperlist.built_with("/usr/bin/jq", libs) == []

@@ -18,7 +18,8 @@ from corral.errors import CorralError
 
 # Libraries in these folders come from the distribution: their wrappers (if
 # any) are not the program's, and analysing all of libc on every run would
-# cost more than it finds.
+# cost more than it finds; except a library the distribution built from the
+# program's own source (Debian's jq keeps its code in libjq.so.1).
 SYSTEM_DIRS = ("/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/", "/usr/libexec/")
 
 
@@ -34,8 +35,9 @@ def _cache_key(path, buildid):
     return hashlib.sha1(f"{os.path.realpath(path)}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()
 
 
-def wrappers_of(path) -> list[Wrapper]:
-    """find_wrappers with a cache on disk."""
+def wrappers_of(path, say=lambda text: None) -> list[Wrapper]:
+    """find_wrappers with a cache on disk; `say` hears of an analysis that
+    is not cached (seconds on a large module)."""
     key = _cache_key(path, elf.build_id(path))
     cached = os.path.join(cache_dir(), key + ".json")
     try:
@@ -43,6 +45,8 @@ def wrappers_of(path) -> list[Wrapper]:
             return [Wrapper(**w) for w in json.load(f)]
     except (OSError, ValueError, TypeError):
         pass
+    say(f"corral: looking for allocation wrappers in {os.path.basename(path)} "
+        f"({os.path.getsize(path) >> 10:,} KiB; once per build, cached in {cache_dir()})")
     found = find_wrappers(path)
     try:
         os.makedirs(cache_dir(), exist_ok=True)
@@ -65,14 +69,47 @@ def program_modules(program) -> list[str]:
         out = subprocess.run(["ldd", exe], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.TimeoutExpired):
         out = ""
+    system = []
     for line in out.splitlines():
         parts = line.split("=>")
         if len(parts) != 2:
             continue
         lib = parts[1].split("(")[0].strip()
-        if lib and os.path.isabs(lib) and not os.path.realpath(lib).startswith(SYSTEM_DIRS):
-            modules.append(os.path.realpath(lib))
-    return modules
+        if not lib or not os.path.isabs(lib):
+            continue
+        lib = os.path.realpath(lib)
+        (system if lib.startswith(SYSTEM_DIRS) else modules).append(lib)
+    return modules + built_with(exe, system)
+
+
+def _dpkg_query(*args) -> str:
+    try:
+        return subprocess.run(["dpkg-query", *args], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ""          # not a Debian system: the folder rule alone
+
+
+def built_with(exe, libs) -> list[str]:
+    """Those of `libs` that the distribution built from the same source
+    package as `exe` (Debian: libjq1 and jq both come from jq)."""
+    if not libs:
+        return []
+    owner = {}
+    for line in _dpkg_query("-S", exe, *libs).splitlines():
+        packages, sep, path = line.rpartition(": ")
+        if sep and path.startswith("/"):
+            owner[path] = packages.split(",")[0].strip()
+    if exe not in owner:
+        return []
+    source = {}
+    for line in _dpkg_query("-W", "-f=${binary:Package} ${source:Package}\n", *set(owner.values())).splitlines():
+        package, _, src = line.partition(" ")
+        source[package] = src
+        source[package.split(":")[0]] = src
+
+    def source_of(path):
+        return source.get(owner.get(path, ""))
+    return [lib for lib in libs if source_of(lib) and source_of(lib) == source_of(exe)]
 
 
 def render(modules: list[tuple[str, list[Wrapper]]]) -> str:
@@ -86,10 +123,11 @@ def render(modules: list[tuple[str, list[Wrapper]]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_for(program, out_path, extra_modules=()) -> int:
-    """Analyse `program` (and its own libraries) and write the list; returns the wrapper count."""
+def write_for(program, out_path, extra_modules=(), say=lambda text: None) -> int:
+    """Analyse `program` (and its own libraries) and write the list; returns
+    the wrapper count. `say` hears of each analysis not yet cached."""
     paths = program_modules(program) + [os.path.realpath(m) for m in extra_modules]
-    modules = [(p, wrappers_of(p)) for p in dict.fromkeys(paths)][:64]
+    modules = [(p, wrappers_of(p, say)) for p in dict.fromkeys(paths)][:64]
     with open(out_path, "w") as f:
         f.write(render(modules))
     return sum(len(w) for _, w in modules)
