@@ -44,7 +44,7 @@ demo: setup build
 	$(PYTHON) -m corral demo
 
 # Folders join the run once git tracks them (an empty folder is not in a clone).
-TEST_PATHS := tests $(wildcard runtime/tests profiler/tests bench/tests)
+TEST_PATHS := tests $(wildcard runtime/tests profiler/tests)
 
 test: setup build
 	$(PYTHON) -m pytest -q $(TEST_PATHS)

@@ -1,6 +1,7 @@
-"""The benchmark workloads: what each models, and its two inputs.
+"""The benchmark workloads: what each models, and its three inputs.
 
-The programs are in bench/workloads/<name>/ and built into build/bench/.
+The programs, what they model and their inputs are in bench/workloads/<name>/
+(README, inputs); they are built into build/bench/.
 Each prints a `checksum <hex>` line; configurations are compared on it.
 The training input is what the profiler sees (it runs 5-20x slower under
 Valgrind, so it stays small); the measuring input runs 1-10 s natively. The
@@ -13,6 +14,7 @@ once or traverses it three times, so misses from building dominate, which no
 layout changes.
 """
 
+import functools
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,47 +65,59 @@ class Workload:
         return output_hash(stdout) if self.checksum == "stdout" else parse_checksum(stdout)
 
 
-def _w(name, description, train, measure, cache) -> Workload:
-    return Workload(name, description, *(tuple(map(str, a)) for a in (train, measure, cache)))
+# In the harness's order; each folder holds the program, a one-line README
+# (what it models) and its inputs.
+NAMES = ('fig2', 'health', 'mst', 'cxxabstract', 'treebuild', 'prodcons', 'nosense', 'sharedlib')
+SOURCES = paths.ROOT / "bench" / "workloads"
+INPUT_KINDS = ("train", "measure", "cache")
 
 
-WORKLOADS: dict[str, Workload] = {w.name: w for w in [
-    _w("fig2", "HALO Fig. 2: A and B objects from one wrapper, linked and traversed; "
-       "more C objects of the same size made in between, never traversed",
-       [20000, 30], [3000000, 30], [300000, 30]),
-    _w("health", "Olden health: villages in a 4-ary tree move patient records "
-       "between linked lists every step",
-       [5, 200], [7, 1000], [7, 300]),
-    _w("mst", "Ptrdist ft: Prim's minimum spanning tree, adjacency lists and a "
-       "pairing heap of single allocations",
-       [5000, 8, 1], [300000, 8, 2], [30000, 8, 2]),
-    _w("cxxabstract", "xalanc/omnetpp-style C++: polymorphic nodes from layered "
-       "factories, std::list children, std::map index, std::string names",
-       [2, 3000, 3000], [4, 200000, 100000], [4, 20000, 10000]),
-    _w("treebuild", "recursive search-tree builder with short-lived scratch strings "
-       "between the nodes, then many searches",
-       [12, 20000], [21, 2000000], [17, 200000]),
-    _w("prodcons", "Amplify-style producers build trees of depth 1/3/5, consumers "
-       "walk and free them (args: threads, trees per producer)",
-       [2, 3000], [2, 1000000], [2, 50000]),
-    _w("nosense", "no-harm control: short-lived buffers, each hashed on its own; "
-       "allocation-heavy, layout-insensitive",
-       [5000], [1500000], [100000]),
-    _w("sharedlib", "hash map in the program's own shared library (libkvstore.so, "
-       "rpath $ORIGIN), interleaved with never-read notes",
-       [10000, 50000], [1000000, 2000000], [100000, 200000]),
-]}
+def load(name: str, folder: Path = SOURCES) -> Workload:
+    """The workload in folder/name: its README's text and its `inputs` file
+    (lines `train ARGS`, `measure ARGS`, `cache ARGS`)."""
+    where = folder / name
+    try:
+        description = " ".join((where / "README").read_text().split())
+        lines = (where / "inputs").read_text().splitlines()
+    except OSError as e:
+        raise CorralError(f"workload {name}: cannot read {e.filename}: {e.strerror}")
+    inputs = {}
+    for line in lines:
+        if line.strip() and not line.startswith("#"):
+            kind, _, args = line.partition(" ")
+            if kind not in INPUT_KINDS or kind in inputs:
+                raise CorralError(f"{where / 'inputs'}: {kind!r} is not one of {', '.join(INPUT_KINDS)} "
+                                  "or comes twice")
+            inputs[kind] = tuple(args.split())
+    missing = [k for k in INPUT_KINDS if k not in inputs]
+    if missing:
+        raise CorralError(f"{where / 'inputs'}: no {', '.join(missing)} input")
+    return Workload(name, description, *(inputs[k] for k in INPUT_KINDS))
+
+
+@functools.cache
+def all_workloads() -> dict[str, Workload]:
+    """Read from the folders when first asked for, not on import: validation
+    imports this module for output_hash alone."""
+    return {name: load(name) for name in NAMES}
+
+
+def __getattr__(attr):
+    if attr == "WORKLOADS":         # all_workloads() under the name of a constant
+        return all_workloads()
+    raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
 
 
 def select(names: str | None) -> list[Workload]:
     """Workloads named in a comma-separated list (all when None), in that order."""
+    known = all_workloads()
     if not names:
-        return list(WORKLOADS.values())
+        return list(known.values())
     chosen = []
     for name in (n.strip() for n in names.split(",") if n.strip()):
-        if name not in WORKLOADS:
-            raise CorralError(f"unknown workload {name!r}; known: {', '.join(WORKLOADS)}")
-        chosen.append(WORKLOADS[name])
+        if name not in known:
+            raise CorralError(f"unknown workload {name!r}; known: {', '.join(known)}")
+        chosen.append(known[name])
     return chosen
 
 

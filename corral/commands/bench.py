@@ -16,7 +16,7 @@ from corral.errors import CorralError
 
 def add_arguments(p):
     p.add_argument("-o", "--output", default="results.json", help="results file (default: results.json)")
-    p.add_argument("--workloads", help=f"comma-separated (default: all of {','.join(bench_workloads.WORKLOADS)}, "
+    p.add_argument("--workloads", help=f"comma-separated (default: all of {','.join(bench_workloads.NAMES)}, "
                    "or all of the --suite)")
     p.add_argument("--suite", help="public programs instead of ours: "
                    f"{', '.join(suite.SUITES)} (comma-separated; public = all); built from --source")
@@ -59,11 +59,11 @@ def _progress(console):
 
 
 def _table(doc):
-    from rich.table import Table
-    table = Table(title="time ratio against the base (median of pairs, >1 = faster) and miss changes (negative = fewer)")
-    for column in ("workload", "config", "against", "ratio", "min..max", "D1 change", "LL change"):
-        table.add_column(column)
+    from corral.console import table as console_table
     from corral.report.formatting import miss_change
+    table = console_table("time ratio against the base (median of pairs, >1 = faster) and miss changes "
+                          "(negative = fewer)",
+                          ("workload", "config", "against", "ratio>", "min..max>", "D1 change>", "LL change>"))
     for w in doc["workloads"]:
         if w["status"] != "ok":
             table.add_row(w["name"], "[red]FAILED[/]", "", "", "", "", "")

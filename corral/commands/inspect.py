@@ -33,8 +33,7 @@ def is_plan(path) -> bool:
 
 
 def show_profile(path, top: int, console) -> None:
-    from rich.table import Table
-
+    from corral.console import table as console_table
     from corral.plan import graph as profile_graph
     from corral.plan.graph import contexts_of
     from corral.plan.summary import frames_text
@@ -44,25 +43,21 @@ def show_profile(path, top: int, console) -> None:
     console.print(f"[bold]profile[/] {path}: {' '.join(doc.get('cmd', []))}  ({doc.get('tool', '?')})")
     console.print("totals: " + ", ".join(f"{k} {v}" for k, v in totals.items()))
     contexts = contexts_of(doc)
-    table = Table(title=f"hottest {min(top, len(contexts))} of {len(contexts)} contexts", title_justify="left")
-    for col in ("#", "accesses", "allocs", "bytes", "fn", "frames (innermost first)"):
-        table.add_column(col, justify="right" if col in ("#", "accesses", "allocs", "bytes") else "left")
+    table = console_table(f"hottest {min(top, len(contexts))} of {len(contexts)} contexts",
+                          ("#>", "accesses>", "allocs>", "bytes>", "fn", "frames (innermost first)"))
     for c in sorted(contexts, key=lambda c: (-c.accesses, c.index))[:top]:
         table.add_row(str(c.index), str(c.accesses), str(c.allocs), str(c.bytes),
                       doc["contexts"][c.index].get("fn", ""), frames_text(doc, c.index, 5))
     console.print(table)
-    edges = Table(title=f"heaviest {min(top, len(doc['edges']))} of {len(doc['edges'])} affinity edges",
-                  title_justify="left")
-    for col in ("a", "b", "weight"):
-        edges.add_column(col, justify="right")
+    edges = console_table(f"heaviest {min(top, len(doc['edges']))} of {len(doc['edges'])} affinity edges",
+                          ("a>", "b>", "weight>"))
     for a, b, w in sorted(doc["edges"], key=lambda e: -e[2])[:top]:
         edges.add_row(str(a), str(b) if b != a else "(loop)", f"{w:g}")
     console.print(edges)
 
 
 def show_plan(path, profile_path, console) -> None:
-    from rich.table import Table
-
+    from corral.console import table as console_table
     from corral.plan import graph as profile_graph
     from corral.plan import planfile
     from corral.plan.graph import contexts_of
@@ -83,15 +78,12 @@ def show_plan(path, profile_path, console) -> None:
         return f"{site} {name}" if name else str(site)
 
     console.print(f"[bold]plan[/] {path}: " + ", ".join(f"{k} {v}" for k, v in plan.options.items()))
-    modules = Table(title="modules", title_justify="left")
-    for col in ("#", "build-id", "path"):
-        modules.add_column(col)
+    modules = console_table("modules", ("#", "build-id", "path"))
     for i, m in enumerate(plan.modules):
         modules.add_row(str(i), m.buildid or "-", m.path)
     console.print(modules)
-    groups = Table(title=f"{len(plan.groups)} group(s), tried in this order", title_justify="left")
-    for col in ("gid", "name", "layout", "clauses (all sites of a clause on the stack)"):
-        groups.add_column(col)
+    groups = console_table(f"{len(plan.groups)} group(s), tried in this order",
+                           ("gid", "name", "layout", "clauses (all sites of a clause on the stack)"))
     for g in plan.groups:
         groups.add_row(str(g.gid), g.name, "by size" if g.by_size else "mixed",
                        "\n".join(" AND ".join(map(site_text, c)) for c in g.clauses))

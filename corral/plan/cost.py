@@ -15,7 +15,7 @@ Cost: every grouped allocation pays the runtime's delta against the base
 allocator's malloc+free, by the way it is identified (frame 0 or a clause
 stub), and the plan as a whole makes every other allocation pay the
 forwarding and the gate test. The deltas are the runtime's measured
-instruction counts (bench/allocator, `make -C bench/allocator run`, against
+instruction counts (runtime/bench, `make -C runtime/bench run`, against
 mimalloc's 116.1 per pair, 2026-11-24); docs/planner.md, "Cost model".
 Gain and cost are both counted over the profiled run, so the run's length
 cancels out: what matters is allocations against uses.

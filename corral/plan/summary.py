@@ -2,7 +2,7 @@
 selector sites and the coverage the self-check expects."""
 
 from rich.console import Console
-from rich.table import Table
+from corral.console import table as console_table
 
 from corral.console import console as make_console
 from corral.plan.check import misclassified
@@ -77,13 +77,10 @@ def print_summary(result: PlanResult, console: Console | None = None, verbose: b
     for group, contexts, selector, checked, lay, est in zip(result.groups, result.group_contexts,
                                                             result.selectors, result.report, result.layouts,
                                                             result.estimates):
-        table = Table(title=f"group {selector.gid}: {result.plan.groups[selector.gid].name}  "
-                            f"weight {group.weight:g} ({_share(group.weight, accesses)} of accesses), "
-                            f"score {group.score:.1f}", title_justify="left")
-        table.add_column("context", justify="right")
-        table.add_column("allocs", justify="right")
-        table.add_column("accesses", justify="right")
-        table.add_column("frames (innermost first)")
+        table = console_table(f"group {selector.gid}: {result.plan.groups[selector.gid].name}  "
+                              f"weight {group.weight:g} ({_share(group.weight, accesses)} of accesses), "
+                              f"score {group.score:.1f}",
+                              ("context>", "allocs>", "accesses>", "frames (innermost first)"))
         shown = contexts if verbose else sorted(contexts, key=lambda m: -result.contexts[m].allocs)[:LIST_LIMIT]
         for m in shown:
             c = result.contexts[m]

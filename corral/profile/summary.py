@@ -4,6 +4,8 @@ contexts with their innermost frames."""
 from rich.console import Console
 from rich.table import Table
 
+from corral.console import table as console_table
+
 from corral.profile.reader import Profile
 
 SHOWN_CONTEXTS = 5
@@ -17,10 +19,8 @@ def frame_label(frame) -> str:
 
 
 def hottest_table(profile: Profile, n: int = SHOWN_CONTEXTS) -> Table:
-    table = Table(title=f"hottest of {len(profile.contexts)} contexts", title_justify="left")
-    for name, justify in (("context", "right"), ("allocs", "right"), ("accesses", "right"),
-                          ("loop edge", "right"), ("frames (innermost first)", "left")):
-        table.add_column(name, justify=justify)
+    table = console_table(f"hottest of {len(profile.contexts)} contexts",
+                          ("context>", "allocs>", "accesses>", "loop edge>", "frames (innermost first)"))
     for i in profile.top_contexts(n):
         c = profile.contexts[i]
         frames = " < ".join(frame_label(f) for f in profile.context_frames(i)[:SHOWN_FRAMES])

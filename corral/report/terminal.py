@@ -4,6 +4,7 @@ allocator, corral on that allocator against the allocator alone."""
 from rich.table import Table
 from rich.text import Text
 
+from corral.console import table as console_table
 from corral.report import formatting as fmt
 from corral.bench.configs import BASES
 from corral.report.results import comparison
@@ -16,15 +17,12 @@ def _signed(text: str, value) -> Text:
 
 def comparison_table(doc, bases=BASES) -> Table:
     """One row per (workload, base allocator); narrow enough for 80 columns."""
-    table = Table(title="corral on each allocator against the allocator alone",
-                  caption="time ratio > 1: corral is faster (median of alternating pairs, "
-                          "min-max beside it); D1 misses: simulated L1D change, negative = fewer; "
-                          "* fastest allocator alone")
-    table.add_column("workload", style="bold")
-    table.add_column("allocator")
-    table.add_column("time ratio", justify="right")
-    table.add_column("min-max", justify="right")
-    table.add_column("D1 misses", justify="right")
+    table = console_table("corral on each allocator against the allocator alone",
+                          ("workload", "allocator", "time ratio>", "min-max>", "D1 misses>"),
+                          caption="time ratio > 1: corral is faster (median of alternating pairs, "
+                                  "min-max beside it); D1 misses: simulated L1D change, negative = fewer; "
+                                  "* fastest allocator alone")
+    table.columns[0].style = "bold"
     for w in doc["workloads"]:
         if w["status"] != "ok":
             table.add_row(w["name"], Text("failed", style="red"), "", "", "", end_section=True)

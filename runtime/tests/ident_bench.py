@@ -17,8 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ident_helpers import FP, HERE, NOFP, call_returns, compile_c, plan_text, run, site_range  # noqa: E402
+from ident_helpers import FP, HERE, NOFP, call_returns, compile_c, plan_text, run, site_range
 
 RUNS = 7
 

@@ -1,8 +1,8 @@
 """Run one real-program case by hand and say how it compares to the plain run.
 
-    cd tests && python3 -m realprog PROGRAM BASE CONFIG [--keep] [--env NAME=VALUE ...]
+    python3 -m tests.realprog PROGRAM BASE CONFIG [--keep] [--env NAME=VALUE ...]
 
-PROGRAM is one of realprog.workloads (python3, sqlite3, git, cxx_exceptions),
+PROGRAM is one of tests.realprog.workloads (python3, sqlite3, git, cxx_exceptions),
 BASE one of glibc, jemalloc, mimalloc, CONFIG one of plain, empty, group,
 group-by-name, random. Prints whether stdout, stderr and the exit status
 match the plain run, and the grouped objects per group from CORRAL_STATS.
@@ -17,14 +17,14 @@ import sys
 import tempfile
 from pathlib import Path
 
-from realprog.runner import BASES, CONFIGS, prepare_session, run_case, tail
-from realprog.stats import grouped_objects
-from realprog.workloads import all_workloads
+from tests.realprog.runner import BASES, CONFIGS, prepare_session, run_case, tail
+from tests.realprog.stats import grouped_objects
+from tests.realprog.workloads import all_workloads
 
 
 def main(argv=None) -> int:
     workloads = all_workloads()
-    p = argparse.ArgumentParser(prog="python3 -m realprog", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python3 -m tests.realprog", description=__doc__.split("\n\n")[0])
     p.add_argument("program", choices=list(workloads))
     p.add_argument("base", choices=BASES)
     p.add_argument("config", choices=CONFIGS)

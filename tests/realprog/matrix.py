@@ -1,6 +1,6 @@
 """The whole real-program matrix as one table, for reports.
 
-    cd tests && python3 -m realprog.matrix [PROGRAM ...]
+    python3 -m tests.realprog.matrix [PROGRAM ...]
 
 For each program x base allocator x configuration: whether stdout, stderr
 and the exit status equal the plain run, the number of processes that wrote
@@ -18,9 +18,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from realprog.runner import BASES, CONFIGS, prepare_session, run_case, same_as
-from realprog.stats import grouped_objects
-from realprog.workloads import all_workloads
+from tests.realprog.runner import BASES, CONFIGS, prepare_session, run_case, same_as
+from tests.realprog.stats import grouped_objects
+from tests.realprog.workloads import all_workloads
 
 
 def main(argv) -> int:

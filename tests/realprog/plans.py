@@ -14,8 +14,8 @@ from pathlib import Path
 from corral.elf import build_id
 from corral.plan.planfile import Plan, PlanGroup, PlanModule, PlanSite, write
 
-from realprog.elfranges import allocator_call_returns, function_ranges, text_range
-from realprog.workloads import Group, Workload, resolve
+from tests.realprog.elfranges import allocator_call_returns, function_ranges, text_range
+from tests.realprog.workloads import Group, Workload, resolve
 
 
 def empty_plan() -> Plan:

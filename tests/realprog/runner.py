@@ -25,8 +25,8 @@ from pathlib import Path
 from corral import paths
 from corral.allocators import BASE_LIBRARIES, preload_value
 
-from realprog.plans import write_plans
-from realprog.workloads import Workload
+from tests.realprog.plans import write_plans
+from tests.realprog.workloads import Workload
 
 BASES = tuple(BASE_LIBRARIES)               # glibc, jemalloc, mimalloc
 CONFIGS = ("plain", "empty", "group", "group-by-name", "direct", "random")

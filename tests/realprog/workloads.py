@@ -12,7 +12,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from realprog.sql_workload import generate_sql
+from tests.realprog.sql_workload import generate_sql
 
 PROGRAMS = Path(__file__).resolve().parent.parent / "programs"
 LIBDIR = Path("/usr/lib/x86_64-linux-gnu")

@@ -5,7 +5,7 @@ base already places side by side only when its pool packs it tighter."""
 import pytest
 
 from corral.plan.slots import BASES, base_slot, corral_slot, packing_ratio
-from test_layout import EDGES, planned
+from tests.support.profiles import EDGES, planned
 
 
 @pytest.mark.parametrize("size, glibc, jemalloc_mimalloc", [

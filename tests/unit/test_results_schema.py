@@ -3,13 +3,10 @@ cachegrind summary parser."""
 
 import copy
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from fakes import FakeWorkload, ScriptedRunner, fixed_misses  # noqa: E402
+from tests.support.fakes import FakeWorkload, ScriptedRunner, fixed_misses
 
 from corral.allocators import base_library
 from corral.bench import cachegrind, harness, results

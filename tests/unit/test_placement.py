@@ -4,7 +4,7 @@ together (corral/plan/placement.py, the profiler's placement model)."""
 import pytest
 
 from corral.plan.placement import together_share
-from test_layout import EDGES, planned
+from tests.support.profiles import EDGES, planned
 
 
 def doc(allocs, follows):

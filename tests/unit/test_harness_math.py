@@ -1,13 +1,10 @@
 """The harness's run order, ratio arithmetic and checksum verdicts, on a
 fake runner: no program is timed here."""
 
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from fakes import FakeWorkload, ScriptedRunner, fixed_misses  # noqa: E402
+from tests.support.fakes import FakeWorkload, ScriptedRunner, fixed_misses
 
 from corral.allocators import base_library
 from corral.bench import harness, timing

@@ -17,8 +17,9 @@ from bs4 import BeautifulSoup  # noqa: E402
 from corral import cli  # noqa: E402
 from corral.errors import CorralError  # noqa: E402
 from corral.report import html, results, tables  # noqa: E402
+from tests.support import TESTS
 
-FIXTURE = Path(__file__).parent / "fixtures" / "bench_results.json"
+FIXTURE = TESTS / "fixtures" / "bench_results.json"
 CHROMIUM = "/usr/bin/chromium"
 PICTURES = ("fig2-groups.png", "health-groups.png")   # named by the fixture's plan.graph_png
 

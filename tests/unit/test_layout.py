@@ -6,7 +6,7 @@ import pytest
 from corral.plan import planfile
 from corral.plan.layout import choose, size_class
 
-RUN = 1_000_000
+from tests.support.profiles import EDGES, RUN, planned
 
 
 def ctx(size, allocs=100, frees=100, lifetime_each=10_000, max_size=None):
@@ -84,25 +84,6 @@ def test_a_group_of_one_size_class_is_held_to_the_same_test_whatever_its_layout(
     assert not choose(d, [0, 1], turnover=0.25).pays
 
 
-def planned(contexts_sizes, edges, lifetime_share, follows=None, options=None):
-    """make_plan on the synthetic Figure 2 profile with sizes per context and
-    every object living `lifetime_share` of a 10^6-instruction run (and, if
-    given, the placement model's `follows` pairs)."""
-    from corral.plan.options import DEFAULTS
-    from corral.plan.planner import make_plan
-    from test_pipeline import synthetic_profile
-    profile = synthetic_profile(edges)
-    profile["totals"]["instructions"] = RUN
-    for c, size in zip(profile["contexts"], contexts_sizes):
-        c["min_size"] = c["max_size"] = size
-        c["bytes"] = size * c["allocs"]
-        c["lifetime"] = int(c["frees"] * RUN * lifetime_share)
-    if follows is not None:
-        profile["follows"] = follows
-    return make_plan(profile, options or DEFAULTS)
-
-
-EDGES = [[0, 0, 3000], [1, 1, 3000], [0, 1, 2900], [2, 2, 30]]
 
 
 def test_the_plan_lays_out_a_short_lived_group_of_two_sizes_by_size():

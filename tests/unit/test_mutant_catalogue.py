@@ -9,7 +9,7 @@ import pytest
 
 from tests.mutants.catalogue import MUTANTS
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_names_are_unique():

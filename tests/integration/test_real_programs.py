@@ -9,16 +9,16 @@ corral warning may appear, and the configurations that group must really
 have grouped objects (from CORRAL_STATS), so a pass is never vacuous.
 
 One case by hand, without make or pytest, and the whole matrix as a table:
-    cd tests && python3 -m realprog sqlite3 jemalloc group
-    cd tests && python3 -m realprog.matrix
+    python3 -m tests.realprog sqlite3 jemalloc group
+    python3 -m tests.realprog.matrix
 """
 
 import pytest
 from corral.plan import planfile
 
-from realprog.runner import BASES, CONFIGS, prepare_session, run_case, tail
-from realprog.stats import grouped_objects, plan_problems
-from realprog.workloads import all_workloads
+from tests.realprog.runner import BASES, CONFIGS, prepare_session, run_case, tail
+from tests.realprog.stats import grouped_objects, plan_problems
+from tests.realprog.workloads import all_workloads
 
 WORKLOADS = all_workloads()
 

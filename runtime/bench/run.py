@@ -15,7 +15,7 @@ grouped by a clause at depth 2 and 6 (decided by the clause site's stub, or
 with stubs off by a walk of 2 or 6 frames). Each for a frame-pointer and a
 no-frame-pointer build.
 
-    make -C bench/allocator && python3 bench/allocator/run.py [--no-time]
+    make -C runtime/bench && python3 runtime/bench/run.py [--no-time]
 """
 
 import argparse
@@ -164,7 +164,7 @@ def main():
     args = ap.parse_args()
     build = Path(args.build).resolve()
     lib = build / "runtime" / "libcorral.so"
-    binaries = {k: build / "bench" / "allocator" / f"pairs_{k}" for k in BUILDS}
+    binaries = {k: build / "runtime-bench" / f"pairs_{k}" for k in BUILDS}
     table = configs()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)

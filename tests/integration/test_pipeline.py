@@ -2,11 +2,9 @@
 synthetic profiles, and the whole pipeline (optimize, then run) on a HALO
 Figure 2 program."""
 
-import gzip
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -19,47 +17,10 @@ from corral.plan.picture import draw_groups
 from corral.plan.planner import make_plan
 from corral.plan.summary import site_labels
 
-GOLDEN = Path(__file__).resolve().parent / "golden"
-PROGRAM = "/work/prog"     # a path that does not exist: no build-id check
+from tests.support import TESTS
+from tests.support.profiles import FIG2_EDGES, PROGRAM, synthetic_profile, write_profile
 
-
-def synthetic_profile(edges, contexts=None, module_path=PROGRAM, buildid="ab" * 20, version=1):
-    """A profile of the HALO Figure 2 shape: contexts 0, 1, 2 allocate through
-    one wrapper from create_a, create_b and create_c; 3 is a buffer in main."""
-    frames = [{"m": 0, "o": o, "fn": fn, "file": "fig2.c", "line": line} for o, fn, line in [
-        (0x1100, "xmalloc", 10), (0x1200, "create_a", 20), (0x1300, "create_b", 30),
-        (0x1400, "create_c", 40), (0x1500, "main", 50), (0x1510, "main", 51), (0x1520, "main", 52),
-        (0x1600, "main", 60)]]
-    if contexts is None:
-        contexts = [([0, 1, 4], 500, 9000), ([0, 2, 5], 500, 9000), ([0, 3, 6], 500, 600), ([7], 1, 10)]
-    return {
-        "corralProfile": version, "tool": "synthetic", "cmd": [PROGRAM, "--small"],
-        "params": {"affinity_distance": 128, "max_size": 4096},
-        "modules": [{"path": module_path, "buildid": buildid, "bias": 0}],
-        "frames": frames,
-        "contexts": [{"frames": f, "allocs": n, "bytes": 64 * n, "frees": n, "min_size": 64,
-                      "max_size": 64, "lifetime": 0, "reads": acc, "writes": 0, "fn": "malloc"}
-                     for f, n, acc in contexts],
-        "edges": edges,
-        "totals": {"allocs": sum(n for _, n, _ in contexts), "frees": 0,
-                   "bytes": sum(64 * n for _, n, _ in contexts),
-                   # The heap of the programs these shapes stand for: past the
-                   # last level, so the cost model values a pair at an LL miss.
-                   "peak_bytes": 8 << 20,
-                   "accesses": sum(acc for _, _, acc in contexts)},
-    }
-
-
-FIG2_EDGES = [[0, 0, 3000], [1, 1, 3000], [0, 1, 2900], [0, 2, 40], [1, 2, 40], [2, 2, 30]]
-
-
-def write_profile(tmp_path, doc, name="p.profile.json.gz"):
-    path = tmp_path / name
-    with gzip.open(path, "wt") as f:
-        json.dump(doc, f)
-    return path
-
-
+GOLDEN = TESTS / "golden"
 def corral(*argv, cwd=None):
     """`corral ARGV` as a user runs it, in a child process."""
     return subprocess.run([sys.executable, "-m", "corral", *map(str, argv)],
@@ -208,7 +169,7 @@ def test_draw_groups_writes_svg(tmp_path):
 
 # --- the whole pipeline on HALO's Figure 2 pattern ---------------------------
 
-PROGRAMS = Path(__file__).resolve().parent / "programs"
+PROGRAMS = TESTS / "programs"
 TRAIN = ["2000", "40"]          # tokens, traversal rounds: small, profiled
 REAL = ["30000", "20"]          # larger, run under the plan
 

@@ -6,7 +6,7 @@ the way a profiled program runs), and by random pools (CORRAL_RANDOM_POOLS:
 each allocation in one of N pools at random, which scatters what mimalloc
 keeps together).
 
-    make -C bench/allocator && python3 bench/allocator/churn.py [--threads N]
+    make -C runtime/bench && python3 runtime/bench/churn.py [--threads N]
 """
 
 import argparse
@@ -47,7 +47,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--pools", type=int, default=4)
     args = ap.parse_args()
-    binary = BUILD / "bench" / "allocator" / "churn"
+    binary = BUILD / "runtime-bench" / "churn"
     mimalloc = str(BASE_LIBRARIES["mimalloc"])
     plan = plan_for(binary, Path(tempfile.mkdtemp(prefix="corral-churn-")))
     configs = {

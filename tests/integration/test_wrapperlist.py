@@ -4,8 +4,9 @@ import subprocess
 
 from corral import elf
 from corral.dynamic import wrapperlist
+from tests.support import TESTS
 
-SOURCE = __import__("pathlib").Path(__file__).parent / "programs" / "wrappers.c"
+SOURCE = TESTS / "programs" / "wrappers.c"
 
 
 def _build(tmp_path):

@@ -6,8 +6,9 @@ import pytest
 
 from corral import elf
 from corral.dynamic.wrappers import find_wrappers
+from tests.support import TESTS
 
-SOURCE = __import__("pathlib").Path(__file__).parent / "programs" / "wrappers.c"
+SOURCE = TESTS / "programs" / "wrappers.c"
 WRAPPERS = {"xmalloc": 1, "layer2": 2, "layer3": 3, "xcalloc_by_hand": 1, "alloc_out": 1, "tail_alloc": 1}
 NOT_WRAPPERS = {"init_node", "push", "copy_string", "keep_last", "plain_function", "main"}
 

@@ -14,7 +14,7 @@ from corral.plan.options import DEFAULTS
 from corral.plan.planner import make_plan
 from corral.validation import validate as validation
 from corral.validation.runs import Simulated
-from test_pipeline import synthetic_profile
+from tests.support.profiles import synthetic_profile
 
 # Two groups: contexts 0+1 (create_a, create_b) and 2+3 (through xmalloc from create_c, and main).
 CONTEXTS = [([0, 1, 4], 500, 9000), ([0, 2, 5], 500, 9000), ([0, 3, 6], 500, 9000), ([7], 500, 9000)]

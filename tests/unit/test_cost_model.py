@@ -4,7 +4,6 @@ and pooling its allocations costs, and the summary prints both numbers
 for every group kept or dropped."""
 
 from dataclasses import replace
-from pathlib import Path
 
 from rich.console import Console
 
@@ -12,7 +11,8 @@ from corral.plan import cost
 from corral.plan.options import DEFAULTS
 from corral.plan.planner import make_plan
 from corral.plan.summary import print_summary
-from test_pipeline import FIG2_EDGES, synthetic_profile
+from tests.support.profiles import FIG2_EDGES, synthetic_profile
+from tests.support import TESTS
 
 
 def _summary(result, capsys) -> str:
@@ -81,7 +81,7 @@ def _plain_summary(doc) -> str:
 
 
 def test_summaries_match_the_golden_files():
-    golden = Path(__file__).resolve().parent / "golden"
+    golden = TESTS / "golden"
     assert _plain_summary(synthetic_profile(FIG2_EDGES)) == (golden / "fig2_synthetic.summary").read_text()
     costly = [([0, 1, 4], 2_000_000, 9000), ([0, 2, 5], 2_000_000, 9000), ([0, 3, 6], 500, 600), ([7], 1, 10)]
     assert _plain_summary(synthetic_profile(FIG2_EDGES, costly)) == \

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from test_pipeline import FIG2_EDGES, synthetic_profile
+from tests.support.profiles import FIG2_EDGES, synthetic_profile
 
 
 def _corral(*argv):
