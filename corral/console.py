@@ -1,5 +1,5 @@
-"""The one place commands get their rich consoles and tables. On a terminal rich fits
-text to its width; into a file or a pipe it would wrap sentences at 80
+"""The one place commands get their rich consoles and tables. On a terminal
+rich fits text to its width; into a file or a pipe it would wrap sentences at 80
 columns and pad them, so there text is written as is (soft wrap) and only
 tables take a width."""
 

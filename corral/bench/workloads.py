@@ -67,7 +67,7 @@ class Workload:
 
 # In the harness's order; each folder holds the program, a one-line README
 # (what it models) and its inputs.
-NAMES = ('fig2', 'health', 'mst', 'cxxabstract', 'treebuild', 'prodcons', 'nosense', 'sharedlib')
+NAMES = ("fig2", "health", "mst", "cxxabstract", "treebuild", "prodcons", "nosense", "sharedlib")
 SOURCES = paths.ROOT / "bench" / "workloads"
 INPUT_KINDS = ("train", "measure", "cache")
 

@@ -97,7 +97,7 @@ def built_with(exe, libs) -> list[str]:
     owner = {}
     for line in _dpkg_query("-S", exe, *libs).splitlines():
         packages, sep, path = line.rpartition(": ")
-        if sep and path.startswith("/"):
+        if sep and path.startswith("/") and not packages.startswith("diversion by"):
             owner[path] = packages.split(",")[0].strip()
     if exe not in owner:
         return []

@@ -110,7 +110,8 @@ def _no_profile(status) -> CorralError:
 
 def _first_process(raw, status, command) -> dict:
     """The profile of the process the command started; says so when that
-    process started others, which ran unprofiled."""
+    process started others (exec'd ones ran unprofiled, forked copies are
+    left out)."""
     from corral.profile.writer import finish
 
     if not os.path.exists(raw):
@@ -120,8 +121,8 @@ def _first_process(raw, status, command) -> dict:
     if children:
         name = os.path.basename(command[0])
         print(f"corral: note: {name} started {children:,} other process{'es' if children > 1 else ''}, "
-              f"which ran unprofiled; this profile is of {name} alone. To plan for a program it "
-              "runs, put that program after -- or add --trace-children", file=sys.stderr)
+              f"and this profile is of {name} alone. To plan for a program it runs, put that "
+              "program after -- or add --trace-children", file=sys.stderr)
     return doc
 
 

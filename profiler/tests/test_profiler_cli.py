@@ -47,8 +47,8 @@ def test_a_shell_is_named_and_its_children_followed_on_request(tmp_path):
     script = f"{program} 1200 >/dev/null; {program} 1300 >/dev/null; true"
     alone = corral("profile", "-o", tmp_path / "sh.json", "--", "sh", "-c", script)
     assert alone.returncode == 0, alone.stderr
-    assert ("corral: note: sh started 2 other processes, which ran unprofiled; this profile is of sh "
-            "alone. To plan for a program it runs, put that program after -- or add --trace-children"
+    assert ("corral: note: sh started 2 other processes, and this profile is of sh alone. To plan "
+            "for a program it runs, put that program after -- or add --trace-children"
             in alone.stderr.splitlines())
     assert load_document(tmp_path / "sh.json")["totals"]["children"] == 2
 
