@@ -22,12 +22,6 @@ def _parsed(plan) -> planfile.Plan | None:
         return None
 
 
-def plan_is_empty(plan) -> bool:
-    """True for a valid plan with no groups."""
-    parsed = _parsed(plan)
-    return parsed is not None and not parsed.groups
-
-
 def base_environment(base="glibc", env=None) -> dict:
     """The environment that runs a child on the base allocator alone."""
     env = dict(os.environ if env is None else env)
@@ -45,7 +39,8 @@ def environment(plan=None, base="glibc", stats=None, extra=None, env=None) -> di
     it on the base allocator alone."""
     if plan and not os.path.exists(plan):
         raise CorralError(f"plan file {plan} does not exist")
-    if plan and not stats and not extra and plan_is_empty(plan):
+    parsed = _parsed(plan) if plan else None
+    if parsed is not None and not parsed.groups and not stats and not extra:
         return base_environment(base, env)
     env = dict(os.environ if env is None else env)
     lib = paths.require(paths.RUNTIME_LIB, "libcorral.so")
@@ -55,7 +50,6 @@ def environment(plan=None, base="glibc", stats=None, extra=None, env=None) -> di
         # corral run execs the program, which keeps this pid: the runtime
         # checks the plan against that process only, not its children.
         # A plan made for a program the command starts is not checked there.
-        parsed = _parsed(plan)
         if not (parsed and parsed.children):
             env["CORRAL_PLAN_PID"] = str(os.getpid())
     if stats:

@@ -14,10 +14,14 @@ SHOWN_MISMATCHES = 5  # contexts listed per group that the self-check finds misp
 LIST_LIMIT = 8        # contexts named per list or group table, unless --verbose
 
 
+def _site_text(frame: dict, modules: list[dict]) -> str:
+    """`module+0xoffset`: the frame's return address as the plan names it."""
+    return f"{modules[frame['m']]['path'].rsplit('/', 1)[-1]}+{frame['o']:#x}"
+
+
 def frame_label(frame: dict, modules: list[dict]) -> str:
     """`function file:line`, or `module+0xoffset` where symbols are missing."""
-    name = short_function_name(frame["fn"]) if frame.get("fn") else \
-        f"{modules[frame['m']]['path'].rsplit('/', 1)[-1]}+{frame['o']:#x}"
+    name = short_function_name(frame["fn"]) if frame.get("fn") else _site_text(frame, modules)
     return name + (f" {frame['file'].rsplit('/', 1)[-1]}:{frame['line']}" if frame.get("file") else "")
 
 
@@ -28,7 +32,7 @@ def site_labels(doc: dict) -> dict[Site, str]:
     for f in doc["frames"]:
         label = frame_label(f, doc["modules"])
         if f.get("fn") and not f.get("file"):
-            label += f" ({doc['modules'][f['m']]['path'].rsplit('/', 1)[-1]}+{f['o']:#x})"
+            label += f" ({_site_text(f, doc['modules'])})"
         labels.setdefault((f["m"], f["o"]), label)
     return labels
 

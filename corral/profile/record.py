@@ -55,7 +55,7 @@ def check_tool() -> None:
 
 
 def tool_command(raw_pattern, options) -> list[str]:
-    follow = ["--trace-children=yes"] if getattr(options, "trace_children", False) else []
+    follow = ["--trace-children=yes"] if options.trace_children else []
     return ["valgrind", "--tool=corral", "-q", *follow,
             f"--corral-out-file={raw_pattern}",
             f"--affinity-distance={options.affinity_distance}",
@@ -93,7 +93,7 @@ def record(command, output, options) -> tuple[dict, int]:
         sys.stdout.flush()
         proc = subprocess.Popen(tool_command(pattern, options) + list(command), env=env)
         status = proc.wait()
-        if getattr(options, "trace_children", False):
+        if options.trace_children:
             doc = _busiest_program(tmp, status)
         else:
             doc = _first_process(pattern.replace("%p", str(proc.pid)), status, command)

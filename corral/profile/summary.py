@@ -5,7 +5,6 @@ from rich.console import Console
 from rich.table import Table
 
 from corral.console import table as console_table
-
 from corral.profile.reader import Profile
 
 SHOWN_CONTEXTS = 5
