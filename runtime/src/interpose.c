@@ -201,6 +201,31 @@ static __attribute__((noinline)) void *malloc_stubbed(size_t size, const corral_
   return malloc_at(size, g, ret0, fp0);
 }
 
+/* Several stub sites noted, none recursive, malloc's gate closed: the
+ * notes left behind by calls of other functions that have returned are
+ * dropped here (the stubs drop those of the same function themselves), so
+ * that one site found live decides as in one_site. Entered by a tail call
+ * (its frame address is malloc's); 0 stays for malloc_stubbed, which
+ * decides when more than one site is live or a free list is empty. */
+static __attribute__((noinline)) void *malloc_noted(size_t size, const corral_ident_tables_t *t)
+{
+  uintptr_t lo = (uintptr_t)__builtin_frame_address(0) + 8;    /* malloc's return address slot */
+  const corral_thread_stack_t *s = &_corral_thread_stack;
+  uint64_t live = _corral_stub_notes.live, alive = 0;
+  if (lo < s->lo || lo >= s->hi) return malloc_stubbed(size, t);  /* a signal stack; bounds unknown */
+  for (uint64_t m = live; m; m &= m - 1) {
+    size_t k = (unsigned)__builtin_ctzll(m);
+    uintptr_t sp = _corral_stub_notes.sp[k];
+    if (sp >= lo && sp < s->hi && *(const uintptr_t *)sp == t->stub_ret[k]) alive |= m & -m;
+  }
+  if (alive != live) _corral_stub_notes.live = alive;
+  if (alive & (alive - 1)) return malloc_stubbed(size, t);
+  int32_t pool = alive ? t->stub_solo_pool[__builtin_ctzll(alive)] : -1;
+  if (pool < 0) return _corral_next.malloc(size);
+  void *p = _corral_pool_pop((size_t)pool, size);
+  return CORRAL_LIKELY(p != NULL) ? p : malloc_stubbed(size, t);
+}
+
 /* One stub site noted live and malloc's gate closed (so no frame 0 that
  * reaches malloc is in the direct table, and no allocation needs a walk):
  * when that site is not recursive it alone decides. Live while the slot
@@ -236,7 +261,8 @@ static inline __attribute__((always_inline)) int one_site(const corral_ident_tab
 
 /* Small requests first test the gate and this thread's stub notes: with
  * both clear nothing of corral is concerned. With the gate closed and a
- * stub site noted live, the notes decide (one_site, else malloc_stubbed).
+ * stub site noted live, the notes decide (one_site or malloc_noted, else
+ * malloc_stubbed).
  * With the gate open to the probe, frame 0 is decided here when the direct
  * table's first probe has it: an ungrouped site goes on to the next
  * allocator, a grouped one pops its pool's current chunk. A frame 0 not in
@@ -265,7 +291,11 @@ CORRAL_EXPORT void *malloc(size_t size)
   if (gate == CORRAL_GATE_CLOSED) {               /* a stub site is noted live */
     if (CORRAL_UNLIKELY(t == NULL)) return _corral_malloc_rest(size);
     void *p;
-    if (!(live & (live - 1)) && CORRAL_LIKELY(one_site(t, live, size, &p))) return p;
+    if (!(live & (live - 1))) {
+      if (CORRAL_LIKELY(one_site(t, live, size, &p))) return p;
+    } else if (!(live & ~t->stub_alone)) {
+      return malloc_noted(size, t);
+    }
     return malloc_stubbed(size, t);
   }
   if (CORRAL_LIKELY(t != NULL)) {                 /* CORRAL_GATE_PROBE */

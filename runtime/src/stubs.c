@@ -21,7 +21,7 @@ __thread corral_stub_notes_t _corral_stub_notes __attribute__((tls_model("initia
 extern void __register_frame_info(const void *begin, void *object) __attribute__((weak));
 
 #define PAGE 4096
-#define STUB_BYTES 48              /* one stub: at most 9 + 11 + 14 bytes of code */
+#define STUB_BYTES 64              /* one stub: at most 9 + 11 + 2 * 12 + 14 bytes of code */
 #define REACH ((intptr_t)1 << 31)
 #define MAX_PAGES 256              /* stub pages over the process's life */
 #define EH_BYTES 128               /* one page's unwind table */
@@ -269,19 +269,33 @@ static corral_callee_t callee_of_pool_way(uintptr_t way)
 
 /*   mov  %rsp, %fs:sp[k]
  *   btsq $k, %fs:live
+ *   andl $~lo, %fs:live      (each half of `siblings` that has a bit)
+ *   andl $~hi, %fs:live+4
  *   jmp  target            (rel32, or through an absolute address)
+ * `siblings` are the other sites in the caller's function: a frame runs one
+ * call at a time, so entering site k means this frame's calls at those
+ * sites have returned, and their notes go at once instead of lingering
+ * until a malloc finds them dead (which keeps malloc's one-site way open).
  * No register but the flags is touched: arguments, including %rax for
  * variadic calls and %r10 for nested functions, pass through. */
-static void write_stub(uint8_t *s, unsigned k, uintptr_t target)
+static void write_stub(uint8_t *s, unsigned k, uint64_t siblings, uintptr_t target)
 {
   static const uint8_t mov[] = {0x64, 0x48, 0x89, 0x24, 0x25};
   static const uint8_t bts[] = {0x64, 0x48, 0x0f, 0xba, 0x2c, 0x25};
+  static const uint8_t andl[] = {0x64, 0x81, 0x24, 0x25};
   uint8_t *p = s;
   memcpy(p, mov, sizeof mov); p += sizeof mov;
   p = put32(p, (uint32_t)tls_offset(&_corral_stub_notes.sp[k]));
   memcpy(p, bts, sizeof bts); p += sizeof bts;
   p = put32(p, (uint32_t)tls_offset(&_corral_stub_notes.live));
   *p++ = (uint8_t)k;
+  for (unsigned half = 0; half < 2; half++) {
+    uint32_t bits = (uint32_t)(siblings >> (32 * half));
+    if (!bits) continue;
+    memcpy(p, andl, sizeof andl); p += sizeof andl;
+    p = put32(p, (uint32_t)tls_offset(&_corral_stub_notes.live) + 4 * half);
+    p = put32(p, ~bits);
+  }
   p = put_jump(p, target);
   while (p < s + STUB_BYTES) *p++ = 0xcc;     /* int3: nothing jumps here */
 }
@@ -306,6 +320,7 @@ static uintptr_t stub_jump(const uint8_t *s, int *pool_call)
 {
   *pool_call = s[0] == 0xba || s[0] == 0xbe;
   const uint8_t *j = s + (*pool_call ? 5 : 20);
+  while (!*pool_call && j[0] == 0x64 && j[1] == 0x81) j += 12;     /* a note stub's andl */
   if (j[0] == 0xe9) {
     int32_t rel;
     memcpy(&rel, j + 1, 4);
@@ -428,29 +443,46 @@ void _corral_stubs_install(corral_stub_request_t *req, unsigned n)
 {
   const corral_module_table_t *all = _corral_modules_current();
   uint8_t *stub[CORRAL_STUB_SITES];
-  /* Stubs first, into pages still writable... */
+  uintptr_t target[CORRAL_STUB_SITES], function[CORRAL_STUB_SITES];
+  /* The calls first: where each leads, and the function holding it... */
   for (unsigned i = 0; i < n; i++) {
     corral_stub_request_t *r = &req[i];
     stub[i] = NULL;
+    target[i] = function[i] = 0;
     if (r->k >= CORRAL_STUB_SITES || i >= CORRAL_STUB_SITES) { r->result = CORRAL_STUB_NOT_DIRECT; continue; }
     if (installed[r->k] == r->ret) {
       r->result = CORRAL_STUB_OK;
       r->recursive = installed_recursive[r->k];
+      function[i] = _corral_cfi_function_of(r->m->eh_frame_hdr, r->ret - 1);
       continue;
     }
-    uintptr_t target = call_target(r->ret, r->m, all, &r->result);
-    if (!target) continue;
-    if (r->frame0_ok && callee_of(target, _corral_module_of(all, target), all) != CORRAL_CALLS_UNKNOWN) {
+    target[i] = call_target(r->ret, r->m, all, &r->result);
+    if (!target[i]) continue;
+    if (r->frame0_ok && callee_of(target[i], _corral_module_of(all, target[i]), all) != CORRAL_CALLS_UNKNOWN) {
       r->result = CORRAL_STUB_FRAME0;
+      target[i] = 0;
       continue;
     }
-    r->recursive = target == _corral_cfi_function_of(r->m->eh_frame_hdr, r->ret - 1);
+    function[i] = _corral_cfi_function_of(r->m->eh_frame_hdr, r->ret - 1);
+    r->recursive = target[i] == function[i];
+  }
+  /* ... then the stubs, into pages still writable. A site's stub drops
+   * the notes of its function's other sites, but not of a recursive one:
+   * an outer frame's call there may still be running. */
+  for (unsigned i = 0; i < n; i++) {
+    corral_stub_request_t *r = &req[i];
+    if (!target[i]) continue;
+    uint64_t siblings = 0;
+    for (unsigned j = 0; j < n; j++)
+      if (j != i && function[i] && function[j] == function[i] && !req[j].recursive && req[j].k != r->k &&
+          (target[j] || installed[req[j].k] == req[j].ret))
+        siblings |= (uint64_t)1 << req[j].k;
     stub[i] = stub_room(r->ret);
     if (!stub[i]) { r->result = CORRAL_STUB_OUT_OF_REACH; continue; }
-    write_stub(stub[i], r->k, target);
+    write_stub(stub[i], r->k, siblings, target[i]);
     r->result = CORRAL_STUB_OK;
   }
-  /* ... then sealed ... */
+  /* ... sealed ... */
   seal_pages();
   /* ... and only then the calls. */
   int alone = single_threaded();

@@ -314,7 +314,10 @@ uintptr_t _corral_cfi_function_of(const uint8_t *eh_frame_hdr, uintptr_t pc)
   hdr_table_t t;
   if (open_table(eh_frame_hdr, &t) || t.count == 0) return 0;
   uintptr_t lo = entry_after(&t, pc);
-  return lo ? t.base + (uintptr_t)(intptr_t)t.pairs[2 * (lo - 1)] : 0;
+  if (lo == 0) return 0;
+  fde_t f;
+  if (parse_fde((const uint8_t *)(t.base + (uintptr_t)(intptr_t)t.pairs[2 * (lo - 1) + 1]), &f)) return 0;
+  return pc >= f.pc_begin && pc < f.pc_end ? f.pc_begin : 0;
 }
 
 int _corral_cfi_function_start(const uint8_t *eh_frame_hdr, uintptr_t pc)

@@ -24,8 +24,7 @@ typedef struct cfi_rule_s {
  * (a CFA expression, a CFA in another register). */
 int _corral_cfi_rule(const uint8_t *eh_frame_hdr, uintptr_t pc, corral_cfi_rule_t *rule);
 
-/* Start of the FDE that may hold pc (the last one starting at or before
- * it), or 0. */
+/* Start of the FDE that holds pc, or 0 when none does. */
 uintptr_t _corral_cfi_function_of(const uint8_t *eh_frame_hdr, uintptr_t pc);
 
 /* 1 if an FDE of the table starts exactly at pc (pc starts a function). */

@@ -150,6 +150,28 @@ __attribute__((noinline)) void throw_inner(void)
 __attribute__((noinline)) void throw_outer(void) { throw_inner(); KEEP(0); }
 }
 
+// Sites of one function called in turn (group 8 through middle, group 9
+// through leaf), and one of another function (sib_elsewhere, group 8) whose
+// note is left behind when it returns: each allocation must see only the
+// site it is under, whichever notes were taken before.
+extern "C" {
+__attribute__((noinline)) void *sib_elsewhere(std::size_t n) { void *p = leaf(n); KEEP(p); return p; }
+__attribute__((noinline)) void sibling_rounds(int rounds)
+{
+  for (int i = 0; i < rounds; i++) {
+    void *e = sib_elsewhere(32);
+    void *a = middle(32);
+    void *b = leaf(32);
+    void *c = other(32);
+    ident_expect(e, 8);
+    ident_expect(a, 8);
+    ident_expect(b, 9);
+    ident_expect(c, -1);
+    std::free(a); std::free(b); std::free(c); std::free(e);
+  }
+}
+}
+
 static void basic_rounds(int rounds)
 {
   for (int i = 0; i < rounds; i++) {
@@ -165,6 +187,7 @@ static void basic_rounds(int rounds)
 static void *thread_main(void *)
 {
   basic_rounds(200);
+  sibling_rounds(100);
   rec(TOP);
   return nullptr;
 }
@@ -199,6 +222,7 @@ int main(int argc, char **argv)
   std::printf("stub_fde %d\n", stub_with_unwind_info(exe_base() + std::strtoul(argv[2], nullptr, 16)));
 
   basic_rounds(200);
+  sibling_rounds(200);
   for (int i = 0; i < 20; i++) rec(TOP);
 
   for (int i = 0; i < 20; i++) {

@@ -16,7 +16,8 @@ from corral import elf
 from core_helpers import BASES, corral_env
 from ident_helpers import FP, HERE, NOFP, call_returns, compile_c, function, plan_text, run, run_with_stats
 
-GROUPS = {0: "outer", 1: "rec", 2: "jump", 3: "signal", 4: "lib_a", 5: "indirect", 6: "throw", 7: "lib_b"}
+GROUPS = {0: "outer", 1: "rec", 2: "jump", 3: "signal", 4: "lib_a", 5: "indirect", 6: "throw", 7: "lib_b",
+          8: "sib_a", 9: "sib_b"}
 
 
 def indirect_call_return(path, name):
@@ -51,6 +52,9 @@ def write_plan(tmp_path, prog, libs, indirect=True):
         (5, [f"0+{indirect_call_return(prog, 'indirect_outer'):#x}"]),
         (6, [site(0, prog, "throw_outer", "throw_inner")]),
         (7, [site(2, libs["b"], "lib_b_outer", "lib_b_middle")]),
+        (8, [site(0, prog, "sibling_rounds", "middle")]),
+        (8, [site(0, prog, "sib_elsewhere", "leaf")]),
+        (9, [site(0, prog, "sibling_rounds", "leaf")]),
     ]
     if not indirect:
         clauses = [c for c in clauses if c[0] != 5]
@@ -80,12 +84,12 @@ def test_sites_with_stubs_decide_every_exit_and_entry(tmp_path, base, pie):
     assert r.stdout.startswith("stub_fde 1\n"), r.stdout      # redirected, with unwind information
     assert r.stdout.endswith(" wrong 0\n"), r.stdout
     plan = s["plan"]
-    assert plan["stub_sites"]["installed"] == 7
+    assert plan["stub_sites"]["installed"] == 10
     assert plan["stub_sites"]["not a direct call"] == 1       # the indirect call: walked
-    assert plan["stub_clauses"] == 7
+    assert plan["stub_clauses"] == 10
     # the indirect site's clause is walked wherever it could match first
     assert s["identify"]["stub_decisions"] > 0
-    for g in (0, 1, 2, 3, 4, 5, 6, 7):
+    for g in GROUPS:
         assert s["groups"][g]["objects"] > 0, (g, s["groups"][g])
 
 
@@ -103,7 +107,7 @@ def test_without_frame_pointers(tmp_path):
     r, s = run_checks(tmp_path, "mimalloc", pie=True, stubs=True, flags=NOFP)
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.startswith("stub_fde 1\n") and r.stdout.endswith(" wrong 0\n"), r.stdout
-    assert s["plan"]["stub_sites"]["installed"] == 7
+    assert s["plan"]["stub_sites"]["installed"] == 10
 
 
 @pytest.mark.parametrize("base", BASES)
@@ -116,7 +120,7 @@ def test_plan_of_stubbed_sites_only_walks_for_recursion(tmp_path, base):
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.startswith("stub_fde 1\n") and r.stdout.endswith(" wrong 0\n"), r.stdout
     ident = s["identify"]
-    assert s["plan"]["stub_clauses"] == 7
+    assert s["plan"]["stub_clauses"] == 10
     # rec(TOP) runs 20 times in main, 4 threads and a child: at most one
     # walk per level and call of rec (the stats are the parent's)
     assert 0 < ident["walks"] + ident["replays"] <= (20 + 4) * 5
