@@ -4,6 +4,7 @@ Relies only on the documented profile fields (docs/formats.md, "Profile").
 A Site is a (profile module index, return-address offset) pair.
 """
 
+import re
 from dataclasses import dataclass
 
 import networkx as nx
@@ -70,19 +71,36 @@ def total_accesses(doc: dict) -> int:
                                                 for c in doc["contexts"])
 
 
+# The suffixes compilers give a function's specialised copies: gcc's
+# `.part.0`, `.constprop.3`, `.isra.0`, `.cold`, `.lto_priv.0`, clang's
+# `.llvm.123`, and the demangler's `[clone .constprop.0]`.
+_CLONE = re.compile(r"(?:\s*\[clone [^\]]*\]|\.(?:part|constprop|isra|cold|lto_priv|llvm|clone)(?:\.\d+)*)+$")
+
+
+def function_base(name: str) -> str:
+    """A function's name less the suffixes of its compiler-made copies: a
+    recursive builder whose levels gcc specialised (`RandTree` calling
+    `RandTree.constprop.4`) is still one function calling itself."""
+    return _CLONE.sub("", name)
+
+
 def _without_recursive_calls(context: Context, max_depth: int) -> frozenset:
-    """The context's visible sites within max_depth, less the sites where a
+    """The context's first max_depth visible sites that are not where a
     function calls itself (frame k's function is frame k-1's): a recursive
     builder's objects from one allocation site differ only in which of its
-    recursive call sites the profiler kept after reducing the recursion."""
-    sites = set()
-    for k, site in enumerate(context.chain[:max_depth]):
+    recursive call sites the profiler kept after reducing the recursion, and
+    in how deep the recursion was, which must not push its caller out of
+    the window for some of them and not for others."""
+    sites = []
+    for k, site in enumerate(context.chain):
+        if len(sites) == max_depth:
+            break
         if not context.visible[k]:
             continue
         name, callee = context.names[k], context.names[k - 1] if k else None
-        if name and name == callee:
+        if name and callee and function_base(name) == function_base(callee):
             continue
-        sites.add(site)
+        sites.append(site)
     return frozenset(sites)
 
 

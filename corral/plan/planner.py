@@ -8,7 +8,7 @@ import networkx as nx
 
 from corral import elf
 from corral.errors import CorralError
-from corral.plan import cost, layout, placement, planfile, slots
+from corral.plan import closure, cost, layout, placement, planfile, slots
 from corral.plan.check import GroupCheck, check, first_match_holds
 from corral.plan.graph import Context, Site, affinity_graph, contexts_of, total_accesses
 from corral.plan.grouping import Group, class_components, group_contexts
@@ -38,6 +38,7 @@ class PlanResult:
     costly: list[tuple[Group, cost.Estimate]]  # dropped: they cost more than they gain
     overhead: float              # what the plan costs the allocations it does not group
     excluded: list[Group]        # left out by the caller (validation found they do not pay)
+    closures: list[closure.Closure | None]   # per group: the contexts it took in to be decided by frame 0
 
     @property
     def members(self) -> list[list[int]]:
@@ -54,6 +55,58 @@ def _estimate(doc, contexts, members, gid, direct, together, packing, options) -
     by_frame0 = {m for m in members if contexts[m].chain and direct.get(contexts[m].chain[0]) == gid}
     return cost.estimate(doc, [contexts[m].index for m in members],
                          {contexts[m].index for m in by_frame0}, together, options.miss_share, packing)
+
+
+def _close_over_frame0(doc, contexts, graph, kept, contexts_in, extra, layout_of, together, packing,
+                       exclude, excluded, options) -> tuple[list[Group], dict]:
+    """Each group taken over its frame-0 sites where the cost model
+    prefers it (closure.py), merging the groups it meets there. Returns the
+    groups and, per closed group, its Closure; fills in the closed groups'
+    extra contexts, layouts, together shares and packing."""
+    closures = {}
+    kept = list(kept)
+    i = 0
+    while i < len(kept):
+        g = kept[i]
+        i += 1
+        members = contexts_in(g)
+        owner = {c: h for h in kept if h is not g for c in contexts_in(h)}
+        added, sites, merged = closure.siblings(doc, contexts, members, owner, options.max_object_size,
+                                                options.together)
+        if not added:
+            continue
+        wider = members + added
+        lay = layout.choose(doc, wider, options.turnover)
+        share = placement.together_share(doc, wider)
+        packs = slots.packing_ratio(doc, wider, lay.by_size)
+
+        def estimate(ms, tog, pk):
+            return cost.estimate(doc, ms, closure.decided_by_frame0(contexts, ms), tog, options.miss_share, pk)
+
+        before = tuple(estimate(contexts_in(h), together[h], packing[h]) for h in [g, *merged])
+        found = closure.Closure(tuple(added), tuple(sites), sum(contexts[c].allocs for c in added), len(merged),
+                                before, estimate(wider, share, packs))
+        if not (lay.pays and found.better(options.tolerance)):
+            continue
+        if merged:
+            nodes = tuple(n for h in [g, *merged] for n in h.members)
+            cross = sum(w for u, v, w in graph.subgraph(nodes).edges(data="weight")) \
+                - sum(w for h in [g, *merged] for u, v, w in graph.subgraph(h.members).edges(data="weight"))
+            closed = Group(nodes, sum(h.weight for h in [g, *merged]) + cross, g.score)
+            kept = [closed if h is g else h for h in kept if h not in merged]
+            i = kept.index(closed) + 1
+            from_nodes = {c for n in nodes for c in graph.nodes[n]["members"]}
+            extra[closed] = [c for c in wider if c not in from_nodes]
+            g = closed
+            if g.members in exclude:        # validation dropped the merged group before
+                excluded.append(g)
+                kept.remove(g)
+                i -= 1
+                continue
+        else:
+            extra[g] = list(added)
+        closures[g], layout_of[g], together[g], packing[g] = found, lay, share, packs
+    return kept, closures
 
 
 def _node_classes(doc: dict, graph: nx.Graph) -> dict:
@@ -78,8 +131,10 @@ def make_plan(doc: dict, options: PlanOptions, exclude: frozenset = frozenset(),
     kept, rejected = group_contexts(graph, options.tolerance, options.max_group_size,
                                     options.group_threshold)
 
+    extra: dict[Group, list[int]] = {}      # contexts a group took in over its frame-0 sites
+
     def contexts_in(g: Group) -> list[int]:
-        return [c for n in g.members for c in graph.nodes[n]["members"]]
+        return [c for n in g.members for c in graph.nodes[n]["members"]] + extra.get(g, [])
 
     # A group's layout, and whether it pays, depend on its own contexts only:
     # decided once, before identification.
@@ -115,6 +170,8 @@ def make_plan(doc: dict, options: PlanOptions, exclude: frozenset = frozenset(),
     components = class_components(graph, set(graph.nodes) - taken, _node_classes(doc, graph),
                                   options.group_threshold)
     kept += worth_trying([g for g in components if frozenset(g.members) not in tried])
+    kept, closures = _close_over_frame0(doc, contexts, graph, kept, contexts_in, extra, layout_of, together,
+                                        packing, exclude, excluded, options)
     kept.sort(key=lambda g: -g.weight)      # the heaviest group is tried first at run time
     unidentifiable, costly = [], []
     while True:
@@ -154,7 +211,7 @@ def make_plan(doc: dict, options: PlanOptions, exclude: frozenset = frozenset(),
                    by_size=[lay.by_size for lay in layouts])
     return PlanResult(doc, contexts, graph, kept, members, rejected, unidentifiable, unprofitable,
                       placed_already, selectors, direct, depth, first_match, report, plan, layouts,
-                      estimates, costly, overhead, excluded)
+                      estimates, costly, overhead, excluded, [closures.get(g) for g in kept])
 
 
 def site_names(contexts: list[Context]) -> dict[Site, str]:

@@ -78,9 +78,9 @@ def print_summary(result: PlanResult, console: Console | None = None, verbose: b
                   f"walk depth {result.depth}"
                   f"{' (stops at the first match)' if result.first_match else ''}, "
                   f"{len(result.direct)} direct frame-0 sites")
-    for group, contexts, selector, checked, lay, est in zip(result.groups, result.group_contexts,
-                                                            result.selectors, result.report, result.layouts,
-                                                            result.estimates):
+    for group, contexts, selector, checked, lay, est, closed in zip(
+            result.groups, result.group_contexts, result.selectors, result.report, result.layouts,
+            result.estimates, result.closures):
         table = console_table(f"group {selector.gid}: {result.plan.groups[selector.gid].name}  "
                               f"weight {group.weight:g} ({_share(group.weight, accesses)} of accesses), "
                               f"score {group.score:.1f}",
@@ -106,6 +106,12 @@ def print_summary(result: PlanResult, console: Console | None = None, verbose: b
                       f"({lay.classes} size class{'es' if lay.classes != 1 else ''}, objects live "
                       f"{100 * lay.lifetime_share:.1f}% of the run on average)")
         console.print(f"  cost model: {estimate_text(est)}")
+        if closed:
+            merged = f", merging {closed.merged} other group(s)" if closed.merged else ""
+            console.print(f"  closed over frame 0: took in {len(closed.added)} context(s) "
+                          f"({closed.allocs} allocations) of its size classes that allocate at "
+                          f"{', '.join(labels[s] for s in closed.sites)}{merged}, so that frame 0 decides; "
+                          f"as formed: " + "; ".join(estimate_text(e) for e in closed.before))
         console.print(f"  expected coverage {_share(checked.caught_objects, checked.member_objects)} "
                       f"of its {checked.member_objects} profiled allocations; "
                       f"catches {checked.stray_objects} allocation(s) of {len(checked.caught_elsewhere)} "
@@ -115,20 +121,30 @@ def print_summary(result: PlanResult, console: Console | None = None, verbose: b
                 console.print(f"    {what} context {i} ({result.contexts[i].allocs} allocs): "
                               f"{frames_text(result.doc, i)}")
 
+    grouped = {m for members in result.group_contexts for m in members}
+
+    def outside(group) -> list[int]:
+        """The group's contexts that no kept group took in over frame 0."""
+        return [c for n in group.members for c in result.graph.nodes[n]["members"] if c not in grouped]
+
     def contexts_text(group) -> str:
-        return listed((c for n in group.members for c in result.graph.nodes[n]["members"]), verbose)
+        return listed(outside(group), verbose)
 
     for group in result.rejected:
-        console.print(f"not grouped (weight {group.weight:g} under the group threshold): "
-                      f"contexts {contexts_text(group)}")
+        if outside(group):
+            console.print(f"not grouped (weight {group.weight:g} under the group threshold): "
+                          f"contexts {contexts_text(group)}")
     for group, lay in result.unprofitable:
+        if not outside(group):
+            continue
         why = "one size class" if lay.classes == 1 \
             else "its objects turn over, so it would be laid out by size class"
         console.print(f"not grouped ({why}; it keeps {lay.same_class_kept:g} of same-class affinity "
                       f"and cuts {lay.same_class_cut:g}): contexts {contexts_text(group)}")
     for group, share in result.placed_already:
-        console.print(f"not grouped (the allocator underneath would already place {100 * share:.1f}% "
-                      f"of its objects next to each other): contexts {contexts_text(group)}")
+        if outside(group):
+            console.print(f"not grouped (the allocator underneath would already place {100 * share:.1f}% "
+                          f"of its objects next to each other): contexts {contexts_text(group)}")
     for group, est in result.costly:
         console.print(f"not grouped (costs more than it gains: {estimate_text(est)}): "
                       f"contexts {contexts_text(group)}")
@@ -142,7 +158,6 @@ def print_summary(result: PlanResult, console: Console | None = None, verbose: b
         console.print(f"not grouped (no call sites tell them apart at run time): "
                       f"contexts {contexts_text(group)}")
     bad = misclassified(result.report)
-    grouped = {m for members in result.group_contexts for m in members}
     caught = {i for g in result.report for i in g.caught_elsewhere if i not in grouped}
     # Not all of these are --absorb's doing: a clause no site can finish
     # keeps its (fewer) rivals too.

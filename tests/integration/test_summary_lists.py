@@ -46,15 +46,21 @@ def test_group_tables_and_lists_are_capped(tmp_path):
     text = _plan(tmp_path)
     assert "and 19 more contexts (--verbose shows them)" in text     # the group's table
     assert "and 19 more selector clauses" in text
-    assert "contexts 0, 1, 2, 3, 4, 5, 6, 7 and 8 more" in text       # a refused group
     assert "make0+make1+make2+24more" in text                         # a name, not a list
     rows = [line for line in text.splitlines() if line.startswith("│") and "make" in line]
     assert 0 < len(rows) <= 2 * LIST_LIMIT        # at most LIST_LIMIT per group table
+    # The affinity groups it was formed from are not listed as not grouped:
+    # their contexts are in the group.
+    assert "not grouped" not in text
+    # Nothing pays at this margin: every group it formed is listed, cut.
+    refused = _plan(tmp_path, "--min-gain", "1000")
+    assert "contexts 0, 1, 2, 3, 4, 5, 6, 7 and 8 more" in refused    # a refused group
 
 
 def test_verbose_lists_every_context(tmp_path):
     text = _plan(tmp_path, "--verbose")
     assert "--verbose shows them" not in text and "more selector clauses" not in text
-    assert "contexts 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15\n" in text.replace("\n ", " ")
+    refused = _plan(tmp_path, "--verbose", "--min-gain", "1000")
+    assert "contexts 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15\n" in refused.replace("\n ", " ")
     named = {f"make{i} " for i in range(30) if f"make{i} " in text or f"make{i}\n" in text}
     assert len(named) >= 16                       # every member of the full group table

@@ -1,0 +1,127 @@
+"""Closing a group over its frame-0 sites (corral/plan/closure.py): the
+other contexts of a group's allocation site join it when the base mixes
+them in anyway and the cost model gains; groups that share a site merge;
+a group kept apart from its site's other objects stays apart. And the
+compiler's copies of a recursive function count as the function."""
+
+from corral.plan.graph import Context, function_base, identity_classes
+from corral.plan.options import DEFAULTS
+from corral.plan.planner import make_plan
+from corral.plan.planfile import PlanSite
+from tests.support.profiles import synthetic_profile
+
+XMALLOC = PlanSite(module=0, lo=0x1100, hi=None)     # the wrapper's malloc call: frame 0 of A, B, C
+
+# The base allocator's placement (the profiler's model): A and B follow each
+# other 800 times in 1000, and C is made among them, always right after one
+# of A, B or C. All three are of one size class.
+MIXED = [[0, 1, 500], [1, 0, 300], [1, 2, 200], [2, 2, 300], [2, 0, 200]]
+
+
+def health_shape(c_edges, follows=MIXED, size=24):
+    """Figure 2's A, B and C through one wrapper. C is cold (outside the
+    planner's coverage) but used with A and B with weight c_edges each."""
+    contexts = [([0, 1, 4], 500, 9000), ([0, 2, 5], 500, 9000), ([0, 3, 6], 500, 600), ([7], 1, 10)]
+    edges = [[0, 0, 3000], [1, 1, 3000], [0, 1, 2900], [0, 2, c_edges], [1, 2, c_edges], [2, 2, 30]]
+    doc = synthetic_profile(edges, contexts)
+    for c in doc["contexts"][:3]:
+        c["min_size"] = c["max_size"] = size
+        c["bytes"] = size * c["allocs"]
+    if follows is not None:
+        doc["follows"] = follows
+    return doc
+
+
+def test_the_sites_other_objects_join_when_the_layout_gains_and_frame0_decides(capsys):
+    result = make_plan(health_shape(3000), DEFAULTS)
+    assert [sorted(m) for m in result.members] == [[0, 1, 2]]
+    closed = result.closures[0]
+    assert closed.added == (2,) and closed.allocs == 500 and not closed.merged
+    # 24-byte objects packed in 24-byte slots, all of them now: more gain,
+    # and every allocation is decided by frame 0 (cheaper than the base).
+    assert closed.after.gain >= closed.before[0].gain and closed.after.cost < 0 < closed.before[0].cost
+    group = result.plan.groups[0]
+    assert group.clauses == [(XMALLOC,)] and (XMALLOC, 0) in result.plan.direct
+    from corral.plan.summary import print_summary
+    print_summary(result)
+    out = " ".join(capsys.readouterr().out.split())
+    assert "closed over frame 0: took in 1 context(s) (500 allocations) of its size classes that " \
+           "allocate at xmalloc fig2.c:10, so that frame 0 decides; as formed: gain" in out
+    assert "not grouped" not in out
+
+
+def test_a_group_kept_apart_from_its_sites_other_objects_stays_apart():
+    # Little use of C with A and B: closing would lose the layout gain of
+    # keeping them apart, though frame 0 would decide more cheaply.
+    result = make_plan(health_shape(40), DEFAULTS)
+    assert [sorted(m) for m in result.members] == [[0, 1]] and result.closures == [None]
+    assert all(len(c) == 1 and c[0] != XMALLOC for c in result.plan.groups[0].clauses)
+
+
+def test_objects_the_base_keeps_apart_are_not_mixed_in():
+    # C is placed after main's objects (in slots they held), never after
+    # A, B or C: a pool of all three would mix it in with them.
+    apart = [[0, 1, 500], [1, 0, 300], [3, 2, 500]]
+    result = make_plan(health_shape(3000, follows=apart), DEFAULTS)
+    assert all(c is None for c in result.closures)
+
+
+def test_without_the_placement_model_nothing_is_closed():
+    result = make_plan(health_shape(3000, follows=None), DEFAULTS)
+    assert all(c is None for c in result.closures)
+
+
+def test_another_size_class_at_the_site_keeps_it_open():
+    doc = health_shape(3000)
+    doc["contexts"][2]["min_size"] = doc["contexts"][2]["max_size"] = 200
+    doc["contexts"][2]["bytes"] = 200 * 500
+    assert all(c is None for c in make_plan(doc, DEFAULTS).closures)
+
+
+def test_groups_that_share_a_frame0_site_merge():
+    # A recursive builder's two halves, made from two call sites in main
+    # (as gcc -O3 builds Olden bisort): one affinity group each, one
+    # frame-0 site between them. Merged, frame 0 decides them all.
+    frames = [(0x1100, "build", 10), (0x1200, "build", 11), (0x1500, "main", 50), (0x1510, "main", 51)]
+    doc = synthetic_profile([[0, 0, 6000], [1, 1, 6000], [0, 1, 10]],
+                            [([0, 1, 2], 500, 9000), ([0, 1, 3], 500, 9000)])
+    doc["frames"] = [{"m": 0, "o": o, "fn": fn, "file": "t.c", "line": line} for o, fn, line in frames]
+    doc["follows"] = [[0, 0, 499], [0, 1, 1], [1, 1, 499]]
+    for c in doc["contexts"]:
+        c["min_size"] = c["max_size"] = 24
+        c["bytes"] = 24 * c["allocs"]
+    result = make_plan(doc, DEFAULTS)
+    assert [sorted(m) for m in result.members] == [[0, 1]]
+    assert result.closures[0].merged == 1 and len(result.closures[0].before) == 2
+    assert result.plan.groups[0].clauses == [(XMALLOC,)]
+
+
+def test_a_merged_group_validation_dropped_stays_dropped():
+    doc = health_shape(3000)
+    first = make_plan(doc, DEFAULTS)
+    again = make_plan(doc, DEFAULTS, exclude=frozenset(g.members for g in first.groups))
+    assert not again.groups and again.excluded
+
+
+def test_compiler_copies_of_a_function_are_the_function():
+    assert function_base("RandTree.constprop.4") == "RandTree"
+    assert function_base("sim.part.0") == "sim"
+    assert function_base("foo.isra.0.cold") == "foo"
+    assert function_base("bar.llvm.1234") == "bar"
+    assert function_base("f(int) [clone .constprop.0]") == "f(int)"
+    assert function_base("a.b") == "a.b" and function_base("plain") == "plain"
+
+
+def _context(i, names, offsets):
+    return Context(i, tuple((0, o) for o in offsets), (True,) * len(names), tuple(names), 1, 1, 1)
+
+
+def test_a_recursive_builder_specialised_by_level_is_one_class():
+    # RandTree < RandTree < RandTree.constprop.1 < main at two depths of the
+    # recursion (gcc specialises the first levels): one kind of object.
+    shallow = _context(0, ["RandTree", "RandTree.constprop.1", "main"], [0x19dd, 0x20e6, 0x1181])
+    deep = _context(1, ["RandTree", "RandTree", "RandTree", "RandTree.constprop.2", "RandTree.constprop.1",
+                        "main"], [0x19dd, 0x1a25, 0x1ab7, 0x1f36, 0x20e6, 0x1181])
+    other = _context(2, ["RandTree", "RandTree.constprop.1", "main"], [0x19dd, 0x20e6, 0x10fb])
+    classes = identity_classes([shallow, deep, other], max_depth=4)
+    assert classes[0] == classes[1] != classes[2]
