@@ -10,15 +10,14 @@ them as tightly as the group, and lets frame 0 alone decide: the site's
 call then enters its pool directly (docs/runtime.md, "Pool calls"), which
 costs less than the base's own malloc. Olden health is the case: its
 patients and the list nodes of the waiting lists were grouped by the
-callers of the list wrapper; all the wrapper's nodes and all patients in
-one pool run 1.28x faster than mimalloc where the callers' group ran 1.04x.
+callers of the list wrapper (0.99-1.04x against mimalloc); all patients and
+all the wrapper's nodes in one pool run 1.2-1.28x (docs/planner.md).
 
 Whether the closed group is the better one is the cost model's call, with
 one rule on top: closing may not lower the expected layout gain beyond the
-planner's merge tolerance (it would
-lose whatever separating the group from those contexts gained, as in
-HALO's Figure 2, where the wrapper's third caller's objects sit between the
-two that are used together).
+planner's merge tolerance. It would lose whatever separating the group from
+those contexts gained, as in HALO's Figure 2, where the wrapper's third
+caller's objects sit between the two that are used together.
 """
 
 from dataclasses import dataclass
