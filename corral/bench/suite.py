@@ -9,10 +9,11 @@ input, which cachegrind simulates, its default or small size; the training
 input, which the profiler sees, smaller still, but with a heap past the
 stated 1 MiB last level where the program's data can get there in a few
 seconds of profiling: validation judges a group on it, and a layout gain
-does not show on a heap that fits the cache (bisort's 20000 nodes, 0.6 MiB,
-measured -0.1% cycles for the group that runs 1.10x on the measuring input). Their output is checked by a
-hash of everything they print (Workload.checksum "stdout"). Nothing of their
-sources is kept in this repository.
+does not show on a heap that fits the cache (bisort's 20000 nodes, 0.6
+MiB, measured -0.1% cycles for the group that runs 1.11x on the measuring
+input). Their output is checked by a hash of everything they print
+(Workload.checksum "stdout"). Nothing of their sources is kept in this
+repository.
 
 `{src}` in an input stands for the program's folder in the checkout; an
 input ending in `< FILE` reads FILE (as RUN_OPTIONS does).

@@ -130,21 +130,22 @@ def print_summary(result: PlanResult, console: Console | None = None, verbose: b
     def contexts_text(group) -> str:
         return listed(outside(group), verbose)
 
+    # Groups formed and refused whose contexts a kept group took in anyway
+    # are not listed as not grouped.
     for group in result.rejected:
-        if outside(group):
+        if rest := outside(group):
             console.print(f"not grouped (weight {group.weight:g} under the group threshold): "
-                          f"contexts {contexts_text(group)}")
+                          f"contexts {listed(rest, verbose)}")
     for group, lay in result.unprofitable:
-        if not outside(group):
-            continue
-        why = "one size class" if lay.classes == 1 \
-            else "its objects turn over, so it would be laid out by size class"
-        console.print(f"not grouped ({why}; it keeps {lay.same_class_kept:g} of same-class affinity "
-                      f"and cuts {lay.same_class_cut:g}): contexts {contexts_text(group)}")
+        if rest := outside(group):
+            why = "one size class" if lay.classes == 1 \
+                else "its objects turn over, so it would be laid out by size class"
+            console.print(f"not grouped ({why}; it keeps {lay.same_class_kept:g} of same-class affinity "
+                          f"and cuts {lay.same_class_cut:g}): contexts {listed(rest, verbose)}")
     for group, share in result.placed_already:
-        if outside(group):
+        if rest := outside(group):
             console.print(f"not grouped (the allocator underneath would already place {100 * share:.1f}% "
-                          f"of its objects next to each other): contexts {contexts_text(group)}")
+                          f"of its objects next to each other): contexts {listed(rest, verbose)}")
     for group, est in result.costly:
         console.print(f"not grouped (costs more than it gains: {estimate_text(est)}): "
                       f"contexts {contexts_text(group)}")

@@ -211,13 +211,9 @@ static __attribute__((noinline)) void *malloc_noted(size_t size, const corral_id
 {
   uintptr_t lo = (uintptr_t)__builtin_frame_address(0) + 8;    /* malloc's return address slot */
   const corral_thread_stack_t *s = &_corral_thread_stack;
-  uint64_t live = _corral_stub_notes.live, alive = 0;
+  uint64_t live = _corral_stub_notes.live;
   if (lo < s->lo || lo >= s->hi) return malloc_stubbed(size, t);  /* a signal stack; bounds unknown */
-  for (uint64_t m = live; m; m &= m - 1) {
-    size_t k = (unsigned)__builtin_ctzll(m);
-    uintptr_t sp = _corral_stub_notes.sp[k];
-    if (sp >= lo && sp < s->hi && *(const uintptr_t *)sp == t->stub_ret[k]) alive |= m & -m;
-  }
+  uint64_t alive = _corral_stub_alive(t, live, lo, s->hi);
   if (alive != live) _corral_stub_notes.live = alive;
   if (alive & (alive - 1)) return malloc_stubbed(size, t);
   int32_t pool = alive ? t->stub_solo_pool[__builtin_ctzll(alive)] : -1;

@@ -13,6 +13,22 @@
 /* Internal: every declaration below is of this library, not exported. */
 #pragma GCC visibility push(hidden)
 
+/* Which of the `noted` sites are live: the slot each one's stub saw lies
+ * between lo (the entry point's return address slot) and the top of the
+ * thread's stack, hi, and still holds the site's return address. */
+static inline __attribute__((always_inline)) uint64_t _corral_stub_alive(const corral_ident_tables_t *t,
+                                                                         uint64_t noted, uintptr_t lo,
+                                                                         uintptr_t hi)
+{
+  uint64_t alive = 0;
+  for (uint64_t m = noted; m; m &= m - 1) {
+    unsigned k = (unsigned)__builtin_ctzll(m);
+    uintptr_t sp = _corral_stub_notes.sp[k];
+    if (sp >= lo && sp <= hi - 8 && *(const uintptr_t *)sp == t->stub_ret[k]) alive |= (uint64_t)1 << k;
+  }
+  return alive;
+}
+
 /* 1 with *group set when the noted sites decide; 0 when a walk must (a
  * clause without stubs could still match first, a site may be live above
  * its last note, or the stack's bounds are unknown: an alternate signal
@@ -33,13 +49,7 @@ static inline __attribute__((always_inline)) int _corral_stub_decide(const corra
       if (_corral_unwind_stack(fp0, &stack) != 0) return 0;
       hi = stack.hi;
     }
-    uintptr_t lo = fp0 + 8;                       /* the entry point's return address slot */
-    uint64_t dead = 0;
-    for (uint64_t m = noted; m; m &= m - 1) {
-      unsigned k = (unsigned)__builtin_ctzll(m);
-      uintptr_t sp = notes->sp[k];
-      if (sp - lo > hi - 8 - lo || *(const uintptr_t *)sp != t->stub_ret[k]) dead |= (uint64_t)1 << k;
-    }
+    uint64_t dead = noted & ~_corral_stub_alive(t, noted, fp0 + 8, hi);
     /* Not an atomic and: only this thread writes its notes. A signal
      * handler's stub that notes a site between the load and the store is
      * lost, which only costs that site's liveness until its next call. */

@@ -474,7 +474,7 @@ void _corral_stubs_install(corral_stub_request_t *req, unsigned n)
     if (!target[i]) continue;
     uint64_t siblings = 0;
     for (unsigned j = 0; j < n; j++)
-      if (j != i && function[i] && function[j] == function[i] && !req[j].recursive && req[j].k != r->k &&
+      if (req[j].k != r->k && function[i] && function[j] == function[i] && !req[j].recursive &&
           (target[j] || installed[req[j].k] == req[j].ret))
         siblings |= (uint64_t)1 << req[j].k;
     stub[i] = stub_room(r->ret);

@@ -289,15 +289,22 @@ static uintptr_t entry_after(const hdr_table_t *t, uintptr_t pc)
   return lo;
 }
 
-int _corral_cfi_rule(const uint8_t *eh_frame_hdr, uintptr_t pc, corral_cfi_rule_t *rule)
+/* The FDE that holds pc, through the table's binary search: 0, or -1 when
+ * no FDE does. */
+static int fde_holding(const uint8_t *eh_frame_hdr, uintptr_t pc, fde_t *f)
 {
   hdr_table_t t;
   if (open_table(eh_frame_hdr, &t) || t.count == 0) return -1;
   uintptr_t lo = entry_after(&t, pc);
   if (lo == 0) return -1;
+  if (parse_fde((const uint8_t *)(t.base + (uintptr_t)(intptr_t)t.pairs[2 * (lo - 1) + 1]), f)) return -1;
+  return pc >= f->pc_begin && pc < f->pc_end ? 0 : -1;
+}
+
+int _corral_cfi_rule(const uint8_t *eh_frame_hdr, uintptr_t pc, corral_cfi_rule_t *rule)
+{
   fde_t f;
-  if (parse_fde((const uint8_t *)(t.base + (uintptr_t)(intptr_t)t.pairs[2 * (lo - 1) + 1]), &f)) return -1;
-  if (pc < f.pc_begin || pc >= f.pc_end || f.ra_reg != REG_RA) return -1;
+  if (fde_holding(eh_frame_hdr, pc, &f) || f.ra_reg != REG_RA) return -1;
   row_t row;
   row_at(&f, pc, &row);
   if (row.unsupported || !row.ra_saved || (row.cfa_reg != REG_SP && row.cfa_reg != REG_BP)) return -1;
@@ -311,13 +318,8 @@ int _corral_cfi_rule(const uint8_t *eh_frame_hdr, uintptr_t pc, corral_cfi_rule_
 
 uintptr_t _corral_cfi_function_of(const uint8_t *eh_frame_hdr, uintptr_t pc)
 {
-  hdr_table_t t;
-  if (open_table(eh_frame_hdr, &t) || t.count == 0) return 0;
-  uintptr_t lo = entry_after(&t, pc);
-  if (lo == 0) return 0;
   fde_t f;
-  if (parse_fde((const uint8_t *)(t.base + (uintptr_t)(intptr_t)t.pairs[2 * (lo - 1) + 1]), &f)) return 0;
-  return pc >= f.pc_begin && pc < f.pc_end ? f.pc_begin : 0;
+  return fde_holding(eh_frame_hdr, pc, &f) ? 0 : f.pc_begin;
 }
 
 int _corral_cfi_function_start(const uint8_t *eh_frame_hdr, uintptr_t pc)

@@ -21,8 +21,8 @@ MUTANTS = [
            "",
            "after recursion through a stubbed site the outer call is forgotten"),
     Mutant("stub-stale-note-trusted", "runtime/src/stub_decide.h",
-           "      if (sp - lo > hi - 8 - lo || *(const uintptr_t *)sp != t->stub_ret[k]) dead |= (uint64_t)1 << k;\n",
-           "      if (sp - lo > hi - 8 - lo) dead |= (uint64_t)1 << k;\n",
+           "    if (sp >= lo && sp <= hi - 8 && *(const uintptr_t *)sp == t->stub_ret[k]) alive |= (uint64_t)1 << k;\n",
+           "    if (sp >= lo && sp <= hi - 8) alive |= (uint64_t)1 << k;\n",
            "a site whose call returned still counts as live"),
     Mutant("reallocarray-overflow", "runtime/src/interpose.c",
            "CORRAL_EXPORT void *reallocarray(void *p, size_t n, size_t size)\n{\n  size_t total;\n"
