@@ -36,6 +36,7 @@
 #define DYN_STEADY_EVERY  512              /* afterwards: 1 in 512 pooled allocations per thread */
 #define DYN_JUDGE_AFTER   32               /* samples before judging whether a pool pays */
 #define DYN_SMALL_BYTES   4096             /* a live set under a page has nothing to lay out */
+#define DYN_SLOT_REFUSED  UINT32_MAX
 
 /* Per context: what decides its pool. Written on the slow path, or racily
  * (relaxed counters) where a lost update only delays a decision. */
@@ -50,6 +51,7 @@ typedef struct dyn_ctx_s {
   uint32_t remote_heavy;    /* the chunk's objects were mostly freed by other threads */
   uint32_t small;           /* the chunk held less than a page of live objects */
   struct { void *p; uint32_t size; } ring[DYN_RING];
+  uint32_t slot;            /* slot call: 0 not tried, slot + 1, or DYN_SLOT_REFUSED */
   const char *via;          /* name of the outermost wrapper in the chain, if any */
 } dyn_ctx_t;
 
@@ -85,6 +87,9 @@ static struct {
   uint64_t walks, frames_walked, samples, samples_skipped, words_read, links_seen, sample_cycles;
   uint64_t pools_refused;
   uint64_t calls_to_none;                /* calls of given-back sites pointed at the none way */
+  uint64_t calls_to_pool;                /* calls of pooled sites pointed at a slot stub */
+  uint32_t slotted[CORRAL_DYN_SLOTS];    /* contexts whose call has a slot */
+  unsigned slotted_count;
   int unpooled[DYN_MAX_MERGES];          /* pools given back, and why (DYN_GIVEN_BACK_*) */
   uint8_t unpooled_why[DYN_MAX_MERGES];
   unsigned unpooled_count;
@@ -395,8 +400,61 @@ static void bump_epoch(void) {
   __atomic_store_n(&dyn.epoch, e ? e : 1, __ATOMIC_RELEASE);
 }
 
+/* ---------------------------------------------------------------------------
+   Slot calls: a settled pooled site whose call is a direct `call rel32` to
+   malloc, calloc or operator new (or its nothrow form) is pointed at a
+   prepared slot stub (stubs.h), which passes the slot's number to the
+   entry's slot way. The way reads the decision from the slot's word:
+     size (32 bits, 0 = any) << 32 | pool + 1 (0 = the allocator underneath)
+   and skips the site lookup of the fast way. Words change only under the
+   lock: when a context's pool changes (a merge, a pool given back) every
+   slotted context's word is written again; a context gone mixed gets size 0.
+--------------------------------------------------------------------------- */
+
+static uint64_t slot_word(uint32_t id) {
+  int g = dyn.ctx[_corral_dynm_find(&dyn.merge, id)].group;
+  uint32_t size = __atomic_load_n(&dyn.ctx[id].size, __ATOMIC_RELAXED);
+  if (size == DYNM_SIZE_MIXED) size = 0;
+  return g < 0 ? 0 : (uint64_t)size << 32 | ((uint64_t)g * CORRAL_SIZE_CLASSES + 1);
+}
+
+/* Under the lock: every slotted context's word, after a pool changed. */
+static void refresh_slots(void) {
+  for (unsigned i = 0; i < dyn.slotted_count; i++) {
+    uint32_t id = dyn.slotted[i];
+    __atomic_store_n(&_corral_dyn_slots[dyn.ctx[id].slot - 1], slot_word(id), __ATOMIC_RELEASE);
+  }
+}
+
+/* A settled pooled context whose frame 0 is its own site s: its call to
+ * the slot way, once; later, its word when its size went mixed. */
+static void settle_slot(const corral_dync_site_t *s, uint32_t id, dyn_ctx_t *c) {
+  uint32_t slot = __atomic_load_n(&c->slot, __ATOMIC_RELAXED);
+  if (slot == DYN_SLOT_REFUSED || !_corral_options.stubs) return;
+  if (slot && __atomic_load_n(&_corral_dyn_slots[slot - 1], __ATOMIC_RELAXED) == slot_word(id)) return;
+  lock();
+  if (c->slot == 0) {
+    unsigned k;
+    corral_stub_refusal_t r = dyn.slotted_count < CORRAL_DYN_SLOTS && dyn.table.chains[id].depth == 1
+                                  ? _corral_point_at_slot(s->addr, slot_word(id), &k)
+                                  : CORRAL_STUB_OUT_OF_REACH;
+    if (r == CORRAL_STUB_OK) {
+      __atomic_store_n(&c->slot, k + 1, __ATOMIC_RELAXED);
+      dyn.slotted[dyn.slotted_count++] = id;
+      dyn.calls_to_pool++;
+    } else {
+      __atomic_store_n(&c->slot, DYN_SLOT_REFUSED, __ATOMIC_RELAXED);
+      _corral_note(2, "dynamic: pooled site %#lx keeps its lookup (%s)", (unsigned long)s->addr,
+                   _corral_stub_refusal_text(r));
+    }
+  } else if (c->slot != DYN_SLOT_REFUSED) {
+    __atomic_store_n(&_corral_dyn_slots[c->slot - 1], slot_word(id), __ATOMIC_RELEASE);
+  }
+  unlock();
+}
+
 /* The decision of the full way, for the next allocation at the same site. */
-static void publish_fast(const corral_dync_site_t *s, uint32_t id, uint32_t epoch, int g, const dyn_ctx_t *c) {
+static void publish_fast(const corral_dync_site_t *s, uint32_t id, uint32_t epoch, int g, dyn_ctx_t *c) {
   if (!s || __atomic_load_n(&s->ctx, __ATOMIC_RELAXED) != id) return;     /* a wrapper site, or not yet bound */
   uint32_t size = __atomic_load_n(&c->size, __ATOMIC_RELAXED);
   if (size == DYNM_SIZE_MIXED) size = 0;
@@ -404,6 +462,7 @@ static void publish_fast(const corral_dync_site_t *s, uint32_t id, uint32_t epoc
   uint64_t pool = g < 0 ? 0 : (uint64_t)g * CORRAL_SIZE_CLASSES + 1;
   __atomic_store_n(&((corral_dync_site_t *)s)->fast, (uint64_t)epoch << 40 | (uint64_t)size << 16 | pool,
                    __ATOMIC_RELEASE);
+  if (g >= 0) settle_slot(s, id, c);
 }
 
 int _corral_dyn_identify(void *ret0, void *fp0, size_t size) {
@@ -444,6 +503,18 @@ int _corral_dyn_identify(void *ret0, void *fp0, size_t size) {
  * block, or take the full way. */
 enum { FAST_FULL, FAST_FORWARD, FAST_POPPED };
 
+/* A settled decision for `pool` (+ 1; 0 = the allocator underneath). */
+static inline __attribute__((always_inline)) int settled_way(size_t size, uint32_t pool, void **block) {
+  if (pool == 0) return FAST_FORWARD;
+  if (CORRAL_UNLIKELY(steady_countdown <= 1)) return FAST_FULL;   /* at 1 the full way samples */
+  corral_chunk_t *c = _corral_pool_ready(pool - 1, size);
+  if (CORRAL_UNLIKELY(c == NULL)) return FAST_FULL;
+  steady_countdown--;
+  c->counted_allocs++;
+  *block = _corral_block_pop(c);
+  return FAST_POPPED;
+}
+
 static inline __attribute__((always_inline)) int fast_way(size_t size, uintptr_t ret, void **block) {
   if (size > dyn.max_size) return FAST_FORWARD;
   const corral_dync_site_t *s = _corral_dync_site(&dyn.table, ret);
@@ -453,15 +524,66 @@ static inline __attribute__((always_inline)) int fast_way(size_t size, uintptr_t
   if (CORRAL_UNLIKELY((uint32_t)(f >> 40) != __atomic_load_n(&dyn.epoch, __ATOMIC_RELAXED) ||
                       (want != size && want != 0)))
     return FAST_FULL;
-  uint32_t pool = (uint32_t)f & 0xffff;
-  if (pool == 0) return FAST_FORWARD;
-  if (CORRAL_UNLIKELY(steady_countdown <= 1)) return FAST_FULL;   /* at 1 the full way samples */
-  corral_chunk_t *c = _corral_pool_ready(pool - 1, size);
-  if (CORRAL_UNLIKELY(c == NULL)) return FAST_FULL;
-  steady_countdown--;
-  c->counted_allocs++;
-  *block = _corral_block_pop(c);
-  return FAST_POPPED;
+  return settled_way(size, (uint32_t)f & 0xffff, block);
+}
+
+/* The slot way's decision: gate is the entry point's (anything but
+ * CORRAL_GATE_DYNAMIC, such as statistics counting, takes the full way). */
+static inline __attribute__((always_inline)) int slot_way(size_t size, size_t slot, int64_t gate, void **block) {
+  if (CORRAL_UNLIKELY(gate != CORRAL_GATE_DYNAMIC)) return FAST_FULL;
+  if (size > dyn.max_size) return FAST_FORWARD;
+  uint64_t w = __atomic_load_n(&_corral_dyn_slots[slot], __ATOMIC_ACQUIRE);
+  uint32_t want = (uint32_t)(w >> 32);
+  if (CORRAL_UNLIKELY(want != size && want != 0)) return FAST_FULL;
+  return settled_way(size, (uint32_t)w, block);
+}
+
+static inline int64_t gate_of(const int64_t *gate) { return __atomic_load_n(gate, __ATOMIC_RELAXED); }
+
+/* The slot ways (stubs.h): a pooled site's call, the slot after the entry
+ * point's own arguments. Anything they cannot serve continues, by a tail
+ * call, in the entry point's full way, which finds the site in the table. */
+void *_corral_dyn_malloc_slot(size_t size, size_t slot) {
+  void *p;
+  switch (slot_way(size, slot, gate_of(&_corral_gates.on_malloc), &p)) {
+  case FAST_POPPED: return p;
+  case FAST_FORWARD: return _corral_next.malloc(size);
+  default: return _corral_malloc_rest(size);
+  }
+}
+
+void *_corral_dyn_calloc_slot(size_t n, size_t size, size_t slot) {
+  void *p;
+  size_t total;
+  if (__builtin_mul_overflow(n, size, &total)) return _corral_calloc_rest(n, size);
+  switch (slot_way(total, slot, gate_of(&_corral_gates.on_calloc), &p)) {
+  case FAST_POPPED: return memset(p, 0, total);
+  case FAST_FORWARD: return _corral_next.calloc(n, size);
+  default: return _corral_calloc_rest(n, size);
+  }
+}
+
+void *_corral_dyn_new_slot(size_t n, size_t slot) {
+  void *p;
+  switch (slot_way(n, slot, gate_of(&_corral_gates.on_new), &p)) {
+  case FAST_POPPED: return p;
+  case FAST_FORWARD:
+    if (CORRAL_LIKELY((p = _corral_next.malloc(n)) != NULL)) return p;
+    return _corral_new_rest(n);       /* the new-handler, or std::bad_alloc */
+  default: return _corral_new_rest(n);
+  }
+}
+
+void *_corral_dyn_new_slot_nothrow(size_t n, const void *nothrow, size_t slot) {
+  (void)nothrow;
+  void *p;
+  switch (slot_way(n, slot, gate_of(&_corral_gates.on_new), &p)) {
+  case FAST_POPPED: return p;
+  case FAST_FORWARD:
+    if (CORRAL_LIKELY((p = _corral_next.malloc(n)) != NULL)) return p;
+    return _corral_new_rest_nothrow(n);
+  default: return _corral_new_rest_nothrow(n);
+  }
 }
 
 /* malloc's way in dynamic mode (gates.h, CORRAL_GATE_DYNAMIC), entered by
@@ -524,6 +646,7 @@ void _corral_dyn_allocated(void *p) {
 
 static void note_merge(const corral_dynm_merge_t *m) {
   bump_epoch();                          /* the merged context's sites now lead to another pool */
+  refresh_slots();
   if (dyn.merge_count >= DYN_MAX_MERGES) return;
   dyn_merge_rec_t *r = &dyn.merges[dyn.merge_count++];
   r->into = dyn.ctx[m->into].group;
@@ -581,6 +704,7 @@ static void give_back(uint32_t id, int why) {
     if (_corral_dynm_find(&dyn.merge, i) == root) __atomic_store_n(&dyn.ctx[i].allocs, UINT32_MAX, __ATOMIC_RELAXED);
   __atomic_store_n(&dyn.ctx[root].group, -1, __ATOMIC_RELEASE);
   bump_epoch();
+  refresh_slots();
   if (_corral_options.stubs)
     for (uint32_t i = 0; i < total; i++)
       if (_corral_dynm_find(&dyn.merge, i) == root) point_at_none(i);
@@ -606,7 +730,13 @@ static void give_back(uint32_t id, int why) {
  *   structure still being built looks small only to the pool's eager
  *   samples, which are at most half of the first DYN_JUDGE_AFTER: by its
  *   first steady sample it has grown by hundreds of objects.
- * Each judged over all samples, once there are DYN_JUDGE_AFTER. */
+ * Each judged over all samples, once there are DYN_JUDGE_AFTER; a pool that
+ * churns is given back already at its last eager sample: every eager sample
+ * found it small and its chunk holds under a quarter of the objects it
+ * handed out (a structure being built holds nearly all of them). A burst
+ * too brief for steady samples (1 in 512 pooled allocations) would never
+ * be judged otherwise, and each such pool keeps its own hot lines apart
+ * from the allocator underneath's. */
 static void judge_pool(uint32_t id, void *p) {
   corral_chunk_t *chunk = _corral_chunk_header((uintptr_t)p);
   long undrained = atomic_load_explicit(&chunk->balance, memory_order_relaxed);
@@ -616,6 +746,10 @@ static void judge_pool(uint32_t id, void *p) {
   c->checks++;
   if (remote * 2 > chunk->counted_allocs) c->remote_heavy++;
   if (chunk->live * object < DYN_SMALL_BYTES) c->small++;
+  if (c->checks == DYN_EAGER_SAMPLES && c->small == c->checks && chunk->live * 4 < chunk->counted_allocs) {
+    give_back(id, DYN_GIVEN_BACK_SMALL);
+    return;
+  }
   if (c->checks < DYN_JUDGE_AFTER) return;
   if (c->remote_heavy * 4 > c->checks * 3) give_back(id, DYN_GIVEN_BACK_REMOTE);
   else if (c->small * 4 > c->checks * 3) give_back(id, DYN_GIVEN_BACK_SMALL);
@@ -740,7 +874,8 @@ void _corral_dyn_stats_json(int fd) {
   _corral_fdprintf(fd, "],\"unpooled_why\":[");
   for (unsigned i = 0; i < dyn.unpooled_count; i++)
     _corral_fdprintf(fd, "%s\"%s\"", i ? "," : "", dyn.unpooled_why[i] == DYN_GIVEN_BACK_REMOTE ? "remote" : "small");
-  _corral_fdprintf(fd, "],\"calls_to_none\":%llu}", (unsigned long long)dyn.calls_to_none);
+  _corral_fdprintf(fd, "],\"calls_to_none\":%llu,\"calls_to_pool\":%llu}", (unsigned long long)dyn.calls_to_none,
+                   (unsigned long long)dyn.calls_to_pool);
 }
 
 void _corral_dyn_stats_text(int fd) {

@@ -200,14 +200,15 @@ static uint8_t *map_near(uintptr_t near)
   return NULL;
 }
 
-/* Room for one stub within reach of ret, in an open page of this batch. */
-static uint8_t *stub_room(uintptr_t ret)
+/* Room for `bytes` of stubs within reach of ret, in an open page of this
+ * batch. */
+static uint8_t *stub_room_for(uintptr_t ret, size_t bytes)
 {
   for (unsigned i = 0; i < npages; i++) {
     stub_page_t *pg = &pages[i];
-    if (!pg->sealed && pg->used + STUB_BYTES <= PAGE && reaches((uintptr_t)pg->code, ret)) {
+    if (!pg->sealed && pg->used + bytes <= PAGE && reaches((uintptr_t)pg->code, ret)) {
       uint8_t *s = pg->code + pg->used;
-      pg->used += STUB_BYTES;
+      pg->used += bytes;
       return s;
     }
   }
@@ -216,10 +217,12 @@ static uint8_t *stub_room(uintptr_t ret)
   if (!code) return NULL;
   stub_page_t *pg = &pages[npages++];
   pg->code = code;
-  pg->used = STUB_BYTES;
+  pg->used = bytes;
   pg->sealed = 0;
   return code;
 }
+
+static uint8_t *stub_room(uintptr_t ret) { return stub_room_for(ret, STUB_BYTES); }
 
 /* TLS offsets from the thread pointer: fixed for every thread (initial-exec). */
 static int32_t tls_offset(const void *var)
@@ -260,10 +263,22 @@ static uintptr_t pool_way(corral_callee_t callee, int none)
   }
 }
 
+/* Dynamic mode's slot way of this callee (dynamic.c), or 0. */
+static uintptr_t slot_way(corral_callee_t callee)
+{
+  switch (callee) {
+  case CORRAL_CALLS_MALLOC: return (uintptr_t)&_corral_dyn_malloc_slot;
+  case CORRAL_CALLS_CALLOC: return (uintptr_t)&_corral_dyn_calloc_slot;
+  case CORRAL_CALLS_NEW: return (uintptr_t)&_corral_dyn_new_slot;
+  case CORRAL_CALLS_NEW_NOTHROW: return (uintptr_t)&_corral_dyn_new_slot_nothrow;
+  default: return 0;
+  }
+}
+
 static corral_callee_t callee_of_pool_way(uintptr_t way)
 {
   for (corral_callee_t c = CORRAL_CALLS_MALLOC; c <= CORRAL_CALLS_NEW_NOTHROW; c++)
-    if (pool_way(c, 0) == way || pool_way(c, 1) == way) return c;
+    if (pool_way(c, 0) == way || pool_way(c, 1) == way || (way && slot_way(c) == way)) return c;
   return CORRAL_CALLS_UNKNOWN;
 }
 
@@ -306,13 +321,18 @@ static void write_stub(uint8_t *s, unsigned k, uint64_t siblings, uintptr_t targ
  *        ignores the register)
  * The register is one the caller cannot expect to survive the call, and the
  * entry point does not read. */
-static void write_pool_call(uint8_t *s, unsigned pool, corral_callee_t callee)
+static void write_register_call(uint8_t *s, size_t bytes, uint32_t value, corral_callee_t callee, uintptr_t way)
 {
   uint8_t *p = s;
   *p++ = callee == CORRAL_CALLS_CALLOC || callee == CORRAL_CALLS_NEW_NOTHROW ? 0xba : 0xbe;
-  p = put32(p, pool);
-  p = put_jump(p, pool_way(callee, pool == CORRAL_POOL_NONE));
-  while (p < s + STUB_BYTES) *p++ = 0xcc;
+  p = put32(p, value);
+  p = put_jump(p, way);
+  while (p < s + bytes) *p++ = 0xcc;
+}
+
+static void write_pool_call(uint8_t *s, unsigned pool, corral_callee_t callee)
+{
+  write_register_call(s, STUB_BYTES, pool, callee, pool_way(callee, pool == CORRAL_POOL_NONE));
 }
 
 /* Where the stub at s jumps to, and whether it is a pool call. */
@@ -551,6 +571,34 @@ static const corral_callee_t none_callees[] = {CORRAL_CALLS_MALLOC, CORRAL_CALLS
 static uint8_t *none_stubs[MAX_PAGES][NONE_KINDS];
 static unsigned n_none;
 
+/* Beside each set of none-way stubs, SLOTS_PER_KIND slot stubs of each
+ * kind: `mov $slot, %esi` (or %edx) and a jump to the entry's slot way,
+ * which reads the pool from _corral_dyn_slots[slot]. Dynamic mode takes a
+ * free one for a pooled site (_corral_point_at_slot): the stub is written
+ * already, so that needs one store for the word and one for the call. */
+#define SLOT_STUB_BYTES 32          /* 5 + at most 14 bytes of code */
+#define SLOTS_PER_KIND 32
+typedef struct slot_set_s {
+  uint8_t *first;                   /* SLOTS_PER_KIND stubs, SLOT_STUB_BYTES apart; NULL: none */
+  unsigned slot0, used;             /* the first stub's slot; stubs handed out */
+} slot_set_t;
+static slot_set_t slot_sets[MAX_PAGES][NONE_KINDS];
+static unsigned n_slots;
+uint64_t _corral_dyn_slots[CORRAL_DYN_SLOTS];
+
+static void prepare_slots(slot_set_t *set, uintptr_t lo, uintptr_t hi, corral_callee_t callee)
+{
+  if (n_slots + SLOTS_PER_KIND > CORRAL_DYN_SLOTS) return;
+  uint8_t *s = stub_room_for(lo, SLOTS_PER_KIND * SLOT_STUB_BYTES);
+  if (!s || !reaches((uintptr_t)s, hi)) return;   /* the room stays unused */
+  set->first = s;
+  set->slot0 = n_slots;
+  set->used = 0;
+  for (unsigned i = 0; i < SLOTS_PER_KIND; i++)
+    write_register_call(s + i * SLOT_STUB_BYTES, SLOT_STUB_BYTES, n_slots + i, callee, slot_way(callee));
+  n_slots += SLOTS_PER_KIND;
+}
+
 static uint8_t *none_stub_near(uintptr_t a, unsigned kind)
 {
   for (unsigned i = 0; i < n_none; i++)
@@ -572,16 +620,22 @@ void _corral_none_stubs_prepare(const corral_module_table_t *all)
       if (!s || !reaches((uintptr_t)s, m->code_hi)) break;
       write_pool_call(s, CORRAL_POOL_NONE, none_callees[k]);
       none_stubs[n_none][k] = s;
+      prepare_slots(&slot_sets[n_none][k], m->code_lo, m->code_hi, none_callees[k]);
     }
     if (k == NONE_KINDS) n_none++;
   }
   if (n_none != before) seal_pages();
 }
 
-corral_stub_refusal_t _corral_point_at_none(uintptr_t ret)
+/* The kind (index into none_callees) of the direct call returning to ret,
+ * when it enters one of the entry points dynamic mode decides; else why
+ * not. A call already pointed at one of our stubs says CORRAL_STUB_OK with
+ * *kind NONE_KINDS. */
+static corral_stub_refusal_t dynamic_call_kind(uintptr_t ret, unsigned *kind)
 {
   const corral_module_table_t *all = _corral_modules_current();
   const corral_module_t *m = all ? _corral_module_of(all, ret) : NULL;
+  *kind = NONE_KINDS;
   if (!m) return CORRAL_STUB_NOT_DIRECT;
   uintptr_t raw = raw_call_target(ret, m);
   if (raw && page_of(raw)) return CORRAL_STUB_OK;             /* pointed before */
@@ -589,10 +643,41 @@ corral_stub_refusal_t _corral_point_at_none(uintptr_t ret)
   uintptr_t target = call_target(ret, m, all, &why);
   if (!target) return why;
   corral_callee_t callee = callee_of(target, _corral_module_of(all, target), all);
-  unsigned kind = 0;
-  while (kind < NONE_KINDS && none_callees[kind] != callee) kind++;
-  if (kind == NONE_KINDS) return CORRAL_STUB_OTHER_CALLEE;
+  unsigned k = 0;
+  while (k < NONE_KINDS && none_callees[k] != callee) k++;
+  if (k == NONE_KINDS) return CORRAL_STUB_OTHER_CALLEE;
+  *kind = k;
+  return CORRAL_STUB_OK;
+}
+
+corral_stub_refusal_t _corral_point_at_none(uintptr_t ret)
+{
+  unsigned kind;
+  corral_stub_refusal_t r = dynamic_call_kind(ret, &kind);
+  if (r != CORRAL_STUB_OK || kind == NONE_KINDS) return r;
   uint8_t *stub = none_stub_near(ret, kind);
   if (!stub) return CORRAL_STUB_OUT_OF_REACH;
   return patch_call(ret, stub, single_threaded());
+}
+
+corral_stub_refusal_t _corral_point_at_slot(uintptr_t ret, uint64_t word, unsigned *slot)
+{
+  unsigned kind;
+  corral_stub_refusal_t r = dynamic_call_kind(ret, &kind);
+  if (r != CORRAL_STUB_OK) return r;
+  if (kind == NONE_KINDS) return CORRAL_STUB_OTHER_CALLEE;   /* its call leads to a stub already */
+  for (unsigned i = 0; i < n_none; i++) {
+    slot_set_t *set = &slot_sets[i][kind];
+    if (!set->first || set->used == SLOTS_PER_KIND || !reaches((uintptr_t)set->first, ret) ||
+        page_of((uintptr_t)set->first)->failed)
+      continue;
+    unsigned k = set->slot0 + set->used;
+    __atomic_store_n(&_corral_dyn_slots[k], word, __ATOMIC_RELEASE);   /* before any call can read it */
+    r = patch_call(ret, set->first + set->used * SLOT_STUB_BYTES, single_threaded());
+    if (r != CORRAL_STUB_OK) return r;
+    set->used++;
+    *slot = k;
+    return CORRAL_STUB_OK;
+  }
+  return CORRAL_STUB_OUT_OF_REACH;
 }

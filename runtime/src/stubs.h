@@ -107,6 +107,23 @@ void _corral_none_stubs_prepare(const corral_module_table_t *all);
  * run, a displacement that spans two words is refused (CORRAL_STUB_TORN). */
 corral_stub_refusal_t _corral_point_at_none(uintptr_t ret);
 
+/* Dynamic mode's pooled sites. Each set of none-way stubs has beside it
+ * slot stubs of each kind, which pass a slot number to the entry's slot
+ * way; the way reads the site's decision from _corral_dyn_slots[slot]
+ * (its layout: dynamic.c, "Slot calls"). _corral_point_at_slot takes a free
+ * slot stub within reach of the `call rel32` returning to ret, stores
+ * `word` in its slot, then points the call at it, and says which slot.
+ * Like _corral_point_at_none it writes no stub and may run inside malloc,
+ * under the caller's lock. A call that already leads to one of our stubs
+ * is refused (CORRAL_STUB_OTHER_CALLEE). */
+#define CORRAL_DYN_SLOTS 4096
+extern uint64_t _corral_dyn_slots[CORRAL_DYN_SLOTS];
+corral_stub_refusal_t _corral_point_at_slot(uintptr_t ret, uint64_t word, unsigned *slot);
+void *_corral_dyn_malloc_slot(size_t size, size_t slot);
+void *_corral_dyn_calloc_slot(size_t n, size_t size, size_t slot);
+void *_corral_dyn_new_slot(size_t n, size_t slot);
+void *_corral_dyn_new_slot_nothrow(size_t n, const void *nothrow, size_t slot);
+
 /* The pool ways (pool_call.c): the pool arrives after the entry point's own
  * arguments, as a 64-bit register the stub's 32-bit move zero-extended. */
 void *_corral_malloc_pool(size_t size, size_t pool);

@@ -3,8 +3,9 @@
  * the next is made (a live set of one object), from a call of main's own
  * (so that, given back, that call can be pointed at the none way); another
  * builds a list that starts small and keeps growing; a third zeroes scratch
- * blocks with calloc, which must come zeroed even when reused. The scratch
- * pools are given back; the list's pool stays, though its first samples
+ * blocks with calloc, which must come zeroed even when reused; a fourth
+ * makes a brief burst of scratch buffers before all of them. The scratch
+ * pools are given back, the brief one by its eager samples alone; the list's pool stays, though its first samples
  * saw it under a page. With `threads`, two threads run the scratch loop at
  * once, so that the call is pointed at the none way while the other thread
  * may be executing it. Prints where the last objects landed. */
@@ -71,8 +72,22 @@ NOIPA int zeroed_scratch(long i, int *dirty) {
   return pooled;
 }
 
+/* A short burst of scratch buffers, 400 in all: too few for steady
+ * samples, so only the pool's eager samples can see that it churns. */
+NOIPA int brief_scratch(void) {
+  int pooled = 0;
+  for (int i = 0; i < 400; i++) {
+    char *s = malloc(56);
+    snprintf(s, 56, "brief %d", i);
+    if (i >= 350) pooled += corral_group_of_if_loaded(s) >= 0;
+    free(s);
+  }
+  return pooled;
+}
+
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "threads") == 0) return threads();
+  int brief_pooled = brief_scratch();
   struct node *list = NULL;
   unsigned long hash = 0;
   int scratch_pooled = 0, list_pooled = 0, zeroed_pooled = 0, dirty = 0;
@@ -89,8 +104,8 @@ int main(int argc, char **argv) {
   }
   long sum = 0;
   while (list) { struct node *next = list->next; sum += list->value; free(list); list = next; }
-  fprintf(stderr, "last scratch_pooled=%d list_pooled=%d zeroed_pooled=%d dirty=%d\n", scratch_pooled,
-          list_pooled, zeroed_pooled, dirty);
+  fprintf(stderr, "last scratch_pooled=%d list_pooled=%d zeroed_pooled=%d dirty=%d brief_pooled=%d\n",
+          scratch_pooled, list_pooled, zeroed_pooled, dirty, brief_pooled);
   printf("hash %lu sum %ld\n", hash, sum);
   return 0;
 }

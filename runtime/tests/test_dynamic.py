@@ -195,7 +195,8 @@ def test_a_pool_freed_by_another_thread_is_given_back(tmp_path):
 @pytest.mark.parametrize("stubs", [1, 0])
 def test_a_pool_whose_live_set_fits_a_page_is_given_back(tmp_path, stubs):
     """Scratch buffers that die one by one (from malloc, and zeroed from
-    calloc) lose their pools; a list that starts as small but grows keeps
+    calloc) lose their pools, a burst too brief for steady samples by its
+    eager ones; a list that starts as small but grows keeps
     its own. The scratch sites' calls (direct calls to malloc and calloc, in
     a one-thread program) are pointed at their none ways, unless stubs are
     off; their allocations go to the allocator underneath either way."""
@@ -205,12 +206,42 @@ def test_a_pool_whose_live_set_fits_a_page_is_given_back(tmp_path, stubs):
     _ok(done)
     assert done.stdout == plain.stdout
     assert series(done.stderr)["last"] == {"scratch_pooled": "0", "list_pooled": "100", "zeroed_pooled": "0",
-                                          "dirty": "0"}
+                                          "dirty": "0", "brief_pooled": "0"}
     d = stats["dynamic"]
-    assert d["pools"] == 3 and d["unpooled_why"] == ["small", "small"], d
-    assert d["calls_to_none"] == 2 * stubs        # malloc's and calloc's
+    assert d["pools"] == 4 and d["unpooled_why"] == ["small", "small", "small"], d
+    assert d["calls_to_none"] == 3 * stubs        # the brief one's, main's malloc and calloc
     [list_group] = [g["id"] for g in stats["groups"] if g["id"] not in d["unpooled"]]
     assert next(g for g in stats["groups"] if g["id"] == list_group)["peak_live"] >= 100000 * 16
+
+
+def test_settled_pooled_sites_call_their_slot(tmp_path):
+    """Every settled pooled site here is a direct call to malloc or calloc
+    of its own: each is pointed at a slot stub (calls_to_pool). Through it,
+    a site whose pool merged into an older one allocates there; a site
+    asked for another size after it settled gets blocks of that size; a
+    calloc site's reused blocks come zeroed."""
+    prog = build(tmp_path, "dyn_slots")
+    plain = run_plain(prog)
+    done, stats = run_dynamic(prog, (), tmp_path)
+    _ok(done)
+    assert done.stdout == plain.stdout
+    s = series(done.stderr)
+    assert s["check"] == {"bad": "0", "dirty": "0"}
+    older, younger = groups(s["older"]["groups"]), groups(s["younger"]["groups"])
+    assert len(older) == 1 and len(younger) == 1 and older != younger, s
+    assert groups(s["linked"]["groups"]) == older, s        # merged into the older pool
+    assert all(g >= 0 for g in groups(s["mixed_late"]["groups"]) | groups(s["zeroed"]["groups"])), s
+    d = stats["dynamic"]
+    assert [m["into"] for m in d["merges"]] == [min(older)], d["merges"]
+    assert d["calls_to_pool"] == 4 and d["unpooled"] == [], d
+
+
+def test_slot_calls_are_off_without_stubs(tmp_path):
+    prog = build(tmp_path, "dyn_slots")
+    done, stats = run_dynamic(prog, (), tmp_path, env={"CORRAL_STUBS": "0"})
+    _ok(done)
+    assert series(done.stderr)["check"] == {"bad": "0", "dirty": "0"}
+    assert stats["dynamic"]["calls_to_pool"] == 0
 
 
 def test_operator_new_takes_the_fast_way_and_keeps_its_failures(tmp_path):
