@@ -531,10 +531,12 @@ static inline __attribute__((always_inline)) int fast_way(size_t size, uintptr_t
  * CORRAL_GATE_DYNAMIC, such as statistics counting, takes the full way). */
 static inline __attribute__((always_inline)) int slot_way(size_t size, size_t slot, int64_t gate, void **block) {
   if (CORRAL_UNLIKELY(gate != CORRAL_GATE_DYNAMIC)) return FAST_FULL;
-  if (size > dyn.max_size) return FAST_FORWARD;
   uint64_t w = __atomic_load_n(&_corral_dyn_slots[slot], __ATOMIC_ACQUIRE);
   uint32_t want = (uint32_t)(w >> 32);
-  if (CORRAL_UNLIKELY(want != size && want != 0)) return FAST_FULL;
+  if (CORRAL_UNLIKELY(want != size)) {   /* a size the word holds was at most max_size */
+    if (want != 0) return FAST_FULL;
+    if (size > dyn.max_size) return FAST_FORWARD;
+  }
   return settled_way(size, (uint32_t)w, block);
 }
 
