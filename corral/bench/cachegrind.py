@@ -13,6 +13,7 @@ import subprocess
 import tempfile
 
 from corral.bench.runner import stdin_of
+from corral.bench.workloads import output_text
 from corral.errors import CorralError
 
 CACHE = {"I1": "32768,8,64", "D1": "32768,8,64", "LL": "1048576,16,64"}
@@ -31,8 +32,10 @@ def estimate(misses: dict) -> int:
 # Where a program's own work starts: glibc's __libc_start_main runs the
 # program's constructors and main, and exit's handlers; the dynamic linker's
 # work and preloaded libraries' constructors (an allocator's set-up) come
-# before it.
-PROGRAM_START = "__libc_start_main*"
+# before it. Callgrind starts every new thread with collection off, so each
+# thread's own start, glibc's start_thread, turns it on too: a program that
+# works on threads (povray's parser and renderer) is counted whole.
+PROGRAM_START = ("__libc_start_main*", "start_thread")
 
 
 def command(argv, out_file, steady=False, children=False) -> list[str]:
@@ -48,7 +51,8 @@ def command(argv, out_file, steady=False, children=False) -> list[str]:
               f"--I1={CACHE['I1']}", f"--D1={CACHE['D1']}", f"--LL={CACHE['LL']}"]
     if steady:
         return ["valgrind", "--tool=callgrind", *common, "--collect-atstart=no",
-                f"--toggle-collect={PROGRAM_START}", f"--callgrind-out-file={out_file}", *argv]
+                *(f"--toggle-collect={start}" for start in PROGRAM_START), f"--callgrind-out-file={out_file}",
+                *argv]
     return ["valgrind", "--tool=cachegrind", *common, f"--cachegrind-out-file={out_file}", *argv]
 
 
@@ -85,9 +89,9 @@ def measure(argv, env, stdin=None, steady=False, children=False) -> tuple[dict, 
     subshells are small)."""
     with tempfile.TemporaryDirectory(prefix="corral-cg-") as tmp, stdin_of(stdin) as given:
         proc = subprocess.Popen(command(argv, os.path.join(tmp, "cg.%p.out"), steady, children),
-                                env=env, stdin=given, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, errors="replace")
-        stdout, stderr = proc.communicate()
+                                env=env, stdin=given, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        out, err = proc.communicate()
+        stdout, stderr = output_text(out), err.decode(errors="replace")
         top = os.path.join(tmp, f"cg.{proc.pid}.out")
         outputs = sorted(glob.glob(os.path.join(tmp, "cg.*.out"))) if children else [top]
         if proc.returncode != 0 or not os.path.exists(top):

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 
 from corral import paths
+from corral.bench.workloads import output_text
 
 RSS_EXEC = paths.BENCH_DIR / "rss_exec"
 
@@ -62,4 +63,4 @@ def run_once(argv, env, stdin=None, clock=time.perf_counter) -> RunResult:
         out.seek(0)
         err.seek(0)
         return RunResult(seconds, int(text) if text.isdigit() else 0, returncode,
-                         out.read().decode(errors="replace"), err.read().decode(errors="replace"))
+                         output_text(out.read()), err.read().decode(errors="replace"))

@@ -1,6 +1,8 @@
 """The public benchmark suite: programs nobody here wrote, built from a
 checkout of llvm-test-suite the user points at (`corral bench --suite olden
---source DIR`), each with a training, a cache and a measuring input.
+--source DIR`) or, for the debian suite, installed from Debian packages
+(`apt-get install xalan povray`), each with a training, a cache and a
+measuring input.
 
 Only the definitions are ours: which folder, which preprocessor flags and C
 standard the program's own CMakeLists.txt asks for, and the inputs. The
@@ -15,8 +17,14 @@ input). Their output is checked by a hash of everything they print
 (Workload.checksum "stdout"). Nothing of their sources is kept in this
 repository.
 
-`{src}` in an input stands for the program's folder in the checkout; an
-input ending in `< FILE` reads FILE (as RUN_OPTIONS does).
+The debian suite is HALO's two programs from Debian's own builds, used as
+they come: stripped PIE binaries without frame pointers, nothing compiled.
+Their inputs are ours, generated (corral/bench/suite_inputs.py): no
+third-party input is kept here either.
+
+`{src}` in an input stands for the program's folder in the checkout,
+`{inputs}/NAME` for a generated input; an input ending in `< FILE` reads
+FILE (as RUN_OPTIONS does).
 """
 
 from dataclasses import dataclass
@@ -25,6 +33,12 @@ from corral.errors import CorralError
 
 GET_SOURCES = ("get a checkout with `git clone --depth 1 https://github.com/llvm/llvm-test-suite` "
                "and pass its folder with --source (or set LLVM_TEST_SUITE)")
+
+
+def get_packages(packages) -> str:
+    """How to get the debian suite's missing packages (as root)."""
+    return f"install {'it' if len(packages) == 1 else 'them'} with `apt-get install {' '.join(packages)}`"
+
 
 # How the programs are compiled. -O3 is llvm-test-suite's usual setting and
 # leaves frame pointers out (gcc's default on x86-64), so identification has
@@ -36,21 +50,40 @@ DEFAULT_VARIANT = "O3"
 @dataclass(frozen=True)
 class Program:
     name: str
-    suite: str                    # olden, ptrdist, mallocbench
+    suite: str                    # olden, ptrdist, mallocbench, debian
     description: str
-    folder: str                   # in the llvm-test-suite checkout
+    folder: str                   # in the llvm-test-suite checkout ("" for an installed program)
     cppflags: tuple[str, ...]     # as its CMakeLists.txt
     train: tuple[str, ...]
     cache: tuple[str, ...]
     measure: tuple[str, ...]
     std: str | None = None        # C_STANDARD of its CMakeLists.txt
     libs: tuple[str, ...] = ("-lm",)
+    package: str | None = None    # the Debian package that installs `binary`: nothing is built
+    binary: str | None = None
+
+    @property
+    def installed(self) -> bool:
+        return self.package is not None
 
 
 def _p(name, suite, description, folder, cppflags, train, cache, measure, std=None) -> Program:
     return Program(name, suite, description, folder, tuple(cppflags),
                    *(tuple(map(str, a)) for a in (train, cache, measure)), std=std)
 
+
+def _deb(name, description, package, binary, train, cache, measure) -> Program:
+    return Program(name, "debian", description, "", (), tuple(train), tuple(cache), tuple(measure),
+                   libs=(), package=package, binary=binary)
+
+
+# povray quiet and repeatable: no display window (-D, Debian's povray.ini
+# asks for one), no progress lines (-V), one render thread (+WT1, like the
+# suite's other programs; the image is the same with two), no
+# antialiasing (-A), quality pinned (+Q9) and a BMP image on stdout (+FB
+# +O-). BMP, because PNG and PPM carry the render date, so every run's hash
+# would differ; povray's banner and statistics go to stderr, not hashed.
+POVRAY = ("-D", "-V", "+WT1", "-A", "+Q9", "+FB", "+O-")
 
 OLDEN = "MultiSource/Benchmarks/Olden"
 PTRDIST = "MultiSource/Benchmarks/Ptrdist"
@@ -84,6 +117,21 @@ PROGRAMS: dict[str, Program] = {p.name: p for p in [
        "MultiSource/Benchmarks/MallocBench/espresso", ["-DNOMEMOPT"],
        ["-t", "{src}/INPUT/mlp4.espresso"], ["-t", "{src}/INPUT/cps.espresso"],
        ["-t", "{src}/INPUT/largest.espresso"], std="gnu90"),
+    # Sizes, measured on 2 cores: training heaps past 1 MiB (xalan 3.7 MiB,
+    # povray 6.2 MiB) in 4-10 s of profiling; measuring runs of 2.2 s
+    # (xalan) and 2.1 s of CPU (povray; its threads' hand-over sleeps add
+    # 0.6 s of wall time). povray's resolution doubles with each input, so
+    # the pixels per object stay about the same.
+    _deb("xalan", "Xalan-C++ XSLT processor: our report stylesheet (keys, "
+         "grouping, sorts, recursive templates) over a generated XML document of orders",
+         "xalan", "/usr/bin/Xalan", ["{inputs}/orders-1000.xml", "{inputs}/report.xsl"],
+         ["{inputs}/orders-4000.xml", "{inputs}/report.xsl"],
+         ["{inputs}/orders-40000.xml", "{inputs}/report.xsl"]),
+    _deb("povray", "POV-Ray 3.7 ray tracer: a generated city of CSG objects "
+         "with their own textures on a terrain mesh, rendered to a BMP on stdout",
+         "povray", "/usr/bin/povray", [*POVRAY, "+W160", "+H120", "{inputs}/scene-1000.pov"],
+         [*POVRAY, "+W320", "+H240", "{inputs}/scene-4000.pov"],
+         [*POVRAY, "+W640", "+H480", "{inputs}/scene-20000.pov"]),
 ]}
 
 SUITES = sorted({p.suite for p in PROGRAMS.values()}) + ["public"]
@@ -108,4 +156,5 @@ def select(suites: str, names: str | None = None) -> list[Program]:
 
 
 def expand(args: tuple[str, ...], folder: str) -> tuple[str, ...]:
+    """`{src}` -> the program's folder in the checkout."""
     return tuple(a.replace("{src}", folder) for a in args)

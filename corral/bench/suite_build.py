@@ -1,6 +1,8 @@
 """Builds the public suite's programs (corral/bench/suite.py) from the
 user's llvm-test-suite checkout into build/suite/<variant>/, and turns each
-into a Workload the harness runs like its own.
+into a Workload the harness runs like its own. The debian suite's programs
+are installed, not built (corral/bench/suite_packages.py): a selection of
+only those needs no checkout.
 
 A program is compiled again only when its command line changed or a source
 file is newer than the binary: the command is kept next to it.
@@ -11,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 from corral import paths
-from corral.bench import suite
+from corral.bench import suite, suite_packages
 from corral.bench.workloads import Workload
 from corral.errors import CorralError
 
@@ -76,5 +78,10 @@ def workload(program: suite.Program, root: Path, binary: Path, variant: str) -> 
 
 def workloads(programs: list[suite.Program], given_root: str | None,
               variant: str = suite.DEFAULT_VARIANT) -> list[Workload]:
-    root = source_root(given_root)
-    return [workload(p, root, build(p, root, variant), variant) for p in programs]
+    """The programs as Workloads, in their order; the checkout is asked for
+    only when some program is built from it."""
+    built = [p for p in programs if not p.installed]
+    root = source_root(given_root) if built else None
+    installed = iter(suite_packages.workloads([p for p in programs if p.installed]))
+    return [next(installed) if p.installed else workload(p, root, build(p, root, variant), variant)
+            for p in programs]

@@ -121,9 +121,18 @@ def select(names: str | None) -> list[Workload]:
     return chosen
 
 
+def output_text(data: bytes) -> str:
+    """A program's stdout as text that keeps every byte. povray prints a
+    binary image: decoded with errors="replace", every byte that is not
+    UTF-8 would read as the same U+FFFD, and two different images could
+    hash alike. Text that is UTF-8 reads and hashes as before."""
+    return data.decode(errors="surrogateescape")
+
+
 def output_hash(stdout: str) -> str:
-    """A checksum of everything a program printed, for programs that print none."""
-    return hashlib.sha256(stdout.encode(errors="replace")).hexdigest()[:16]
+    """A checksum of everything a program printed (output_text gives its
+    bytes back exactly), for programs that print no checksum line."""
+    return hashlib.sha256(stdout.encode(errors="surrogateescape")).hexdigest()[:16]
 
 
 def parse_checksum(stdout: str) -> str | None:

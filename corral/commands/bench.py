@@ -19,9 +19,10 @@ def add_arguments(p):
     p.add_argument("--workloads", help=f"comma-separated (default: all of {','.join(bench_workloads.NAMES)}, "
                    "or all of the --suite)")
     p.add_argument("--suite", help="public programs instead of ours: "
-                   f"{', '.join(suite.SUITES)} (comma-separated; public = all); built from --source")
+                   f"{', '.join(suite.SUITES)} (comma-separated; public = all); built from --source, "
+                   "except debian's (xalan, povray: installed packages)")
     p.add_argument("--source", metavar="DIR", help="llvm-test-suite checkout for --suite "
-                   f"(default: ${suite_build.SOURCE_ENV})")
+                   f"(default: ${suite_build.SOURCE_ENV}); not needed for --suite debian")
     p.add_argument("--variant", choices=list(suite.VARIANTS), default=suite.DEFAULT_VARIANT,
                    help="how --suite programs are compiled: O3 (no frame pointers, the default) "
                         "or O2-fp (frame pointers kept)")

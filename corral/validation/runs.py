@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from corral.bench import cachegrind
 from corral.bench.runner import stdin_of
-from corral.bench.workloads import output_hash
+from corral.bench.workloads import output_hash, output_text
 from corral.errors import CorralError
 
 
@@ -45,4 +45,4 @@ def cpu_seconds(argv, env, stdin=None) -> tuple[float, str]:
     if proc.returncode != 0:
         raise CorralError(f"the training run exited with {proc.returncode} during validation")
     seconds = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return seconds, output_hash(proc.stdout.decode(errors="replace"))
+    return seconds, output_hash(output_text(proc.stdout))

@@ -56,7 +56,42 @@ def test_a_program_that_never_enters_glibcs_start_is_measured_whole(programs, mo
     # A program on another C library, or a stripped static one, has no
     # function callgrind can match; a start function no program has stands
     # in for that.
-    monkeypatch.setattr(cachegrind, "PROGRAM_START", "no_such_function_anywhere")
+    monkeypatch.setattr(cachegrind, "PROGRAM_START", ("no_such_function_anywhere",))
     steady, out = cachegrind.measure([str(static), "100"], {}, steady=True)
     whole, _ = cachegrind.measure([str(static), "100"], {})
     assert out == "done 100\n" and steady["Ir"] == whole["Ir"] > 0
+
+
+THREADS = r"""
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+static long n;
+static void *work(void *arg) {
+    volatile long s = 0;
+    for (long i = 0; i < n; i++) s += i;
+    return arg;
+}
+int main(int argc, char **argv) {
+    n = atol(argv[1]);
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, work, NULL);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    puts("joined");
+    return 0;
+}
+"""
+
+
+def test_steady_runs_count_the_programs_threads(tmp_path):
+    """A program whose work runs on threads it starts (povray's parser and
+    renderer): the steady count holds that work, not only main's."""
+    (tmp_path / "threads.c").write_text(THREADS)
+    prog = tmp_path / "threads"
+    subprocess.run(["gcc", "-O1", "-pthread", "-o", str(prog), str(tmp_path / "threads.c")], check=True)
+    steady, out = cachegrind.measure([str(prog), "200000"], {}, steady=True)
+    whole, _ = cachegrind.measure([str(prog), "200000"], {})
+    assert out == "joined\n"
+    # each thread's loop is several instructions per round: 2 x 200000 rounds
+    assert steady["Ir"] > 4 * 2 * 200000
+    assert steady["Ir"] < whole["Ir"]

@@ -1,7 +1,8 @@
 """The public suite's definition, checked without its sources: every program
 has three inputs of the right shape, selection and refusals say what to
 do, compile commands carry the program's own flags, and a program is built
-once and then reused. The build test uses a two-file stand-in tree."""
+once and then reused. The build test uses a two-file stand-in tree. The
+debian suite's programs and inputs: tests/unit/test_suite_debian.py."""
 
 import os
 import time
@@ -17,17 +18,24 @@ OLDEN = ["health", "treeadd", "perimeter", "bisort", "em3d", "mst", "power"]
 def test_the_issue_list_is_there():
     assert [p.name for p in suite.select("olden")] == OLDEN
     assert {p.name for p in suite.select("ptrdist")} == {"ft", "ks", "anagram"}
+    assert [p.name for p in suite.select("debian")] == ["xalan", "povray"]
     assert len(suite.select("public")) == len(suite.PROGRAMS)
 
 
 @pytest.mark.parametrize("program", suite.PROGRAMS.values(), ids=lambda p: p.name)
 def test_inputs_have_the_right_shape(program):
+    # A built program reads from its checkout folder, an installed one
+    # only the inputs we generate.
+    placeholder = "{inputs}" if program.installed else "{src}"
     for args in (program.train, program.cache, program.measure):
         assert all(isinstance(a, str) for a in args)
         assert "<" not in args[:-2], "a redirection comes last"
         for a in args:
-            assert "{" not in a.replace("{src}", ""), a
-    assert program.folder.startswith("MultiSource/Benchmarks/")
+            assert "{" not in a.replace(placeholder, ""), a
+    if program.installed:
+        assert program.suite == "debian" and program.binary.startswith("/usr/bin/") and not program.folder
+    else:
+        assert program.folder.startswith("MultiSource/Benchmarks/")
     # A program with sizes trains on a smaller one than it is measured on.
     if program.measure and program.measure[0].isdigit():
         assert int(program.train[0]) < int(program.measure[0])
