@@ -426,6 +426,14 @@ static void refresh_slots(void) {
   }
 }
 
+/* Under the lock, when a context's pool changed other than by its own full
+ * way (a merge, a pool given back): every site's fast word goes stale and
+ * every slot's word is written again. */
+static void pools_changed(void) {
+  bump_epoch();
+  refresh_slots();
+}
+
 /* A settled pooled context whose frame 0 is its own site s: its call to
  * the slot way, once; later, its word when its size went mixed. */
 static void settle_slot(const corral_dync_site_t *s, uint32_t id, dyn_ctx_t *c) {
@@ -542,49 +550,35 @@ static inline __attribute__((always_inline)) int slot_way(size_t size, size_t sl
 
 static inline int64_t gate_of(const int64_t *gate) { return __atomic_load_n(gate, __ATOMIC_RELAXED); }
 
-/* The slot ways (stubs.h): a pooled site's call, the slot after the entry
- * point's own arguments. Anything they cannot serve continues, by a tail
- * call, in the entry point's full way, which finds the site in the table. */
-void *_corral_dyn_malloc_slot(size_t size, size_t slot) {
-  void *p;
-  switch (slot_way(size, slot, gate_of(&_corral_gates.on_malloc), &p)) {
+/* What each entry point does with a decision (fast_way's or slot_way's,
+ * taken in a statement of its own first: it sets the popped block p):
+ * hand out the block, forward, or continue by a tail call in its full way,
+ * whose return address is then still the program's call. */
+static inline __attribute__((always_inline)) void *malloc_by(int way, void *p, size_t size) {
+  switch (way) {
   case FAST_POPPED: return p;
-  case FAST_FORWARD: return _corral_next.malloc(size);
+  case FAST_FORWARD: return _corral_next.malloc(size);       /* errno is the next's */
   default: return _corral_malloc_rest(size);
   }
 }
 
-void *_corral_dyn_calloc_slot(size_t n, size_t size, size_t slot) {
-  void *p;
-  size_t total;
-  if (__builtin_mul_overflow(n, size, &total)) return _corral_calloc_rest(n, size);
-  switch (slot_way(total, slot, gate_of(&_corral_gates.on_calloc), &p)) {
+/* calloc: a popped block is zeroed. */
+static inline __attribute__((always_inline)) void *calloc_by(int way, void *p, size_t n, size_t size,
+                                                             size_t total) {
+  switch (way) {
   case FAST_POPPED: return memset(p, 0, total);
-  case FAST_FORWARD: return _corral_next.calloc(n, size);
+  case FAST_FORWARD: return _corral_next.calloc(n, size);     /* errno is the next's */
   default: return _corral_calloc_rest(n, size);
   }
 }
 
-void *_corral_dyn_new_slot(size_t n, size_t slot) {
-  void *p;
-  switch (slot_way(n, slot, gate_of(&_corral_gates.on_new), &p)) {
+/* operator new: the block, or NULL when its full way must decide, or call
+ * the new-handler or throw because the allocator underneath failed. */
+static inline __attribute__((always_inline)) void *new_by(int way, void *p, size_t n) {
+  switch (way) {
   case FAST_POPPED: return p;
-  case FAST_FORWARD:
-    if (CORRAL_LIKELY((p = _corral_next.malloc(n)) != NULL)) return p;
-    return _corral_new_rest(n);       /* the new-handler, or std::bad_alloc */
-  default: return _corral_new_rest(n);
-  }
-}
-
-void *_corral_dyn_new_slot_nothrow(size_t n, const void *nothrow, size_t slot) {
-  (void)nothrow;
-  void *p;
-  switch (slot_way(n, slot, gate_of(&_corral_gates.on_new), &p)) {
-  case FAST_POPPED: return p;
-  case FAST_FORWARD:
-    if (CORRAL_LIKELY((p = _corral_next.malloc(n)) != NULL)) return p;
-    return _corral_new_rest_nothrow(n);
-  default: return _corral_new_rest_nothrow(n);
+  case FAST_FORWARD: return _corral_next.malloc(n);
+  default: return NULL;
   }
 }
 
@@ -594,47 +588,66 @@ void *_corral_dyn_new_slot_nothrow(size_t n, const void *nothrow, size_t slot) {
  * for the remote-free judgement; anything else continues on malloc's full
  * way, which decides from scratch. */
 void *_corral_dyn_malloc(size_t size) {
-  void *p;
-  switch (fast_way(size, (uintptr_t)__builtin_return_address(0), &p)) {
-  case FAST_POPPED: return p;
-  case FAST_FORWARD: return _corral_next.malloc(size);       /* errno is the next's */
-  default: return _corral_malloc_rest(size);
-  }
+  void *p = NULL;
+  int way = fast_way(size, (uintptr_t)__builtin_return_address(0), &p);
+  return malloc_by(way, p, size);
 }
 
-/* The same for calloc (interpose.c): a popped block is zeroed. */
+/* The same for calloc (interpose.c). */
 void *_corral_dyn_calloc(size_t n, size_t size) {
-  void *p;
+  void *p = NULL;
   size_t total;
   if (__builtin_mul_overflow(n, size, &total)) return _corral_calloc_rest(n, size);   /* it says ENOMEM */
-  switch (fast_way(total, (uintptr_t)__builtin_return_address(0), &p)) {
-  case FAST_POPPED: return memset(p, 0, total);
-  case FAST_FORWARD: return _corral_next.calloc(n, size);     /* errno is the next's */
-  default: return _corral_calloc_rest(n, size);
-  }
-}
-
-/* The block for operator new from the call returning to ret, or NULL when
- * its full way must decide, or call the new-handler or throw because the
- * allocator underneath failed. */
-static inline __attribute__((always_inline)) void *new_fast(size_t size, uintptr_t ret) {
-  void *p;
-  switch (fast_way(size, ret, &p)) {
-  case FAST_POPPED: return p;
-  case FAST_FORWARD: return _corral_next.malloc(size);
-  default: return NULL;
-  }
+  int way = fast_way(total, (uintptr_t)__builtin_return_address(0), &p);
+  return calloc_by(way, p, n, size, total);
 }
 
 /* The same for operator new and new[] (new.cc), and their nothrow forms. */
 void *_corral_dyn_new(size_t size) {
-  void *p = new_fast(size, (uintptr_t)__builtin_return_address(0));
+  void *p = NULL;
+  int way = fast_way(size, (uintptr_t)__builtin_return_address(0), &p);
+  p = new_by(way, p, size);
   return CORRAL_LIKELY(p != NULL) ? p : _corral_new_rest(size);
 }
 
 void *_corral_dyn_new_nothrow(size_t size) {
-  void *p = new_fast(size, (uintptr_t)__builtin_return_address(0));
+  void *p = NULL;
+  int way = fast_way(size, (uintptr_t)__builtin_return_address(0), &p);
+  p = new_by(way, p, size);
   return CORRAL_LIKELY(p != NULL) ? p : _corral_new_rest_nothrow(size);
+}
+
+/* The slot ways (stubs.h): a pooled site's call, the slot after the entry
+ * point's own arguments; the same decisions without the site lookup.
+ * Anything they cannot serve continues in the entry point's full way,
+ * which finds the site in the table. */
+void *_corral_dyn_malloc_slot(size_t size, size_t slot) {
+  void *p = NULL;
+  int way = slot_way(size, slot, gate_of(&_corral_gates.on_malloc), &p);
+  return malloc_by(way, p, size);
+}
+
+void *_corral_dyn_calloc_slot(size_t n, size_t size, size_t slot) {
+  void *p = NULL;
+  size_t total;
+  if (__builtin_mul_overflow(n, size, &total)) return _corral_calloc_rest(n, size);
+  int way = slot_way(total, slot, gate_of(&_corral_gates.on_calloc), &p);
+  return calloc_by(way, p, n, size, total);
+}
+
+void *_corral_dyn_new_slot(size_t n, size_t slot) {
+  void *p = NULL;
+  int way = slot_way(n, slot, gate_of(&_corral_gates.on_new), &p);
+  p = new_by(way, p, n);
+  return CORRAL_LIKELY(p != NULL) ? p : _corral_new_rest(n);
+}
+
+void *_corral_dyn_new_slot_nothrow(size_t n, const void *nothrow, size_t slot) {
+  (void)nothrow;
+  void *p = NULL;
+  int way = slot_way(n, slot, gate_of(&_corral_gates.on_new), &p);
+  p = new_by(way, p, n);
+  return CORRAL_LIKELY(p != NULL) ? p : _corral_new_rest_nothrow(n);
 }
 
 void _corral_dyn_allocated(void *p) {
@@ -647,8 +660,7 @@ void _corral_dyn_allocated(void *p) {
 --------------------------------------------------------------------------- */
 
 static void note_merge(const corral_dynm_merge_t *m) {
-  bump_epoch();                          /* the merged context's sites now lead to another pool */
-  refresh_slots();
+  pools_changed();                       /* the merged context's sites now lead to another pool */
   if (dyn.merge_count >= DYN_MAX_MERGES) return;
   dyn_merge_rec_t *r = &dyn.merges[dyn.merge_count++];
   r->into = dyn.ctx[m->into].group;
@@ -705,8 +717,7 @@ static void give_back(uint32_t id, int why) {
   for (uint32_t i = 0; i < total; i++)          /* every context of the pool: never again */
     if (_corral_dynm_find(&dyn.merge, i) == root) __atomic_store_n(&dyn.ctx[i].allocs, UINT32_MAX, __ATOMIC_RELAXED);
   __atomic_store_n(&dyn.ctx[root].group, -1, __ATOMIC_RELEASE);
-  bump_epoch();
-  refresh_slots();
+  pools_changed();
   if (_corral_options.stubs)
     for (uint32_t i = 0; i < total; i++)
       if (_corral_dynm_find(&dyn.merge, i) == root) point_at_none(i);

@@ -7,7 +7,7 @@
  *             other or from one field (must stay apart).
  * Reports on stderr, for the last quarter of each site's objects, the groups
  * they landed in ("SITE groups=G,G"); stdout carries only checksums. */
-#include "../include/corral.h"
+#include "dyn_report.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -35,19 +35,6 @@ NOIPA struct node *record_from_c(long v) {
 }
 NOIPA struct node *record_from_d(long v) {
   struct node *p = malloc(sizeof *p); p->next = (struct node *)(v * 8 + 3); p->value = -v; p->spare = 3; return p;
-}
-
-/* Groups of the last quarter of `ptrs`, as "G,G" on stderr. */
-static void report(const char *name, void **ptrs, int n) {
-  int groups[8], ngroups = 0;
-  for (int i = n - n / 4; i < n; i++) {
-    int g = corral_group_of_if_loaded(ptrs[i]), k = 0;
-    while (k < ngroups && groups[k] != g) k++;
-    if (k == ngroups && ngroups < 8) groups[ngroups++] = g;
-  }
-  fprintf(stderr, "%s groups=", name);
-  for (int k = 0; k < ngroups; k++) fprintf(stderr, "%s%d", k ? "," : "", groups[k]);
-  fputc('\n', stderr);
 }
 
 int main(int argc, char **argv) {

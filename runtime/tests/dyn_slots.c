@@ -14,7 +14,7 @@
  *   freed and asked for again: every block from its slot way comes zeroed.
  * Reports on stderr the groups of each phase's last quarter ("NAME
  * groups=G"); stdout carries only checksums. */
-#include "../include/corral.h"
+#include "dyn_report.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,18 +41,6 @@ NOIPA unsigned char *zeroed_block(void) {
   unsigned char *p = calloc(1, 48);
   p[47] = 1;                  /* it writes the object: not a wrapper, its call is the context */
   return p;
-}
-
-static void report(const char *name, void **ptrs, int n) {
-  int groups[8], ngroups = 0;
-  for (int i = n - n / 4; i < n; i++) {
-    int g = corral_group_of_if_loaded(ptrs[i]), k = 0;
-    while (k < ngroups && groups[k] != g) k++;
-    if (k == ngroups && ngroups < 8) groups[ngroups++] = g;
-  }
-  fprintf(stderr, "%s groups=", name);
-  for (int k = 0; k < ngroups; k++) fprintf(stderr, "%s%d", k ? "," : "", groups[k]);
-  fputc('\n', stderr);
 }
 
 int main(void) {

@@ -20,12 +20,6 @@ MUTANTS = [
            "  if (c->checks == DYN_EAGER_SAMPLES && c->small == c->checks && chunk->live * 4 < chunk->counted_allocs) {\n",
            "  if (0) {\n",
            "a pool that churns through a brief burst is never judged and keeps its objects"),
-    Mutant("slot-calloc-not-zeroed", "runtime/src/dynamic.c",
-           "  switch (slot_way(total, slot, gate_of(&_corral_gates.on_calloc), &p)) {\n"
-           "  case FAST_POPPED: return memset(p, 0, total);\n",
-           "  switch (slot_way(total, slot, gate_of(&_corral_gates.on_calloc), &p)) {\n"
-           "  case FAST_POPPED: return p;\n",
-           "a calloc site's slot way hands out a reused block without zeroing it"),
     Mutant("stub-renote-dropped", "runtime/src/identify_match.c",
            "    if (t->stub_installed && on == 0) renote(t, f.pc, f.sp - 8, &renotes);\n",
            "",
@@ -135,16 +129,14 @@ MUTANTS = [
            "  case FAST_FORWARD: return _corral_next.malloc(size);       /* errno",
            "malloc's dynamic way sends a pooled context's objects to the allocator underneath"),
     Mutant("dyn-new-fast-way-forwards", "runtime/src/dynamic.c",
-           "  case FAST_POPPED: return p;\n  case FAST_FORWARD: return _corral_next.malloc(size);\n  default: return NULL;",
-           "  case FAST_POPPED: return _corral_next.malloc(size);\n"
-           "  case FAST_FORWARD: return _corral_next.malloc(size);\n  default: return NULL;",
-           "operator new's dynamic way sends a pooled context's objects to the allocator underneath"),
+           "  case FAST_POPPED: return p;\n  case FAST_FORWARD: return _corral_next.malloc(n);\n  default: return NULL;",
+           "  case FAST_POPPED: return _corral_next.malloc(n);\n"
+           "  case FAST_FORWARD: return _corral_next.malloc(n);\n  default: return NULL;",
+           "operator new's dynamic ways send a pooled context's objects to the allocator underneath"),
     Mutant("dyn-calloc-unzeroed", "runtime/src/dynamic.c",
-           "  switch (fast_way(total, (uintptr_t)__builtin_return_address(0), &p)) {\n"
            "  case FAST_POPPED: return memset(p, 0, total);\n",
-           "  switch (fast_way(total, (uintptr_t)__builtin_return_address(0), &p)) {\n"
            "  case FAST_POPPED: return p;\n",
-           "calloc's dynamic way hands out a reused block without zeroing it"),
+           "calloc's dynamic ways (fast and slot) hand out a reused block without zeroing it"),
     Mutant("dyn-sample-never-taken", "runtime/src/dynamic.c",
            "  if (_corral_dyn_sample_pending) _corral_dyn_sample(p);\n}",
            "}",
