@@ -58,15 +58,17 @@ def environment(plan=None, base="glibc", stats=None, extra=None, env=None) -> di
     return env
 
 
-def dynamic_extra(program, wrappers_from=()) -> dict:
-    """Environment for dynamic mode: the switch and the wrapper list of
-    `program`, whose analysis (seconds, once per build) is announced on stderr."""
+def dynamic_extra(program, wrappers_from=(), switch="CORRAL_DYNAMIC") -> dict:
+    """Environment for dynamic mode (or, with switch CORRAL_SAFE, safe mode,
+    which tells sites apart the same way): the switch and the wrapper list
+    of `program`, whose analysis (seconds, once per build) is announced on
+    stderr."""
     from corral.dynamic import wrapperlist
     key = hashlib.sha1(os.path.realpath(shutil.which(program) or program).encode()).hexdigest()[:16]
     out = os.path.join(wrapperlist.cache_dir(), f"list-{key}.txt")
     os.makedirs(os.path.dirname(out), exist_ok=True)
     wrapperlist.write_for(program, out, wrappers_from, say=lambda text: print(text, file=sys.stderr))
-    return {"CORRAL_DYNAMIC": "1", "CORRAL_WRAPPERS": out}
+    return {switch: "1", "CORRAL_WRAPPERS": out}
 
 
 def program_after_dashes(command, verb="run", args="args") -> list[str]:

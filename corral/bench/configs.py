@@ -5,7 +5,8 @@ for glibc); "corral": libcorral.so with the workload's plan over the base;
 "random4": libcorral.so without a plan, every small allocation put in one of
 four pools at random (CORRAL_RANDOM_POOLS=4, HALO's Figure 15 control: if
 random grouping changes the time too, the workload is layout-sensitive at
-all); "dynamic": libcorral.so in dynamic mode (no plan).
+all); "dynamic": libcorral.so in dynamic mode (no plan); "safe":
+libcorral.so in safe mode (docs/safe.md), whose cost is what it measures.
 """
 
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ RANDOM_POOLS = "4"
 class Config:
     name: str
     base: str
-    mode: str   # "base" | "corral" | "random4" | "dynamic"
+    mode: str   # "base" | "corral" | "random4" | "dynamic" | "safe"
 
     @property
     def needs_plan(self) -> bool:
@@ -40,6 +41,8 @@ class Config:
             extra["CORRAL_RANDOM_POOLS"] = RANDOM_POOLS
         elif self.mode == "dynamic":
             extra.update(launch.dynamic_extra(str(program)))
+        elif self.mode == "safe":
+            extra.update(launch.dynamic_extra(str(program), switch="CORRAL_SAFE"))
         if self.mode == "corral" and plan is None:
             raise CorralError(f"configuration {self.name} needs a plan")
         return launch.environment(plan=plan, base=self.base, stats=stats, extra=extra, env=env)
@@ -50,12 +53,13 @@ CONFIGS: dict[str, Config] = {c.name: c for c in [
     *(Config(f"corral+{b}", b, "corral") for b in BASES),
     Config("random4+glibc", "glibc", "random4"),
     *(Config(f"dynamic+{b}", b, "dynamic") for b in BASES),
+    *(Config(f"safe+{b}", b, "safe") for b in BASES),
 ]}
 
-# Dynamic mode is asked for by name for our workloads; the public suite
-# measures plan mode and dynamic mode over every base.
-DEFAULT_CONFIGS = tuple(n for n in CONFIGS if CONFIGS[n].mode != "dynamic")
-SUITE_CONFIGS = tuple(n for n in CONFIGS if CONFIGS[n].mode != "random4")
+# Dynamic and safe mode are asked for by name for our workloads; the public
+# suite measures plan mode and dynamic mode over every base.
+DEFAULT_CONFIGS = tuple(n for n in CONFIGS if CONFIGS[n].mode not in ("dynamic", "safe"))
+SUITE_CONFIGS = tuple(n for n in CONFIGS if CONFIGS[n].mode not in ("random4", "safe"))
 BASELINE = "glibc"
 
 

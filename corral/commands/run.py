@@ -1,7 +1,7 @@
 """Run a program with libcorral.so preloaded.
 
-Without --plan (and without --dynamic) corral only forwards, which shows its
-bare overhead. A plan without groups runs the program on the base allocator
+Without --plan (and without --dynamic or --safe) corral only forwards, which
+shows its bare overhead. A plan without groups runs the program on the base allocator
 alone: corral would only forward, and forwarding is not free. Example:
 
     corral run --plan prog.plan --base jemalloc -- ./prog args
@@ -20,8 +20,11 @@ def add_arguments(p):
     p.add_argument("--plan", help="plan file written by `corral plan` or `corral optimize`")
     p.add_argument("--dynamic", action="store_true",
                    help="no plan: decide pools while the program runs (DPA-style dynamic mode)")
+    p.add_argument("--safe", action="store_true",
+                   help="no plan: memory freed at one allocation site is reused only by that site "
+                        "(use-after-free hardening, docs/safe.md)")
     p.add_argument("--wrappers-from", metavar="LIB", action="append", default=[],
-                   help="with --dynamic: also look for allocation wrappers in this library "
+                   help="with --dynamic or --safe: also look for allocation wrappers in this library "
                         "(the program and its non-system libraries are always analysed)")
     p.add_argument("--base", choices=list(planfile.BASES),
                    help="allocator underneath corral (default: the plan's, chosen by `corral "
@@ -33,9 +36,11 @@ def add_arguments(p):
 
 def run(args) -> int:
     command = program_after_dashes(args.command)
-    if args.dynamic and args.plan:
-        raise CorralError("--dynamic and --plan exclude each other: dynamic mode needs no plan")
-    extra = dynamic_extra(command[0], args.wrappers_from) if args.dynamic else None
+    modes = [flag for flag, on in (("--plan", args.plan), ("--dynamic", args.dynamic), ("--safe", args.safe)) if on]
+    if len(modes) > 1:
+        raise CorralError(f"{' and '.join(modes)} exclude each other: choose one mode")
+    extra = (dynamic_extra(command[0], args.wrappers_from) if args.dynamic
+             else dynamic_extra(command[0], args.wrappers_from, switch="CORRAL_SAFE") if args.safe else None)
     plan, recorded_base = args.plan, None
     if plan:
         try:

@@ -3,9 +3,10 @@
  * frees by other threads and double frees. */
 #include "dynamic.h"
 #include "heap.h"
+#include "safe.h"
 
 uint8_t _corral_group_mixed[CORRAL_MAX_GROUPS];
-int _corral_track;
+int _corral_track, _corral_full_ways;
 
 const char *_corral_where_text(corral_where_t w)
 {
@@ -60,7 +61,7 @@ __attribute__((noinline)) void _corral_free_remote(corral_chunk_t *c, void *p)
   ((uint64_t *)p)[1] = c->key;
   uintptr_t head = atomic_load_explicit(&c->remote, memory_order_relaxed);
   do {
-    *(void **)p = (void *)(head & ~CORRAL_REMOTE_COUNTED);
+    _corral_link_set(p, (void *)(head & ~CORRAL_REMOTE_COUNTED));
   } while (!atomic_compare_exchange_weak_explicit(&c->remote, &head, (uintptr_t)p | (head & CORRAL_REMOTE_COUNTED),
                                                   memory_order_release, memory_order_relaxed));
   /* Count after pushing (see chunk.c): exactly CORRAL_RETIRED means c is
@@ -78,13 +79,17 @@ static __attribute__((noinline)) void double_free(corral_chunk_t *c, void *p)
  * chunk, counting, or a chunk this thread does not own. */
 void _corral_group_free_slow(corral_chunk_t *c, void *p)
 {
-  if (CORRAL_UNLIKELY(((uint64_t *)p)[1] == c->key)) return double_free(c, p);
+  if (CORRAL_UNLIKELY(((uint64_t *)p)[1] == c->key)) {
+    if (_corral_safe_on) return _corral_safe_double_free(c, p);
+    return double_free(c, p);
+  }
   corral_heap_t *h = _corral_tls_heap;
   if (_corral_track && (h || (h = _corral_heap_get()))) {
     h->counts[c->group].frees++;
     h->counts[c->group].freed_bytes += _corral_object_size(c, p);
   }
   if (h == NULL || atomic_load_explicit(&c->owner, memory_order_relaxed) != h) return _corral_free_remote(c, p);
+  if (CORRAL_UNLIKELY(_corral_safe_on)) return _corral_safe_free_local(c, p);
   if (c->block_size) _corral_block_free_local(c, p);
   else _corral_mixed_free_local(c, p);
 }

@@ -20,9 +20,13 @@ static int extend(corral_chunk_t *c)
   size_t n = CORRAL_EXTEND_BYTES / bs;
   if (n == 0) n = 1;
   if (n > avail) n = avail;
-  /* Every fresh block is linked here once: four links per round. */
   char *first = c->bump, *p = first;
   size_t links = n - 1;
+  if (CORRAL_UNLIKELY(_corral_safe_on)) {      /* encoded links (heap.h) */
+    for (; links; links--, p += bs) _corral_link_set(p, p + bs);
+    links = 0;
+  }
+  /* Every fresh block is linked here once: four links per round. */
   for (; links >= 4; links -= 4) {
     char *q1 = p + bs, *q2 = q1 + bs, *q3 = q2 + bs, *q4 = q3 + bs;
     *(void **)p = q1;
@@ -32,7 +36,7 @@ static int extend(corral_chunk_t *c)
     p = q4;
   }
   for (; links; links--, p += bs) *(void **)p = p + bs;
-  *(void **)p = c->free;
+  _corral_link_set(p, c->free);
   c->free = first;
   c->bump = first + n * bs;
   CORRAL_ASSERT(c->bump <= c->end);
@@ -46,12 +50,21 @@ long _corral_block_drain(corral_chunk_t *c, void *list)
 {
   if (!list) return 0;
   long n = 1;
-  void **last = list;
-  while (last[0]) {
-    last = last[0];
-    n++;
+  void *last = list, *next;
+  if (CORRAL_UNLIKELY(_corral_safe_on)) {
+    /* A link that is no block of c was written after its object was freed:
+     * the list ends there (safe.c reports it; the rest is never reused). */
+    while ((next = _corral_link_get(last)) && _corral_safe_link_ok(c, last, next)) {
+      last = next;
+      n++;
+    }
+  } else {
+    while ((next = *(void **)last)) {
+      last = next;
+      n++;
+    }
   }
-  last[0] = c->free;
+  _corral_link_set(last, c->free);
   c->free = list;
   return n;
 }
@@ -77,13 +90,27 @@ static int refill(corral_chunk_t *c)
 /* The current chunk of the pool has nothing on its lists: refill it, or
  * move to another chunk (retire this one, adopt one with freed space or take
  * an empty one; an adopted chunk may still be full). */
+/* The head of c's free list, whose links safe mode keeps encoded: each is
+ * checked to be a block of c (or the list's end) before it becomes the
+ * head. */
+static void *pop(corral_chunk_t *c)
+{
+  if (CORRAL_LIKELY(!_corral_safe_on)) return _corral_block_pop(c);
+  void **p = (void **)c->free, *next = _corral_link_get(p);
+  if (CORRAL_UNLIKELY(next && !_corral_safe_link_ok(c, p, next))) next = NULL;
+  c->free = next;
+  p[0] = p[1] = NULL;
+  c->live++;
+  return p;
+}
+
 void *_corral_block_alloc(corral_heap_t *h, unsigned pool)
 {
   corral_chunk_t *c = h->cur[pool];
-  if (c && refill(c)) return _corral_block_pop(c);
+  if (c && refill(c)) return pop(c);
   for (int attempt = 0; attempt < 2; attempt++) {
     if (!(c = _corral_chunk_replace(h, pool, attempt == 0))) return NULL;
-    if (refill(c)) return _corral_block_pop(c);
+    if (refill(c)) return pop(c);
   }
   return NULL;
 }

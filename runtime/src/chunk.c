@@ -27,6 +27,11 @@ static corral_chunk_t *spare_chunks;             /* empty, resident */
 static size_t spare_count;
 static corral_chunk_t *purged_chunks;            /* empty, given back to the OS */
 static corral_chunk_t *retired[CORRAL_POOLS];
+/* Safe mode: empty chunks purged and kept for the pool that held them, which
+ * alone may use their addresses again (docs/safe.md). */
+static corral_chunk_t *kept[CORRAL_POOLS];
+static uint8_t pool_used[CORRAL_POOLS];
+static unsigned pools_used, chunks_kept;
 static uint64_t group_chunks[CORRAL_MAX_GROUPS], group_peak_chunks[CORRAL_MAX_GROUPS];
 /* Bytes of those chunks a group can touch: from each header to the chunk's
  * end (the colour offset before a header is never used). */
@@ -178,7 +183,16 @@ static void release_locked(corral_chunk_t *c)
   group_bytes[g] -= usable_bytes(c);
   __atomic_store_n(&c->limit, 0, __ATOMIC_RELAXED);   /* free's first way tests only this */
   __atomic_store_n(&c->magic, 0, __ATOMIC_RELEASE);
-  if (spare_count < _corral_options.max_spare) {
+  if (_corral_safe_on) {
+    /* Its pages go back to the OS; its addresses stay with its pool. A free
+     * of a pointer into it now finds no magic: an invalid free. */
+    unsigned pool = c->pool;
+    _corral_os_purge((void *)_corral_chunk_base(c), _corral_layout.chunk_size);
+    c->pool = (uint16_t)pool;
+    c->next = kept[pool];
+    kept[pool] = c;
+    chunks_kept++;
+  } else if (spare_count < _corral_options.max_spare) {
     c->next = spare_chunks;
     spare_chunks = c;
     spare_count++;
@@ -224,8 +238,18 @@ corral_chunk_t *_corral_chunk_acquire(corral_heap_t *h, unsigned pool, int may_a
       }
     }
   }
-  corral_chunk_t *c = take_empty_chunk();
+  corral_chunk_t *c = kept[pool];
   if (c) {
+    kept[pool] = c->next;
+    chunks_kept--;
+  } else {
+    c = take_empty_chunk();
+  }
+  if (c) {
+    if (!pool_used[pool]) {
+      pool_used[pool] = 1;
+      pools_used++;
+    }
     reset_chunk(c, pool, h);
     group_chunks[g]++;
     group_bytes[g] += usable_bytes(c);
@@ -323,6 +347,14 @@ void _corral_heap_totals(corral_group_totals_t *groups, unsigned ngroups,
       groups[g].counts.freed_bytes += h->counts[g].freed_bytes;
     }
   }
+  _corral_unlock(&_corral_heap_lock);
+}
+
+void _corral_pool_totals(unsigned *pools, unsigned *kept_chunks)
+{
+  _corral_lock(&_corral_heap_lock);
+  *pools = pools_used;
+  *kept_chunks = chunks_kept;
   _corral_unlock(&_corral_heap_lock);
 }
 

@@ -17,7 +17,7 @@ void _corral_debug_fail(const char *file, int line, const char *what)
 static size_t list_length(corral_chunk_t *c, void *head, size_t blocks)
 {
   size_t n = 0;
-  for (void **p = head; p; p = p[0]) {
+  for (void *p = head; p; p = _corral_link_get(p)) {
     CORRAL_ASSERT(_corral_block_start(c, p));
     CORRAL_ASSERT(++n <= blocks);
   }

@@ -68,6 +68,7 @@ static __thread uint64_t sample_rng;
 
 static struct {
   corral_dync_t table;
+  int tables_on;                         /* contexts are looked up: dynamic or safe mode */
   size_t max_size;
   /* Bumped whenever a context's pool changes other than by its own slow
    * way (a merge, a pool given back): every site's fast word then goes
@@ -178,7 +179,7 @@ static void load_wrappers(const char *path, const corral_module_table_t *t) {
 }
 
 void _corral_dyn_after_dlopen(void) {
-  if (!_corral_dyn_on || (!dyn.wrappers_loaded && !_corral_options.stubs)) return;
+  if (!dyn.tables_on || (!dyn.wrappers_loaded && !(_corral_dyn_on && _corral_options.stubs))) return;
   /* Identification rescans only for a plan; dynamic mode needs the new
    * modules too, for its wrappers, the walk through them and the none-way
    * stubs of sites it gives back. */
@@ -186,7 +187,7 @@ void _corral_dyn_after_dlopen(void) {
   if (!t) t = _corral_modules_current();
   lock();
   if (dyn.wrappers_loaded) relocate_wrappers(t);
-  if (_corral_options.stubs) _corral_none_stubs_prepare(t);
+  if (_corral_dyn_on && _corral_options.stubs) _corral_none_stubs_prepare(t);
   unlock();
 }
 
@@ -473,16 +474,27 @@ static void publish_fast(const corral_dync_site_t *s, uint32_t id, uint32_t epoc
   if (g >= 0) settle_slot(s, id, c);
 }
 
+/* The context of an allocation whose frame 0 has site entry s (NULL: not
+ * seen yet), creating it; DYNC_NONE when the tables are full. */
+static inline __attribute__((always_inline)) uint32_t context_at(const corral_dync_site_t *s, uintptr_t r0,
+                                                                 void *fp0) {
+  uint32_t id = s ? __atomic_load_n(&s->ctx, __ATOMIC_ACQUIRE) : DYNC_NONE;
+  if (CORRAL_UNLIKELY(id == DYNC_NONE))
+    id = s && s->kind == DYNC_SITE_WRAPPER ? context_through_wrappers(s, r0, fp0) : context_of_new_site(r0, fp0);
+  return id;
+}
+
+uint32_t _corral_dyn_context(void *ret0, void *fp0) {
+  return context_at(_corral_dync_site(&dyn.table, (uintptr_t)ret0), (uintptr_t)ret0, fp0);
+}
+
 int _corral_dyn_identify(void *ret0, void *fp0, size_t size) {
   if (size > dyn.max_size) return -1;
   uint32_t epoch = __atomic_load_n(&dyn.epoch, __ATOMIC_ACQUIRE);   /* before anything it decides from */
   uintptr_t r0 = (uintptr_t)ret0;
   const corral_dync_site_t *s = _corral_dync_site(&dyn.table, r0);
-  uint32_t id = s ? __atomic_load_n(&s->ctx, __ATOMIC_ACQUIRE) : DYNC_NONE;
-  if (CORRAL_UNLIKELY(id == DYNC_NONE)) {
-    id = s && s->kind == DYNC_SITE_WRAPPER ? context_through_wrappers(s, r0, fp0) : context_of_new_site(r0, fp0);
-    if (id == DYNC_NONE) return -1;      /* tables full: base allocator */
-  }
+  uint32_t id = context_at(s, r0, fp0);
+  if (CORRAL_UNLIKELY(id == DYNC_NONE)) return -1;   /* tables full: base allocator */
   dyn_ctx_t *c = &dyn.ctx[id];
   uint32_t known = __atomic_load_n(&c->size, __ATOMIC_RELAXED);
   if (CORRAL_UNLIKELY(known != size && known != DYNM_SIZE_MIXED)) size_changed(c, id, (uint32_t)size);
@@ -791,17 +803,14 @@ void _corral_dyn_sample(void *p) {
    Init
 --------------------------------------------------------------------------- */
 
-void _corral_dyn_init(void) {
-  if (!_corral_options.dynamic) return;
-  dyn.min_objects = _corral_options.dyn_min_objects;
-  dyn.max_size = _corral_options.dyn_max_size;
-  dyn.epoch = 1;
+int _corral_dyn_contexts_init(const char *who) {
+  if (dyn.tables_on) return 0;
   void *tables = _corral_os_map(_corral_dync_bytes(DYN_MAX_CONTEXTS));
   void *merge = _corral_os_map(_corral_dynm_bytes(DYN_MAX_CONTEXTS, DYN_MERGE_SLOTS));
   dyn.ctx = _corral_os_map(DYN_MAX_CONTEXTS * sizeof(dyn_ctx_t));
   if (!tables || !merge || !dyn.ctx) {
-    _corral_warn("dynamic mode: cannot map its tables; running ungrouped");
-    return;
+    _corral_warn("%s: cannot map its tables; running ungrouped", who);
+    return -1;
   }
   _corral_dync_init(&dyn.table, tables, DYN_MAX_CONTEXTS);
   _corral_dynm_init(&dyn.merge, merge, DYN_MAX_CONTEXTS, DYN_MERGE_SLOTS);
@@ -809,13 +818,23 @@ void _corral_dyn_init(void) {
   const corral_module_table_t *t = _corral_modules_current();
   if (!t) t = _corral_modules_scan();
   if (_corral_options.wrappers && *_corral_options.wrappers) load_wrappers(_corral_options.wrappers, t);
-  if (_corral_options.stubs) _corral_none_stubs_prepare(t);
+  dyn.tables_on = 1;
+  return 0;
+}
+
+void _corral_dyn_init(void) {
+  if (!_corral_options.dynamic) return;
+  dyn.min_objects = _corral_options.dyn_min_objects;
+  dyn.max_size = _corral_options.dyn_max_size;
+  dyn.epoch = 1;
+  if (_corral_dyn_contexts_init("dynamic mode") != 0) return;
+  if (_corral_options.stubs) _corral_none_stubs_prepare(_corral_modules_current());
   __atomic_store_n(&_corral_dyn_on, 1, __ATOMIC_RELEASE);
 }
 
-void _corral_dyn_fork_prepare(void) { if (_corral_dyn_on) lock(); }
-void _corral_dyn_fork_parent(void) { if (_corral_dyn_on) unlock(); }
-void _corral_dyn_fork_child(void) { if (_corral_dyn_on) unlock(); }
+void _corral_dyn_fork_prepare(void) { if (dyn.tables_on) lock(); }
+void _corral_dyn_fork_parent(void) { if (dyn.tables_on) unlock(); }
+void _corral_dyn_fork_child(void) { if (dyn.tables_on) unlock(); }
 
 /* ---------------------------------------------------------------------------
    Statistics
@@ -827,22 +846,24 @@ static char group_names[DYN_MAX_POOLS][96];
 
 /* "dyn3 <- prog+0x11c9 via xmalloc": the deciding site (the context's
  * outermost frame) as module+offset, and the wrapper seen at frame 0. */
+void _corral_dyn_context_name(uint32_t id, char *buf, size_t len) {
+  if (id >= __atomic_load_n(&dyn.table.context_count, __ATOMIC_ACQUIRE)) {
+    snprintf(buf, len, "?");
+    return;
+  }
+  const corral_dync_chain_t *chain = &dyn.table.chains[id];
+  uintptr_t site = chain->frames[chain->depth - 1];
+  const char *via = dyn.ctx[id].via;
+  size_t n = _corral_address_name(site, buf, len);
+  if (via && n < len) snprintf(buf + n, len - n, " via %s", via);
+}
+
 const char *_corral_dyn_group_name(unsigned g) {
   if (g >= _corral_dyn_group_count()) return "?";
   char *name = group_names[g];
   if (name[0]) return name;
-  uint32_t id = (uint32_t)dyn.group_owner[g];
-  const corral_dync_chain_t *chain = &dyn.table.chains[id];
-  uintptr_t site = chain->frames[chain->depth - 1];
-  const corral_module_table_t *t = _corral_modules_current();
-  const corral_module_t *m = t ? _corral_module_of(t, site) : NULL;
-  const char *via = dyn.ctx[id].via;
-  if (m)
-    snprintf(name, sizeof group_names[0], "dyn%u <- %s+%#lx%s%s", g, _corral_basename(m->path),
-             (unsigned long)(site - m->bias), via ? " via " : "", via ? via : "");
-  else
-    snprintf(name, sizeof group_names[0], "dyn%u <- %#lx%s%s", g, (unsigned long)site, via ? " via " : "",
-             via ? via : "");
+  int n = snprintf(name, sizeof group_names[0], "dyn%u <- ", g);
+  _corral_dyn_context_name((uint32_t)dyn.group_owner[g], name + n, sizeof group_names[0] - (size_t)n);
   return name;
 }
 

@@ -5,6 +5,7 @@
 #define CORRAL_DYNAMIC_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Internal: every declaration below is of this library, not exported. */
 #pragma GCC visibility push(hidden)
@@ -12,6 +13,20 @@
 /* Once, from core's init, after options are read and ident has initialised:
  * loads CORRAL_WRAPPERS and maps the tables. */
 void _corral_dyn_init(void);
+
+/* The context tables and the wrapper list alone (dynamic mode's init calls
+ * it; safe mode keys its pools by context): 0 when ready, else -1 after a
+ * warning that names `who`. */
+int _corral_dyn_contexts_init(const char *who);
+
+/* The context of an allocation from frame 0 `ret0` (wrappers unwound from
+ * the entry point's frame fp0), created on first sight; UINT32_MAX when the
+ * tables are full. Needs the context tables. */
+uint32_t _corral_dyn_context(void *ret0, void *fp0);
+
+/* "prog+0x11c9 via xmalloc": a context's deciding site and the outermost
+ * wrapper it was reached through. */
+void _corral_dyn_context_name(uint32_t id, char *buf, size_t len);
 
 /* 1 when dynamic mode is on (after init); a plain global read. */
 extern int _corral_dyn_on;

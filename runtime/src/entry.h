@@ -16,6 +16,7 @@
 #include "init.h"
 #include "internal.h"
 #include "next.h"
+#include "safe.h"
 
 /* Internal: every declaration below is of this library, not exported. */
 #pragma GCC visibility push(hidden)
@@ -80,6 +81,7 @@ CORRAL_INLINE void *_corral_alloc_at(size_t size, size_t align, void *ret0, void
 {
   if (CORRAL_UNLIKELY(atomic_load_explicit(&_corral_state, memory_order_relaxed) != CORRAL_STATE_READY))
     return _corral_alloc_early(size, align, zero);
+  if (CORRAL_UNLIKELY(_corral_safe_on)) return _corral_safe_alloc(size, align, ret0, fp0, zero);
   if (align <= CORRAL_MAX_GROUP_ALIGN) {
     int g = _corral_pick_group(size, ret0, fp0);
     if (g >= 0) {

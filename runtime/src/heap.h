@@ -19,7 +19,9 @@
 #pragma GCC visibility push(hidden)
 
 #define CORRAL_GRANULE 16         /* mixed chunks place objects in whole granules */
-#define CORRAL_MAX_GROUPS 256     /* plan groups are 0..254; random pools up to 255 */
+/* Plan groups are 0..254, random pools up to 255, dynamic pools up to 255;
+ * safe mode gives each allocation site a group of its own (docs/safe.md). */
+#define CORRAL_MAX_GROUPS 1024
 #define CORRAL_MAX_RANGES 16
 /* A pool is a group's size class; a mixed group uses its class 0 only. */
 #define CORRAL_POOLS (CORRAL_MAX_GROUPS * CORRAL_SIZE_CLASSES)
@@ -143,6 +145,45 @@ extern uint8_t _corral_group_mixed[CORRAL_MAX_GROUPS];
  * Set once, before the runtime is ready. */
 extern int _corral_track;
 
+/* Every grouped allocation and free takes the slow way: statistics count
+ * (_corral_track), or safe mode checks and encodes (_corral_safe_on). Then
+ * _corral_tls_fast is always _corral_no_heap, and free's first way hands
+ * every pointer on. Set once, before the runtime is ready. */
+extern int _corral_full_ways;
+
+/* Safe mode (safe.c, docs/safe.md): pools per allocation site, checked
+ * frees, encoded free lists. Set once, before the runtime is ready. */
+extern int _corral_safe_on;
+
+/* Safe mode's free-list links: stored encoded with two per-process secrets
+ * and the address they are stored at, so that a write through a dangling
+ * pointer can neither plant a chosen next block nor go unnoticed (a random
+ * word decodes to something that is not a block of the chunk), and a link
+ * copied elsewhere decodes wrong. The keys are drawn at safe mode's init.
+ * Outside safe mode links are plain pointers, and the fast paths, which
+ * safe mode never takes, read them as such. */
+extern uint64_t _corral_link_keys[2];
+static inline uintptr_t _corral_link_encode(const void *at, const void *next)
+{
+  uintptr_t x = (uintptr_t)next ^ _corral_link_keys[0];
+  return ((x << 23) | (x >> 41)) + (uintptr_t)at * _corral_link_keys[1];
+}
+static inline void *_corral_link_decode(const void *at, uintptr_t word)
+{
+  uintptr_t x = word - (uintptr_t)at * _corral_link_keys[1];
+  return (void *)(((x >> 23) | (x << 41)) ^ _corral_link_keys[0]);
+}
+/* The link stored at `at`, in whichever form the mode keeps it. */
+static inline void *_corral_link_get(const void *at)
+{
+  uintptr_t w = *(const uintptr_t *)at;
+  return CORRAL_UNLIKELY(_corral_safe_on) ? _corral_link_decode(at, w) : (void *)w;
+}
+static inline void _corral_link_set(void *at, const void *next)
+{
+  *(uintptr_t *)at = CORRAL_UNLIKELY(_corral_safe_on) ? _corral_link_encode(at, next) : (uintptr_t)next;
+}
+
 /* What a pointer is to group memory (_corral_chunk_of). */
 typedef enum {
   CORRAL_NOT_GROUP = 0,      /* not in any chunk: the next allocator's, or the boot buffer's */
@@ -196,6 +237,18 @@ static inline int _corral_block_start(corral_chunk_t *c, const void *p)
 {
   uint64_t off = (uintptr_t)p - (uintptr_t)c->blocks;
   return off < __atomic_load_n(&c->limit, __ATOMIC_RELAXED) && off * c->div_magic < c->div_magic;
+}
+
+/* Safe mode: whether `next`, decoded from the link at `at` in chunk c, is a
+ * block of c. If not, the link was overwritten after its block was freed:
+ * safe.c reports it (and aborts unless told to go on), and the caller ends
+ * the list there, so the blocks behind it are never handed out again. */
+void _corral_safe_bad_link(corral_chunk_t *c, const void *at);
+static inline int _corral_safe_link_ok(corral_chunk_t *c, const void *at, const void *next)
+{
+  if (CORRAL_LIKELY(_corral_block_start(c, next))) return 1;
+  _corral_safe_bad_link(c, at);
+  return 0;
 }
 
 static inline __attribute__((always_inline)) int _corral_in_range(uintptr_t c, unsigned i)
@@ -360,7 +413,7 @@ static inline __attribute__((always_inline)) int _corral_free_owned(void *p)
       _corral_block_free_local(c, p);
       return 1;
     }
-    if (!_corral_track) {
+    if (!_corral_full_ways) {
       _corral_free_remote(c, p);
       return 1;
     }
@@ -381,6 +434,10 @@ static inline int _corral_remote_counted(uintptr_t head)
  * `remote` empty with flag `counted` (0, or CORRAL_REMOTE_COUNTED)
  * (chunk.c). */
 void _corral_chunk_drain(corral_chunk_t *c, uintptr_t counted);
+
+/* Pools (group and size class) that ever had a chunk, and empty chunks
+ * safe mode keeps for their pools. */
+void _corral_pool_totals(unsigned *pools, unsigned *kept_chunks);
 
 /* Group of any pointer into a chunk held by a group, or -1. */
 int _corral_group_of_address(const void *p);

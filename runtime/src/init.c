@@ -7,6 +7,7 @@
 #include "identify.h"
 #include "internal.h"
 #include "next.h"
+#include "safe.h"
 #include "stats.h"
 
 #include <pthread.h>
@@ -23,9 +24,39 @@ static __thread int initialising __attribute__((tls_model("initial-exec")));
 
 int _corral_in_init(void) { return initialising; }
 
-static void fork_prepare(void) { _corral_dyn_fork_prepare(); _corral_heap_fork_prepare(); }
-static void fork_parent(void) { _corral_heap_fork_parent(); _corral_dyn_fork_parent(); }
-static void fork_child(void) { _corral_heap_fork_child(); _corral_dyn_fork_child(); _corral_exit_after_fork(); }
+static void fork_prepare(void)
+{
+  _corral_dyn_fork_prepare();
+  _corral_safe_fork_prepare();
+  _corral_heap_fork_prepare();
+}
+
+static void fork_parent(void)
+{
+  _corral_heap_fork_parent();
+  _corral_safe_fork_parent();
+  _corral_dyn_fork_parent();
+}
+
+static void fork_child(void)
+{
+  _corral_heap_fork_child();
+  _corral_safe_fork_child();
+  _corral_dyn_fork_child();
+  _corral_exit_after_fork();
+}
+
+/* Safe mode is a mode of its own: a plan, dynamic mode or random pools
+ * would put objects of different sites in one pool. */
+static void exclude_from_safe_mode(void)
+{
+  if (_corral_options.plan || _corral_options.dynamic || _corral_options.random_pools > 0)
+    _corral_warn("safe mode ignores %s", _corral_options.plan ? "the plan" : _corral_options.dynamic ? "dynamic mode"
+                                                                                                : "random pools");
+  _corral_options.plan = NULL;
+  _corral_options.dynamic = 0;
+  _corral_options.random_pools = 0;
+}
 
 int _corral_init_slow(void)
 {
@@ -46,12 +77,15 @@ int _corral_init_slow(void)
   }
   atomic_store(&_corral_state, CORRAL_STATE_FORWARD);
   _corral_heap_init();
+  if (_corral_options.safe) exclude_from_safe_mode();
   _corral_ident_init();
   _corral_dyn_init();
+  _corral_safe_init();
   _corral_track = _corral_options.stats != NULL;
+  _corral_full_ways = _corral_track || _corral_safe_on;
   _corral_exit_init();
   unsigned n = _corral_options.random_pools > 0 ? (unsigned)_corral_options.random_pools
-               : _corral_dyn_on ? CORRAL_MAX_GROUPS - 1      /* dynamic pools appear as it runs */
+               : _corral_dyn_on || _corral_safe_on ? CORRAL_MAX_GROUPS - 1   /* pools appear as it runs */
                                 : _corral_group_count();
   _corral_ngroups = n < CORRAL_MAX_GROUPS ? n : CORRAL_MAX_GROUPS - 1;
   if (_corral_options.random_pools > 0 || _corral_dyn_on)
@@ -65,10 +99,11 @@ int _corral_init_slow(void)
   __atomic_store_n(&_corral_mine_hi, boot_end > _corral_range_max ? boot_end : _corral_range_max, __ATOMIC_RELEASE);
   /* Release: a thread that sees the new value jumps to _corral_next at once. */
   __atomic_store_n(&_corral_gates.forward_from,
-                   _corral_options.stats ? SIZE_MAX : _corral_ngroups ? _corral_options.max_size + 1 : 0,
+                   _corral_full_ways ? SIZE_MAX : _corral_ngroups ? _corral_options.max_size + 1 : 0,
                    __ATOMIC_RELEASE);
-  /* Opening the direct table also sets the gates from its tables. */
-  if (!_corral_track && _corral_options.random_pools <= 0) _corral_ident_open_direct();
+  /* Opening the direct table also sets the gates from its tables; safe
+   * mode keeps them full: every request is its own. */
+  if (!_corral_full_ways && _corral_options.random_pools <= 0) _corral_ident_open_direct();
   if (!_corral_track && _corral_options.random_pools > 0)
     __atomic_store_n(&_corral_gates.on_malloc, CORRAL_GATE_RANDOM, __ATOMIC_RELAXED);
   initialising = 0;

@@ -71,6 +71,10 @@ typedef struct corral_options_s {
   const char *wrappers;    /* CORRAL_WRAPPERS: wrapper list path */
   size_t dyn_min_objects;  /* CORRAL_DYN_MIN_OBJECTS (100) */
   size_t dyn_max_size;     /* CORRAL_DYN_MAX_SIZE (128) */
+  /* safe mode (docs/safe.md) */
+  int safe;                /* CORRAL_SAFE */
+  int safe_abort;          /* CORRAL_SAFE_ABORT: abort on a detected error (1), else warn and go on */
+  size_t safe_large_space; /* CORRAL_SAFE_LARGE_SPACE: address space for large blocks (64 GiB) */
 } corral_options_t;
 
 extern corral_options_t _corral_options;

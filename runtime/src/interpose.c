@@ -35,11 +35,17 @@ void *_corral_alloc_early(size_t size, size_t align, int zero)
 
 /* ---- free, size and realloc ---------------------------------------------------- */
 
-static __attribute__((noinline)) void free_checked(void *p)
+static __attribute__((noinline)) void free_checked(void *p, void *ret)
 {
   if (CORRAL_UNLIKELY(!p)) return;
   corral_where_t where;
   corral_chunk_t *c = _corral_chunk_of(p, &where);
+  if (CORRAL_UNLIKELY(_corral_safe_on)) {
+    _corral_safe_free_site = ret;
+    if (c) _corral_group_free(c, p);
+    else _corral_safe_free_other(p, where, ret);
+    return;
+  }
   if (CORRAL_LIKELY(c != NULL)) {
     _corral_group_free(c, p);
     return;
@@ -60,7 +66,7 @@ void _corral_free(void *p)
 {
   if (CORRAL_LIKELY(_corral_foreign(p))) return _corral_next.free(p);
   if (CORRAL_LIKELY(_corral_free_owned(p))) return;
-  free_checked(p);
+  free_checked(p, __builtin_return_address(0));
 }
 
 /* Usable size of any pointer: grouped from its chunk, else the owner's. */
@@ -72,6 +78,7 @@ static size_t usable_size(void *p)
   if (c) return _corral_object_size(c, p);
   if (where != CORRAL_NOT_GROUP) return 0;
   if (_corral_is_boot(p)) return _corral_boot_size(p);
+  if (_corral_safe_on && _corral_safe_large_owns(p)) return _corral_safe_large_usable(p);
   return _corral_next.malloc_usable_size ? _corral_next.malloc_usable_size(p) : 0;
 }
 
@@ -98,6 +105,7 @@ void *_corral_realloc_at(void *p, size_t size, void *ret0, void *fp0)
     if (!_corral_is_boot(p)) return _corral_next.realloc(p, size);
     return move_to(_corral_alloc_early(size, 16, 0), p, _corral_boot_size(p), size);
   }
+  if (CORRAL_UNLIKELY(_corral_safe_on)) return _corral_safe_realloc(p, size, ret0, fp0);
   corral_where_t where;
   corral_chunk_t *c = _corral_chunk_of(p, &where);
   if (where != CORRAL_OBJECT && where != CORRAL_NOT_GROUP) {

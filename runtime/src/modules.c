@@ -4,6 +4,7 @@
 
 #include <elf.h>
 #include <link.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -159,4 +160,13 @@ const corral_module_t *_corral_module_of(const corral_module_table_t *t, uintptr
   if (lo == 0) return NULL;
   const corral_module_t *m = &t->modules[lo - 1];
   return pc < m->code_hi ? m : NULL;
+}
+
+size_t _corral_address_name(uintptr_t addr, char *buf, size_t len)
+{
+  const corral_module_table_t *t = _corral_modules_current();
+  const corral_module_t *m = t ? _corral_module_of(t, addr) : NULL;
+  int n = m ? snprintf(buf, len, "%s+%#lx", _corral_basename(m->path), (unsigned long)(addr - m->bias))
+            : snprintf(buf, len, "%#lx", (unsigned long)addr);
+  return n < 0 ? 0 : (size_t)n < len ? (size_t)n : len - 1;
 }

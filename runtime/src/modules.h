@@ -47,6 +47,10 @@ const corral_module_t *_corral_module_of(const corral_module_table_t *t, uintptr
 /* File-name part of a path. */
 const char *_corral_basename(const char *path);
 
+/* "prog+0x11c9" (module file name and offset from its load bias), or the
+ * bare address outside every known module, into buf; the length written. */
+size_t _corral_address_name(uintptr_t addr, char *buf, size_t len);
+
 #pragma GCC visibility pop
 
 #endif

@@ -27,6 +27,9 @@ corral_options_t _corral_options = {
   .wrappers = NULL,
   .dyn_min_objects = 100,
   .dyn_max_size = 128,
+  .safe = 0,
+  .safe_abort = 1,
+  .safe_large_space = (size_t)64 << 30,
 };
 
 typedef enum { OPT_STRING, OPT_SIZE, OPT_INT, OPT_BOOL } option_kind_t;
@@ -59,6 +62,9 @@ static const option_desc_t option_table[] = {
   OPT("wrappers", OPT_STRING, wrappers, 0, 0, 0),
   OPT("dyn_min_objects", OPT_SIZE, dyn_min_objects, 1, (size_t)1 << 32, 0),
   OPT("dyn_max_size", OPT_SIZE, dyn_max_size, 16, 65536, 0),
+  OPT("safe", OPT_BOOL, safe, 0, 1, 0),
+  OPT("safe_abort", OPT_BOOL, safe_abort, 0, 1, 0),
+  OPT("safe_large_space", OPT_SIZE, safe_large_space, 1u << 20, (size_t)1 << 44, 0),
 };
 
 #define OPTION_COUNT (sizeof option_table / sizeof option_table[0])
@@ -201,9 +207,9 @@ void _corral_options_json(int fd)
   const corral_options_t *o = &_corral_options;
   _corral_fdprintf(fd, "{\"chunk_size\":%zu,\"max_spare\":%zu,\"max_size\":%zu,\"depth\":%d,"
                    "\"first_match\":%d,\"verbose\":%d,\"random_pools\":%d,\"reserve\":%zu,"
-                   "\"dynamic\":%d,\"plan\":",
+                   "\"dynamic\":%d,\"safe\":%d,\"plan\":",
                    o->chunk_size, o->max_spare, o->max_size, o->depth, o->first_match, o->verbose,
-                   o->random_pools, o->reserve, o->dynamic);
+                   o->random_pools, o->reserve, o->dynamic, o->safe);
   if (o->plan) _corral_json_string(fd, o->plan);
   else _corral_fdprintf(fd, "null");
   _corral_fdprintf(fd, "}");

@@ -8,6 +8,7 @@
 #include "identify.h"
 #include "init.h"
 #include "internal.h"
+#include "safe.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +20,7 @@
 static const char *group_label(unsigned g, char *buf, size_t len)
 {
   const char *name = _corral_options.random_pools > 0 ? NULL
+                   : _corral_safe_on ? _corral_safe_group_name(g)
                    : _corral_dyn_on ? _corral_dyn_group_name(g) : _corral_group_name(g);
   if (name) return name;
   snprintf(buf, len, "%s-%u", _corral_options.random_pools > 0 ? "random" : "group", g);
@@ -38,7 +40,7 @@ static double frag_pct(const corral_group_totals_t *t)
 static void write_json(int fd, const corral_group_totals_t *t, unsigned n, uint64_t uobj, uint64_t ubytes)
 {
   const char *mode = _corral_options.random_pools > 0 ? "random"
-                   : _corral_dyn_on ? "dynamic" : _corral_group_count() ? "plan" : "off";
+                   : _corral_safe_on ? "safe" : _corral_dyn_on ? "dynamic" : _corral_group_count() ? "plan" : "off";
   _corral_fdprintf(fd, "{\"corralStats\":1,\"pid\":%d,\"mode\":\"%s\",\"options\":", (int)getpid(), mode);
   _corral_options_json(fd);
   _corral_fdprintf(fd, ",\"groups\":[");
@@ -60,6 +62,8 @@ static void write_json(int fd, const corral_group_totals_t *t, unsigned n, uint6
   _corral_ident_stats_json(fd);
   _corral_fdprintf(fd, ",");
   _corral_dyn_stats_json(fd);
+  _corral_fdprintf(fd, ",");
+  _corral_safe_stats_json(fd);
   _corral_fdprintf(fd, "}\n");
 }
 
@@ -89,6 +93,7 @@ static void write_text(int fd, const corral_group_totals_t *t, unsigned n, uint6
                    (unsigned long long)ubytes);
   _corral_ident_stats_text(fd);
   _corral_dyn_stats_text(fd);
+  _corral_safe_stats_text(fd);
 }
 
 /* path with every %p replaced by the pid; NULL if it does not fit. */
@@ -115,7 +120,7 @@ void _corral_stats_write(const char *dest, int err_fd)
   /* Totals live in a static array: the stack of an exiting program may be
    * small, and this runs once per process. */
   static corral_group_totals_t totals[CORRAL_MAX_GROUPS];
-  unsigned n = _corral_dyn_on ? _corral_dyn_group_count() : _corral_ngroups;
+  unsigned n = _corral_safe_on ? _corral_safe_group_count() : _corral_dyn_on ? _corral_dyn_group_count() : _corral_ngroups;
   uint64_t uobj, ubytes;
   _corral_heap_totals(totals, n, &uobj, &ubytes);
   if (strcmp(dest, "1") == 0 || strcmp(dest, "stderr") == 0) {

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int grouped_expected;
+static int grouped_expected, safe_expected;
 /* Sizes the compiler cannot fold (it may assume a huge malloc fails). */
 static volatile size_t huge = SIZE_MAX, half = SIZE_MAX / 2, two33 = (size_t)1 << 33;
 /* times 4 wraps to 4: only the multiplication check can refuse it */
@@ -199,24 +199,39 @@ static void test_packing(void)
 /* Freed space comes back within the group: once the blocks the chunk has
  * already linked (at most 4 KiB of them) are handed out, the block freed
  * last is the next one. */
+/* Under safe mode (EXPECT_SAFE) a block freed at one site is only reused by
+ * that site: the same allocations from another site never get it. */
 static void test_reuse(void)
 {
   if (!grouped_expected) return;
   enum { N = 4096 / 40 + 2 };
-  void *a = malloc(40), *got[N];
-  free(a);
+  void *got[N + 1];
   int found = -1;
-  for (int i = 0; i < N; i++) {
+  for (int i = 0; i <= N; i++) {          /* one call site: the first block freed at once */
+    got[i] = malloc(40);
+    if (i == 0) free(got[0]);
+    else if (got[i] == got[0] && found < 0) found = i;
+  }
+  CHECK(found >= 0, "freed %p not reused by its site within %d allocations", got[0], N);
+  for (int i = 1; i <= N; i++) free(got[i]);
+  void *a = malloc(40);
+  free(a);
+  found = -1;
+  for (int i = 0; i < N; i++) {           /* another call site */
     got[i] = malloc(40);
     if (got[i] == a && found < 0) found = i;
   }
-  CHECK(found >= 0, "freed %p not reused within %d allocations", a, N);
+  if (safe_expected)
+    CHECK(found < 0, "freed %p reused by another site", a);
+  else
+    CHECK(found >= 0, "freed %p not reused within %d allocations", a, N);
   for (int i = 0; i < N; i++) free(got[i]);
 }
 
 int main(void)
 {
   grouped_expected = getenv("EXPECT_GROUPED") && atoi(getenv("EXPECT_GROUPED"));
+  safe_expected = getenv("EXPECT_SAFE") && atoi(getenv("EXPECT_SAFE"));
   if (getenv("MAX_SIZE")) max_size = (size_t)atol(getenv("MAX_SIZE"));
   test_malloc_sizes();
   test_calloc();

@@ -3,7 +3,8 @@
 python3 (a script), sqlite3 (a generated SQL file), git (a session on a
 fresh repository, with repack and gc children) and a C++ program that throws
 exceptions through grouped allocations, each over glibc, jemalloc and
-mimalloc, in every configuration of realprog.runner.CONFIGS: stdout, stderr
+mimalloc, in every configuration of realprog.runner.CONFIGS (safe mode
+among them): stdout, stderr
 and exit status must equal the program's plain run (no preload at all), no
 corral warning may appear, and the configurations that group must really
 have grouped objects (from CORRAL_STATS), so a pass is never vacuous.
@@ -55,6 +56,16 @@ def test_same_output_as_plain_run(program, base, config, prepared, tmp_path):
         assert out.stats == []
         return
     assert out.stats, "libcorral.so wrote no statistics (CORRAL_STATS)"
+    if config == "safe":
+        # Every process ran in safe mode, found no error, and its sites'
+        # pools served objects and took frees back.
+        assert all(doc["mode"] == "safe" for doc in out.stats)
+        assert all(sum(doc["safe"]["errors"].values()) == 0 for doc in out.stats)
+        assert all(doc["safe"]["fallbacks"] == 0 for doc in out.stats)
+        assert max(doc["safe"]["sites"] for doc in out.stats) > 1
+        assert sum(grouped_objects(out.stats).values()) > 0
+        assert sum(grouped_objects(out.stats, "frees").values()) > 0
+        return
     if config != "random":
         assert not plan_problems(out.stats), plan_problems(out.stats)
     grouped = grouped_objects(out.stats)

@@ -12,6 +12,9 @@ mimalloc; BASES):
                  allocation in one of RANDOM_POOLS random groups, with small
                  chunks (RANDOM_CHUNK) so that chunks fill, empty and are
                  recycled all the time: the most demanding configuration
+  safe           safe mode as `corral run --safe` sets it (the switch and
+                 the program's wrapper list): every small allocation in its
+                 site's pool, every large one in fresh address space
 
 Every run gets a fresh working directory, an empty HOME and a minimal
 environment, so its output depends on nothing but the program.
@@ -29,7 +32,7 @@ from tests.realprog.plans import write_plans
 from tests.realprog.workloads import Workload
 
 BASES = tuple(BASE_LIBRARIES)               # glibc, jemalloc, mimalloc
-CONFIGS = ("plain", "empty", "group", "group-by-name", "direct", "random")
+CONFIGS = ("plain", "empty", "group", "group-by-name", "direct", "random", "safe")
 PLANNED = ("empty", "group", "group-by-name", "direct")
 RANDOM_POOLS = 64
 RANDOM_CHUNK = 64 << 10
@@ -61,7 +64,7 @@ def environment(workload: Workload, run_dir: Path, base: str | None, config: str
         elif config == "random":
             env["CORRAL_RANDOM_POOLS"] = str(RANDOM_POOLS)
             env["CORRAL_CHUNK_SIZE"] = str(RANDOM_CHUNK)
-        else:
+        elif config != "safe":              # safe: run_case adds what corral run --safe sets
             raise ValueError(f"unknown configuration {config!r}")
     preload = preload_value(libraries)
     if preload:
@@ -76,8 +79,12 @@ def run_case(workload: Workload, session: Path, run_dir: Path, base: str | None 
     """Run `workload` once in run_dir/work (created empty here)."""
     for sub in ("work", "home", "stats"):
         (run_dir / sub).mkdir(parents=True, exist_ok=False)
+    argv = workload.argv(session)
+    if config == "safe":
+        from corral.launch import dynamic_extra
+        extra = {**dynamic_extra(argv[0], switch="CORRAL_SAFE"), **(extra or {})}
     env = environment(workload, run_dir, base, config, plans or {}, extra)
-    done = subprocess.run(workload.argv(session), cwd=run_dir / "work", env=env,
+    done = subprocess.run(argv, cwd=run_dir / "work", env=env,
                           stdin=subprocess.DEVNULL, capture_output=True, timeout=TIMEOUT)
     return Outcome(done.returncode, done.stdout, done.stderr, read_stats(run_dir / "stats"))
 

@@ -1,0 +1,351 @@
+/* Safe mode: a pool per allocation site (wrappers unwound, as dynamic mode
+ * tells sites apart) and size class, checked frees and encoded free lists
+ * over the group heap; large blocks in safe_large.c. docs/safe.md. */
+#include "safe.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "dynamic.h"
+#include "entry.h"
+#include "lock.h"
+#include "modules.h"
+
+#define SAFE_CONTEXTS (1u << 16)            /* dynamic mode's context ids are below this */
+#define SAFE_SHARED 0                       /* the group of sites past the last group */
+#define SAFE_MAX_REPORTS 64                 /* lines on stderr; the statistics count all */
+
+int _corral_safe_on;
+uint64_t _corral_link_keys[2];
+__thread void *_corral_safe_free_site __attribute__((tls_model("initial-exec")));
+
+static struct {
+  corral_lock_t lock;
+  uint16_t *group_of;                       /* [SAFE_CONTEXTS]: a context's group, 0 = none yet */
+  uint32_t owner[CORRAL_MAX_GROUPS];        /* the context each group was made for */
+  unsigned groups;                          /* given out: 1 .. groups - 1; 0 is SAFE_SHARED */
+  uint64_t shared_sites, fallbacks;
+  uint64_t errors[CORRAL_SAFE_ERROR_KINDS];
+  unsigned reports;
+} safe;
+
+static const char *const error_names[CORRAL_SAFE_ERROR_KINDS] = {
+  "double free", "invalid free", "overwritten free-list link", "bad realloc",
+};
+/* How a report starts, before the pointer. */
+static const char *const error_leads[CORRAL_SAFE_ERROR_KINDS] = {
+  "double free of", "invalid free of", "free-list link overwritten after its block was freed, at",
+  "realloc of a freed or invalid pointer",
+};
+static const char *const error_keys[CORRAL_SAFE_ERROR_KINDS] = {
+  "double_free", "invalid_free", "bad_link", "bad_realloc",
+};
+
+/* ---- init ------------------------------------------------------------------ */
+
+static uint64_t random_key(void)
+{
+  uint64_t k = 0;
+  if (getrandom(&k, sizeof k, GRND_NONBLOCK) != (ssize_t)sizeof k)
+    k = _corral_rdtsc() * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)&k;
+  return k;
+}
+
+void _corral_safe_init(void)
+{
+  if (!_corral_options.safe) return;
+  safe.group_of = _corral_os_map(SAFE_CONTEXTS * sizeof *safe.group_of);
+  if (!safe.group_of || _corral_dyn_contexts_init("safe mode") != 0) {
+    _corral_warn("safe mode: cannot map its site tables; running without it");
+    return;
+  }
+  if (_corral_safe_large_init() != 0) {
+    _corral_warn("safe mode: cannot reserve %zu MiB of address space for large blocks; running without it",
+                 _corral_options.safe_large_space >> 20);
+    return;
+  }
+  _corral_link_keys[0] = random_key();
+  _corral_link_keys[1] = random_key() | 1;  /* odd: a multiplier that loses no address bit */
+  safe.groups = 1;
+  _corral_safe_on = 1;
+}
+
+/* ---- sites -------------------------------------------------------------------- */
+
+static __attribute__((noinline)) unsigned new_site(uint32_t id)
+{
+  if (id >= SAFE_CONTEXTS) {                /* the context tables are full */
+    __atomic_fetch_add(&safe.shared_sites, 1, __ATOMIC_RELAXED);
+    return SAFE_SHARED;
+  }
+  _corral_lock(&safe.lock);
+  unsigned g = safe.group_of[id];
+  if (g == 0) {
+    if (safe.groups < _corral_ngroups) {
+      g = safe.groups;
+      safe.owner[g] = id;
+      __atomic_store_n(&safe.groups, g + 1, __ATOMIC_RELEASE);
+    } else {
+      g = SAFE_SHARED;
+      safe.shared_sites++;
+    }
+    /* A shared site is remembered as such: its group stays 0 but it is
+     * counted once; later lookups take the shared group directly. */
+    __atomic_store_n(&safe.group_of[id], (uint16_t)(g ? g : UINT16_MAX), __ATOMIC_RELEASE);
+  }
+  _corral_unlock(&safe.lock);
+  return g == UINT16_MAX ? SAFE_SHARED : g;
+}
+
+static inline unsigned site_group(void *ret0, void *fp0)
+{
+  uint32_t id = _corral_dyn_context(ret0, fp0);
+  unsigned g = id < SAFE_CONTEXTS ? __atomic_load_n(&safe.group_of[id], __ATOMIC_ACQUIRE) : 0;
+  if (CORRAL_LIKELY(g != 0)) return g == UINT16_MAX ? SAFE_SHARED : g;
+  return new_site(id);
+}
+
+unsigned _corral_safe_group_count(void) { return __atomic_load_n(&safe.groups, __ATOMIC_ACQUIRE); }
+
+static char group_names[CORRAL_MAX_GROUPS][96];
+
+/* "site3 <- prog+0x11c9 via xmalloc"; group 0 holds the sites past the last group. */
+const char *_corral_safe_group_name(unsigned g)
+{
+  if (g >= _corral_safe_group_count()) return "?";
+  if (g == SAFE_SHARED) return "(sites past the last group)";
+  char *name = group_names[g];
+  if (name[0]) return name;
+  int n = snprintf(name, sizeof group_names[0], "site%u <- ", g);
+  _corral_dyn_context_name(safe.owner[g], name + n, sizeof group_names[0] - (size_t)n);
+  return name;
+}
+
+/* ---- errors ------------------------------------------------------------------- */
+
+void _corral_safe_report(corral_safe_error_t kind, const void *p, const char *what, void *site)
+{
+  __atomic_fetch_add(&safe.errors[kind], 1, __ATOMIC_RELAXED);
+  if (__atomic_fetch_add(&safe.reports, 1, __ATOMIC_RELAXED) < SAFE_MAX_REPORTS) {
+    char at[128] = "";
+    if (site) {
+      memcpy(at, " at ", 4);
+      _corral_address_name((uintptr_t)site, at + 4, sizeof at - 4);
+    }
+    _corral_fdprintf(2, "corral: safe: %s %p (%s)%s; %s\n", error_leads[kind], p, what, at,
+                     _corral_options.safe_abort ? "aborting (CORRAL_SAFE_ABORT=0 goes on)"
+                                                : "ignored, the program goes on");
+  }
+  if (_corral_options.safe_abort) abort();
+}
+
+/* What block p of chunk c is: "a 48-byte block of site3 <- prog+0x11c9". */
+static const char *describe(corral_chunk_t *c, char *buf, size_t len)
+{
+  snprintf(buf, len, "a %u-byte block of %s", c->block_size, _corral_safe_group_name(c->group));
+  return buf;
+}
+
+void _corral_safe_double_free(corral_chunk_t *c, void *p)
+{
+  char what[160];
+  _corral_safe_report(CORRAL_SAFE_DOUBLE_FREE, p, describe(c, what, sizeof what), _corral_safe_free_site);
+}
+
+void _corral_safe_bad_link(corral_chunk_t *c, const void *at)
+{
+  char what[160];
+  _corral_safe_report(CORRAL_SAFE_BAD_LINK, at, describe(c, what, sizeof what), NULL);
+}
+
+void _corral_safe_free_other(void *p, corral_where_t where, void *ret)
+{
+  if (where == CORRAL_NOT_GROUP && _corral_safe_large_owns(p)) return _corral_safe_large_free(p, ret);
+  if (where != CORRAL_NOT_GROUP) {
+    char block[160], what[200];
+    if (where == CORRAL_NOT_A_START)
+      snprintf(what, sizeof what, "not an object's start, inside %s",
+               describe(_corral_chunk_header((uintptr_t)p), block, sizeof block));
+    else
+      snprintf(what, sizeof what, "in a chunk whose objects were all freed");
+    return _corral_safe_report(CORRAL_SAFE_INVALID_FREE, p, what, ret);
+  }
+  /* Allocated by the allocator underneath before safe mode was on. */
+  if (!_corral_is_boot(p) && _corral_next.free) _corral_next.free(p);
+}
+
+/* ---- small blocks ------------------------------------------------------------- */
+
+void _corral_safe_free_local(corral_chunk_t *c, void *p)
+{
+  void **q = p;
+  _corral_link_set(q, c->local_free);
+  q[1] = (void *)c->key;
+  c->local_free = q;
+  c->live--;
+}
+
+/* Safe mode's memory ran out (group ranges or the large space): the
+ * allocator underneath serves, without the guarantee, and says so once. */
+static void *fallback(size_t size, size_t align, int zero)
+{
+  if (__atomic_fetch_add(&safe.fallbacks, 1, __ATOMIC_RELAXED) == 0)
+    _corral_warn("safe mode: out of %s; later requests may come from the allocator underneath, without "
+                 "its guarantee", size > _corral_options.max_size ? "large-block address space" : "group memory");
+  void *p = align ? _corral_next_aligned(align, size) : zero ? _corral_next.calloc(1, size) : _corral_next.malloc(size);
+  if (!p) errno = ENOMEM;
+  return p;
+}
+
+void *_corral_safe_alloc(size_t size, size_t align, void *ret0, void *fp0, int zero)
+{
+  if (size > PTRDIFF_MAX) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  if (size <= _corral_options.max_size && align <= CORRAL_MAX_GROUP_ALIGN) {
+    void *p = _corral_group_alloc_slow(site_group(ret0, fp0), size, align);
+    if (CORRAL_LIKELY(p != NULL)) {
+      if (zero) memset(p, 0, size);
+      return p;
+    }
+  } else if (size <= _corral_options.safe_large_space / 2) {
+    void *p = _corral_safe_large_alloc(size, align);   /* fresh pages read zero */
+    if (p) return p;
+  } else {
+    /* Half the space or more: no room to keep such ranges out of reuse. */
+    void *p = align ? _corral_next_aligned(align, size) : zero ? _corral_next.calloc(1, size) : _corral_next.malloc(size);
+    if (!p) errno = ENOMEM;
+    return p;
+  }
+  return fallback(size, align, zero);
+}
+
+/* Copy p's first `old` bytes into q and free p; NULL (p kept) without q. */
+static void *move(void *q, void *p, size_t old, size_t size, void (*release)(void *))
+{
+  if (!q) return NULL;
+  memcpy(q, p, old < size ? old : size);
+  release(p);
+  return q;
+}
+
+static void free_large(void *p) { _corral_safe_large_free(p, NULL); }
+
+void *_corral_safe_realloc(void *p, size_t size, void *ret0, void *fp0)
+{
+  corral_where_t where;
+  corral_chunk_t *c = _corral_chunk_of(p, &where);
+  if (c) {
+    if (((uint64_t *)p)[1] == c->key) {     /* already freed */
+      char what[160];
+      _corral_safe_report(CORRAL_SAFE_BAD_REALLOC, p, describe(c, what, sizeof what), ret0);
+      errno = ENOMEM;
+      return NULL;
+    }
+    /* In place within its size class; else a new block of the same site. */
+    if (size <= c->block_size) return p;
+    void *q = size <= _corral_options.max_size ? _corral_group_alloc_slow(c->group, size, 0) : NULL;
+    if (!q) q = _corral_safe_alloc(size, 0, ret0, fp0, 0);
+    return move(q, p, c->block_size, size, _corral_free);
+  }
+  if (where == CORRAL_NOT_GROUP && _corral_safe_large_owns(p)) {
+    size_t old = _corral_safe_large_usable(p);
+    if (!old) {
+      _corral_safe_report(CORRAL_SAFE_BAD_REALLOC, p, "no live large block's start", ret0);
+      errno = ENOMEM;
+      return NULL;
+    }
+    if (size <= old && size > _corral_options.max_size) return p;
+    return move(_corral_safe_alloc(size, 0, ret0, fp0, 0), p, old, size, free_large);
+  }
+  if (where != CORRAL_NOT_GROUP) {
+    _corral_safe_report(CORRAL_SAFE_BAD_REALLOC, p,
+                        where == CORRAL_NOT_A_START ? "not an object's start" : "in a chunk whose objects were all freed",
+                        ret0);
+    errno = ENOMEM;
+    return NULL;
+  }
+  /* The allocator underneath's, from before safe mode was on. */
+  size_t old = _corral_next.malloc_usable_size ? _corral_next.malloc_usable_size(p) : 0;
+  if (!old) {
+    void *q = _corral_next.realloc(p, size);
+    if (!q) errno = ENOMEM;
+    return q;
+  }
+  return move(_corral_safe_alloc(size, 0, ret0, fp0, 0), p, old, size, _corral_next.free);
+}
+
+/* ---- statistics ----------------------------------------------------------------- */
+
+void _corral_safe_stats_json(int fd)
+{
+  if (!_corral_safe_on) {
+    _corral_fdprintf(fd, "\"safe\":null");
+    return;
+  }
+  unsigned pools, kept;
+  corral_safe_large_stats_t l;
+  _corral_pool_totals(&pools, &kept);
+  _corral_safe_large_stats(&l);
+  _corral_fdprintf(fd,
+                   "\"safe\":{\"sites\":%u,\"shared_sites\":%llu,\"pools\":%u,\"kept_chunks\":%u,"
+                   "\"fallbacks\":%llu,\"large\":{\"reserved\":%llu,\"blocks\":%llu,\"live_blocks\":%llu,"
+                   "\"live_bytes\":%llu,\"peak_live_bytes\":%llu,\"recycled\":%llu,\"unprotected\":%llu,"
+                   "\"full\":%llu},\"errors\":{",
+                   _corral_safe_group_count() - 1, (unsigned long long)safe.shared_sites, pools, kept,
+                   (unsigned long long)safe.fallbacks, (unsigned long long)l.reserved,
+                   (unsigned long long)l.blocks, (unsigned long long)l.live_blocks,
+                   (unsigned long long)l.live_bytes, (unsigned long long)l.peak_live_bytes,
+                   (unsigned long long)l.recycled, (unsigned long long)l.unprotected, (unsigned long long)l.full);
+  for (int k = 0; k < CORRAL_SAFE_ERROR_KINDS; k++)
+    _corral_fdprintf(fd, "%s\"%s\":%llu", k ? "," : "", error_keys[k], (unsigned long long)safe.errors[k]);
+  _corral_fdprintf(fd, "}}");
+}
+
+void _corral_safe_stats_text(int fd)
+{
+  if (!_corral_safe_on) return;
+  unsigned pools, kept;
+  corral_safe_large_stats_t l;
+  _corral_pool_totals(&pools, &kept);
+  _corral_safe_large_stats(&l);
+  _corral_fdprintf(fd, "corral: safe: %u sites (%llu sharing a group), %u pools, %u empty chunks kept\n",
+                   _corral_safe_group_count() - 1, (unsigned long long)safe.shared_sites, pools, kept);
+  _corral_fdprintf(fd, "corral: safe: %llu large blocks (%llu live, %llu KiB; peak %llu KiB), %llu GiB reserved, "
+                   "%llu recycled\n", (unsigned long long)l.blocks, (unsigned long long)l.live_blocks,
+                   (unsigned long long)(l.live_bytes >> 10), (unsigned long long)(l.peak_live_bytes >> 10),
+                   (unsigned long long)(l.reserved >> 30), (unsigned long long)l.recycled);
+  uint64_t total = 0;
+  for (int k = 0; k < CORRAL_SAFE_ERROR_KINDS; k++) total += safe.errors[k];
+  _corral_fdprintf(fd, "corral: safe: %llu errors detected", (unsigned long long)total);
+  for (int k = 0; k < CORRAL_SAFE_ERROR_KINDS; k++)
+    if (safe.errors[k]) _corral_fdprintf(fd, ", %llu %s", (unsigned long long)safe.errors[k], error_names[k]);
+  _corral_fdprintf(fd, "\n");
+}
+
+/* ---- fork ------------------------------------------------------------------------ */
+
+void _corral_safe_fork_prepare(void)
+{
+  if (!_corral_safe_on) return;
+  _corral_lock(&safe.lock);
+  _corral_safe_large_fork_prepare();
+}
+
+void _corral_safe_fork_parent(void)
+{
+  if (!_corral_safe_on) return;
+  _corral_safe_large_fork_parent();
+  _corral_unlock(&safe.lock);
+}
+
+void _corral_safe_fork_child(void)
+{
+  if (!_corral_safe_on) return;
+  _corral_safe_large_fork_child();
+  _corral_unlock(&safe.lock);
+}

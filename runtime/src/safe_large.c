@@ -1,0 +1,217 @@
+/* Safe mode's large blocks (above max_size, or aligned past a page): each
+ * gets address space no block had before, carved page by page from one
+ * reserved space; a freed block's pages go back to the OS and its range
+ * becomes inaccessible. Only once the whole space has been handed out are
+ * ranges reused: the cursor starts again at the space's start and takes the
+ * first run of freed pages that fits, moving on from there, so the ranges
+ * freed longest ago (the lowest, handed out first) are reused first.
+ * docs/safe.md, "Large blocks". */
+#include "safe.h"
+
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "lock.h"
+
+#define PAGE 4096
+#define LIVE (1u << 31)       /* a start entry's flag: handed out, not freed */
+
+static struct {
+  corral_lock_t lock;
+  uintptr_t lo;
+  size_t pages;               /* in the space */
+  /* Per page: 0, or the first page of a block (live or freed), or of the
+   * gap an alignment skipped (freed): its pages | LIVE while live. Every
+   * page below `top` belongs to exactly one such run. */
+  uint32_t *start;
+  size_t cursor, top;
+  int wrapped;
+  corral_safe_large_stats_t stats;
+} large;
+
+int _corral_safe_large_init(void)
+{
+  size_t bytes = _corral_options.safe_large_space & ~(size_t)(PAGE - 1);
+  large.pages = bytes / PAGE;
+  if (large.pages > LIVE - 1) large.pages = LIVE - 1;
+  char *lo = _corral_os_reserve(large.pages * PAGE);
+  /* The table is address space too: only its entries in use get pages. */
+  large.start = _corral_os_reserve(large.pages * sizeof(uint32_t));
+  if (!lo || !large.start || _corral_os_commit(large.start, large.pages * sizeof(uint32_t)) != 0) {
+    _corral_os_unmap(lo, large.pages * PAGE);
+    return -1;
+  }
+  large.lo = (uintptr_t)lo;
+  large.stats.reserved = large.pages * PAGE;
+  /* Inside the span, so that free looks at these pointers (init.c). */
+  if (large.lo < _corral_range_min) _corral_range_min = large.lo;
+  if (large.lo + large.pages * PAGE > _corral_range_max) _corral_range_max = large.lo + large.pages * PAGE;
+  return 0;
+}
+
+int _corral_safe_large_owns(const void *p)
+{
+  return (uintptr_t)p - large.lo < large.pages * PAGE;
+}
+
+static size_t run_pages(uint32_t e) { return e & ~LIVE; }
+
+/* Take [s, s + n) from the run of freed pages that starts at `run` (it may
+ * go on into the never-used pages from top on), re-tiling what is left on
+ * both sides: the freed runs it covers lose their entries, the one it ends
+ * inside keeps its tail. */
+static void take(size_t run, size_t s, size_t n)
+{
+  for (size_t k = run, next; k < s + n && k < large.top; k = next) {
+    next = k + run_pages(large.start[k]);
+    large.start[k] = 0;
+    if (next > s + n) large.start[s + n] = (uint32_t)(next - (s + n));
+  }
+  if (s > run) large.start[run] = (uint32_t)(s - run);
+  large.start[s] = (uint32_t)n | LIVE;
+  if (s + n > large.top) large.top = s + n;
+  large.cursor = s + n;
+}
+
+/* The first run of freed pages from `from` on, before `limit`, that holds n
+ * pages aligned to a pages; its start, or SIZE_MAX. */
+static size_t find(size_t from, size_t limit, size_t n, size_t a)
+{
+  size_t run = from;
+  for (size_t k = from; k < limit;) {
+    if (k >= large.top) {                       /* never used: free to the end */
+      size_t s = (run + a - 1) / a * a;
+      if (s + n > large.pages) return SIZE_MAX;
+      take(run, s, n);
+      return s;
+    }
+    uint32_t e = large.start[k];
+    if (e == 0) return SIZE_MAX;                /* not a run's start: the table is inconsistent */
+    size_t next = k + run_pages(e);
+    if (e & LIVE) {
+      run = next;
+    } else {
+      size_t s = (run + a - 1) / a * a;
+      if (s + n <= next) {
+        take(run, s, n);
+        return s;
+      }
+    }
+    k = next;
+  }
+  return SIZE_MAX;
+}
+
+void *_corral_safe_large_alloc(size_t size, size_t align)
+{
+  if (!large.start || size > large.pages * PAGE) return NULL;
+  size_t n = (size + PAGE - 1) / PAGE, a = align > PAGE ? align / PAGE : 1;
+  if (n == 0) n = 1;
+  _corral_lock(&large.lock);
+  size_t s = SIZE_MAX;
+  if (!large.wrapped) {
+    size_t at = (large.cursor + a - 1) / a * a;
+    if (at + n <= large.pages) {
+      if (at > large.cursor) large.start[large.cursor] = (uint32_t)(at - large.cursor);   /* the gap: freed */
+      large.start[at] = (uint32_t)n | LIVE;
+      large.cursor = large.top = at + n;
+      s = at;
+    } else {
+      large.wrapped = 1;
+      large.cursor = 0;
+    }
+  }
+  if (s == SIZE_MAX && large.wrapped) {
+    /* Reuse: from the cursor to the end, then from the start. */
+    size_t from = large.cursor;
+    s = find(from, large.pages, n, a);
+    if (s == SIZE_MAX && from > 0) s = find(0, from, n, a);
+    if (s != SIZE_MAX) large.stats.recycled++;
+  }
+  if (s == SIZE_MAX) {
+    large.stats.full++;
+    _corral_unlock(&large.lock);
+    return NULL;
+  }
+  void *p = (void *)(large.lo + s * PAGE);
+  if (_corral_os_commit(p, n * PAGE) != 0) {     /* out of mappings or memory: the range stays freed */
+    large.start[s] &= ~LIVE;
+    large.stats.full++;
+    _corral_unlock(&large.lock);
+    return NULL;
+  }
+  large.stats.blocks++;
+  large.stats.live_blocks++;
+  large.stats.live_bytes += n * PAGE;
+  if (large.stats.live_bytes > large.stats.peak_live_bytes) large.stats.peak_live_bytes = large.stats.live_bytes;
+  _corral_unlock(&large.lock);
+  return p;
+}
+
+/* The start entry of p if p is a live block's start, else NULL (and *e the
+ * entry found there, 0 if none). Under the lock. */
+static uint32_t *live_entry(const void *p, uint32_t *e)
+{
+  uintptr_t off = (uintptr_t)p - large.lo;
+  *e = 0;
+  if (off % PAGE || off / PAGE >= large.pages) return NULL;
+  uint32_t *at = &large.start[off / PAGE];
+  *e = off / PAGE < large.top ? *at : 0;
+  return *e & LIVE ? at : NULL;
+}
+
+void _corral_safe_large_free(void *p, void *site)
+{
+  uint32_t e;
+  _corral_lock(&large.lock);
+  uint32_t *at = live_entry(p, &e);
+  if (!at) {
+    _corral_unlock(&large.lock);
+    _corral_safe_report(e ? CORRAL_SAFE_DOUBLE_FREE : CORRAL_SAFE_INVALID_FREE, p,
+                        e ? "a freed large block" : "no large block's start", site);
+    return;
+  }
+  size_t bytes = run_pages(e) * PAGE;
+  /* Under the lock: once the entry says freed, a wrapped cursor may hand
+   * the range out again, and this must not unmap it after that. A fresh
+   * PROT_NONE mapping over the range both drops its pages and makes it
+   * inaccessible, in one call. */
+  void *q = mmap(p, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+  if (q == MAP_FAILED) {
+    /* Out of mappings: the pages still go back, the range stays readable
+     * (as zeros) but is never handed to another block until reused. */
+    _corral_os_purge(p, bytes);
+    large.stats.unprotected++;
+  }
+  *at = e & ~LIVE;
+  large.stats.live_blocks--;
+  large.stats.live_bytes -= bytes;
+  _corral_unlock(&large.lock);
+}
+
+size_t _corral_safe_large_usable(const void *p)
+{
+  uint32_t e;
+  if (!_corral_safe_large_owns(p)) return 0;
+  _corral_lock(&large.lock);
+  uint32_t *at = live_entry(p, &e);
+  _corral_unlock(&large.lock);
+  return at ? run_pages(e) * PAGE : 0;
+}
+
+void *_corral_safe_large_resize(void *p, size_t size)
+{
+  return size <= _corral_safe_large_usable(p) ? p : NULL;
+}
+
+void _corral_safe_large_stats(corral_safe_large_stats_t *s)
+{
+  _corral_lock(&large.lock);
+  *s = large.stats;
+  _corral_unlock(&large.lock);
+}
+
+void _corral_safe_large_fork_prepare(void) { _corral_lock(&large.lock); }
+void _corral_safe_large_fork_parent(void) { _corral_unlock(&large.lock); }
+void _corral_safe_large_fork_child(void) { _corral_unlock(&large.lock); }

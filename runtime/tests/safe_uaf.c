@@ -1,0 +1,161 @@
+/* A dangling pointer and what its write hits, and the errors safe mode
+ * reports (test_safe.py). argv[1] picks the case:
+ *   direct, wrapper, thread, realloc: an object of site A is freed, 4096
+ *     objects of the same size come from site B, then the program writes
+ *     through the dangling pointer (past the allocator's first two words)
+ *     and prints "corrupted" if any of B's objects changed, else "intact";
+ *   double, invalid, forge: a double free, a free of an interior pointer,
+ *     a freed block's link overwritten; then "survived" if still running
+ *     (forge: and 1 if the forged block was handed out again);
+ *   large-read: reads a freed large block (safe mode: SIGSEGV);
+ *   large-fresh: 300 large blocks, each freed before the next: no address
+ *     comes back while the space has room ("0 failed");
+ *   large-cycle: large blocks freed and allocated many times, contents
+ *     checked, in a space small enough to wrap ("0 failed"). */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SIZE 64
+#define N 4096
+
+static char *others[N];
+
+/* xmalloc-style: only hands the pointer back. */
+static __attribute__((noinline)) void *xmalloc(size_t n)
+{
+  void *p = malloc(n);
+  if (!p) abort();
+  return p;
+}
+
+static __attribute__((noinline)) char *make_a(void) { return malloc(SIZE); }
+static __attribute__((noinline)) char *make_b(void) { return malloc(SIZE); }
+static __attribute__((noinline)) char *wrapped_a(void) { return xmalloc(SIZE); }
+static __attribute__((noinline)) char *wrapped_b(void) { return xmalloc(SIZE); }
+
+static void fill_others(char *(*make)(void))
+{
+  for (int i = 0; i < N; i++) {
+    others[i] = make();
+    memset(others[i], 'B', SIZE);
+  }
+}
+
+static int corrupted(void)
+{
+  for (int i = 0; i < N; i++)
+    for (int j = 0; j < SIZE; j++)
+      if (others[i][j] != 'B') return 1;
+  return 0;
+}
+
+/* The fields of the freed object, past the two words allocators keep there. */
+static __attribute__((noinline)) void dangling_write(char *p) { memset(p + 16, 'A', SIZE - 16); }
+
+static void *worker(void *arg)
+{
+  (void)arg;
+  char *a = make_a();
+  free(a);
+  fill_others(make_b);
+  return a;
+}
+
+static int large_cycle(void)
+{
+  enum { KEEP = 8, ROUNDS = 2000 };
+  char *live[KEEP] = {0};
+  size_t size[KEEP] = {0};
+  int failed = 0;
+  for (int r = 0; r < ROUNDS; r++) {
+    int k = r % KEEP;
+    if (live[k]) {
+      for (size_t j = 0; j < size[k]; j += 512)
+        if (live[k][j] != (char)k) failed++;
+      free(live[k]);
+    }
+    size[k] = 5000 + (size_t)(r * 7919 % 40000);
+    live[k] = r % 5 ? malloc(size[k]) : aligned_alloc(16384, size[k]);
+    if (!live[k]) return printf("round %d: no memory\n1 failed\n", r), 1;
+    if (r % 5 == 0 && (uintptr_t)live[k] % 16384) failed++;
+    memset(live[k], k, size[k]);
+  }
+  for (int k = 0; k < KEEP; k++) free(live[k]);
+  printf("%d failed\n", failed);
+  return failed != 0;
+}
+
+int main(int argc, char **argv)
+{
+  const char *c = argc > 1 ? argv[1] : "direct";
+  char *a = NULL;
+  if (!strcmp(c, "direct")) {
+    a = make_a();
+    free(a);
+    fill_others(make_b);
+  } else if (!strcmp(c, "wrapper")) {
+    a = wrapped_a();
+    free(a);
+    fill_others(wrapped_b);
+  } else if (!strcmp(c, "thread")) {
+    pthread_t t;
+    pthread_create(&t, NULL, worker, NULL);
+    pthread_join(t, (void **)&a);
+  } else if (!strcmp(c, "realloc")) {
+    a = make_a();
+    char *fence = make_a(), *grown = realloc(a, 4000);
+    if (grown == a) return puts("realloc did not move"), 1;
+    fill_others(make_b);
+    free(fence);
+  } else if (!strcmp(c, "double")) {
+    a = make_a();
+    free(a);
+    free(a);
+    return puts("survived"), 0;
+  } else if (!strcmp(c, "invalid")) {
+    a = make_a();
+    free(a + 16);
+    return puts("survived"), 0;
+  } else if (!strcmp(c, "forge")) {
+    /* One call site; its first block is freed and its link overwritten
+     * before the site's free list comes round to it. */
+    int again = 0;
+    for (int i = 0; i < 200; i++) {
+      others[i] = make_a();
+      if (i == 0) {
+        a = others[0];
+        free(a);
+        memset(a, 0x41, 16);
+      } else if (others[i] == a) {
+        again = 1;
+      }
+    }
+    return printf("survived %d\n", again), 0;
+  } else if (!strcmp(c, "large-read")) {
+    volatile char *p = malloc(100000);
+    p[0] = 1;
+    free((void *)p);
+    printf("read %d\n", p[0]);
+    return 0;
+  } else if (!strcmp(c, "large-fresh")) {
+    enum { BLOCKS = 300 };
+    static char *seen[BLOCKS];
+    int failed = 0;
+    for (int i = 0; i < BLOCKS; i++) {
+      seen[i] = malloc(100000 + (size_t)i * 1000);
+      for (int j = 0; j < i; j++) failed += seen[j] == seen[i];
+      free(seen[i]);
+    }
+    return printf("%d failed\n", failed), failed != 0;
+  } else if (!strcmp(c, "large-cycle")) {
+    return large_cycle();
+  } else {
+    return printf("unknown case %s\n", c), 2;
+  }
+  dangling_write(a);
+  puts(corrupted() ? "corrupted" : "intact");
+  return 0;
+}

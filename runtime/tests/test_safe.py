@@ -1,0 +1,199 @@
+"""Safe mode (docs/safe.md): a dangling pointer's write corrupts another
+site's object under every base allocator alone and never under safe mode
+(directly, across threads, through a wrapper, through realloc, through C++
+new/delete); double, invalid and forged frees are reported once with their
+sites; large blocks are inaccessible once freed and their space recycles;
+the core programs (every entry point, alignment, threads, fork, misuse) pass
+under it over every base allocator."""
+
+import json
+import re
+import signal
+import subprocess
+
+import pytest
+
+import core_helpers as h
+from corral.launch import dynamic_extra
+
+UAF_CASES = ["direct", "wrapper", "thread", "realloc"]
+
+
+@pytest.fixture(scope="module")
+def programs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("safe")
+    flags = ("-Wno-free-nonheap-object",)
+    return {
+        "uaf": h.build(d, "safe_uaf", flags=flags),
+        "new": h.build(d, "safe_uaf_new", cxx=True),
+        "api": h.build(d, "core_api"),
+        "api_new": h.build(d, "core_new", cxx=True),
+        "threads": h.build(d, "core_threads"),
+        "fork": h.build(d, "core_fork"),
+        "thread_exit": h.build(d, "core_thread_exit"),
+        "misuse": h.build(d, "core_misuse", flags=flags),
+    }
+
+
+def safe_env(exe, base="glibc", lib=h.LIB, **options):
+    """What `corral run --safe` sets (the switch and the program's wrapper
+    list), over `base`."""
+    env = h.corral_env(base, lib=lib, **options)
+    env.update(dynamic_extra(str(exe), switch="CORRAL_SAFE"))
+    return env
+
+
+def run(exe, *args, env):
+    return subprocess.run([str(exe), *args], env=env, capture_output=True, text=True, timeout=120)
+
+
+def function_at(exe, site):
+    """The function holding `prog+0xOFF` of a report, by addr2line."""
+    offset = site.split("+")[1]
+    out = subprocess.run(["addr2line", "-f", "-e", str(exe), offset], capture_output=True, text=True, check=True)
+    return out.stdout.split("\n")[0]
+
+
+@pytest.mark.parametrize("base", h.BASES)
+@pytest.mark.parametrize("case", UAF_CASES)
+def test_dangling_write_hits_another_site_only_without_safe_mode(programs, base, case):
+    exe = programs["uaf"]
+    alone = run(exe, case, env=h.corral_env(base, lib=None))
+    assert alone.returncode == 0 and alone.stdout == "corrupted\n", alone.stdout + alone.stderr
+    safe = run(exe, case, env=safe_env(exe, base))
+    assert safe.returncode == 0 and safe.stdout == "intact\n", safe.stdout + safe.stderr
+    assert "corral: safe:" not in safe.stderr and "warning" not in safe.stderr, safe.stderr
+
+
+@pytest.mark.parametrize("base", h.BASES)
+def test_dangling_write_through_delete(programs, base):
+    exe = programs["new"]
+    assert run(exe, env=h.corral_env(base, lib=None)).stdout == "corrupted\n"
+    safe = run(exe, env=safe_env(exe, base))
+    assert safe.returncode == 0 and safe.stdout == "intact\n", safe.stderr
+
+
+def test_a_wrapper_without_its_list_is_one_site(programs):
+    """The wrapper case needs the wrapper list: without it both sites are
+    the malloc call inside xmalloc, one pool, and the write lands."""
+    exe = programs["uaf"]
+    out = run(exe, "wrapper", env=h.corral_env("glibc", safe=1))
+    assert out.stdout == "corrupted\n"
+
+
+# make_a only hands malloc's pointer back: the wrapper analysis takes it for
+# a wrapper, and the site is its call in main.
+REPORTS = {
+    # case: (the report's lead, the allocating function, the freeing function)
+    "double": ("double free of", "main", "main"),
+    "invalid": ("invalid free of", "main", "main"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REPORTS))
+def test_bad_free_is_reported_once_with_its_sites_then_aborts(programs, case):
+    exe = programs["uaf"]
+    lead, allocator, freer = REPORTS[case]
+    out = run(exe, case, env=safe_env(exe))
+    assert out.returncode == -signal.SIGABRT, (out.returncode, out.stdout, out.stderr)
+    lines = [line for line in out.stderr.splitlines() if line.startswith("corral: safe:")]
+    assert len(lines) == 1, out.stderr
+    m = re.match(r"corral: safe: (.+?) 0x[0-9a-f]+ \(.*site\d+ <- (safe_uaf\S*\+0x[0-9a-f]+) via make_a\) "
+                 r"at (safe_uaf\S*\+0x[0-9a-f]+); aborting", lines[0])
+    assert m and m.group(1) == lead, lines[0]
+    assert function_at(exe, m.group(2)) == allocator
+    assert function_at(exe, m.group(3)) == freer
+    assert "survived" not in out.stdout
+
+
+@pytest.mark.parametrize("case", ["double", "invalid", "forge"])
+def test_safe_abort_off_reports_and_goes_on(programs, case, tmp_path):
+    exe = programs["uaf"]
+    stats = tmp_path / "stats.json"
+    out = run(exe, case, env=safe_env(exe, safe_abort=0, stats=stats))
+    assert out.returncode == 0 and out.stdout.startswith("survived"), out.stderr
+    assert len(re.findall(r"^corral: safe:", out.stderr, re.M)) == 1, out.stderr
+    errors = json.loads(stats.read_text())["safe"]["errors"]
+    key = {"double": "double_free", "invalid": "invalid_free", "forge": "bad_link"}[case]
+    assert errors[key] == 1 and sum(errors.values()) == 1, errors
+
+
+def test_forged_link_is_caught_when_its_block_comes_back(programs):
+    """Overwriting a freed block's link (a write after free into the
+    allocator's words) aborts at the pop that would follow it."""
+    exe = programs["uaf"]
+    out = run(exe, "forge", env=safe_env(exe))
+    assert out.returncode == -signal.SIGABRT
+    assert re.search(r"corral: safe: free-list link overwritten after its block was freed, at 0x[0-9a-f]+ "
+                     r"\(a 64-byte block of site\d+ <- safe_uaf\S+ via make_a\)", out.stderr), out.stderr
+
+
+def test_freed_large_block_is_inaccessible(programs):
+    exe = programs["uaf"]
+    alone = run(exe, "large-read", env=h.corral_env("glibc", lib=None))
+    assert alone.returncode == 0
+    out = run(exe, "large-read", env=safe_env(exe))
+    assert out.returncode == -signal.SIGSEGV, (out.returncode, out.stdout, out.stderr)
+
+
+def test_large_blocks_get_fresh_addresses(programs):
+    exe = programs["uaf"]
+    out = run(exe, "large-fresh", env=safe_env(exe))
+    assert out.returncode == 0 and out.stdout == "0 failed\n", out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("base", h.BASES)
+def test_large_space_recycles_oldest_first(programs, base, tmp_path):
+    """2000 large blocks (8 live at a time, some 16 KiB-aligned) in a 1 MiB
+    space: it wraps, every block's contents survive, addresses are reused."""
+    exe = programs["uaf"]
+    stats = tmp_path / "stats.json"
+    out = run(exe, "large-cycle", env=safe_env(exe, base, safe_large_space="1M", stats=stats))
+    assert out.returncode == 0 and out.stdout == "0 failed\n", out.stdout + out.stderr
+    large = json.loads(stats.read_text())["safe"]["large"]
+    assert large["blocks"] == 2000 and large["live_blocks"] == 0 and large["recycled"] > 1000, large
+    assert large["reserved"] == 1 << 20 and large["full"] == 0, large
+
+
+@pytest.mark.parametrize("base", h.BASES)
+def test_core_programs_pass_under_safe_mode(programs, base):
+    """Every entry point, alignments, huge sizes, realloc across pools and
+    to large blocks (core_api, core_new); threads, fork, thread exit. In
+    safe mode every small object is grouped, and a freed block comes back
+    to its own site only (core_api's reuse check, EXPECT_SAFE)."""
+    for name in ("api", "api_new", "threads", "fork", "thread_exit"):
+        h.run(programs[name], env=safe_env(programs[name], base, EXPECT_GROUPED=1, EXPECT_SAFE=1))
+
+
+def test_core_programs_pass_under_the_debug_build(programs):
+    """The debug build checks every chunk's lists, decoded, after each
+    refill and drain: threads with cross-thread frees, fork."""
+    for name in ("threads", "fork"):
+        h.run(programs[name], env=safe_env(programs[name], lib=h.paths.RUNTIME_DEBUG_LIB, EXPECT_GROUPED=1))
+
+
+def test_misuse_program_goes_on_with_safe_abort_off(programs, tmp_path):
+    """core_misuse (double frees from two threads, an interior free, an
+    interior realloc) passes its own checks; each error is reported."""
+    stats = tmp_path / "stats.json"
+    exe = programs["misuse"]
+    out = run(exe, env=safe_env(exe, EXPECT_GROUPED=1, safe_abort=0, stats=stats))
+    assert out.returncode == 0 and re.search(r"\b0 failed$", out.stdout, re.M), out.stdout + out.stderr
+    errors = json.loads(stats.read_text())["safe"]["errors"]
+    assert errors == {"double_free": 3, "invalid_free": 1, "bad_link": 0, "bad_realloc": 1}, errors
+
+
+def test_statistics_name_each_site(programs, tmp_path):
+    exe = programs["uaf"]
+    stats = tmp_path / "stats.json"
+    out = run(exe, "direct", env=safe_env(exe, stats=stats))
+    assert out.stdout == "intact\n"
+    s = json.loads(stats.read_text())
+    assert s["mode"] == "safe" and s["safe"]["sites"] >= 2
+    by_function = {}
+    for g in s["groups"][1:]:
+        site = re.search(r"<- (\S+\+0x[0-9a-f]+)", g["name"]).group(1)
+        by_function[function_at(exe, site)] = g
+    # make_a and make_b are wrappers: the sites are main and fill_others
+    assert by_function["main"]["objects"] == 1 and by_function["fill_others"]["objects"] == 4096
+    assert by_function["fill_others"]["peak_resident"] > 0
