@@ -16,6 +16,7 @@
 
 #define PAGE 4096
 #define LIVE (1u << 31)       /* a start entry's flag: handed out, not freed */
+#define COMMIT_AHEAD 256      /* pages made read-write at a time, before the first wrap */
 
 static struct {
   corral_lock_t lock;
@@ -26,23 +27,42 @@ static struct {
    * page below `top` belongs to exactly one such run. */
   uint32_t *start;
   size_t cursor, top;
+  size_t committed;           /* pages [0, committed) were made read-write (before the first wrap) */
   int wrapped;
   corral_safe_large_stats_t stats;
 } large;
 
-int _corral_safe_large_init(void)
+/* The space and its table, halving the size down to SMALLEST_SPACE when
+ * the address space will not give that much (Valgrind's gives a few GiB). */
+#define SMALLEST_SPACE ((size_t)256 << 20)
+
+static int reserve(size_t pages)
 {
-  size_t bytes = _corral_options.safe_large_space & ~(size_t)(PAGE - 1);
-  large.pages = bytes / PAGE;
-  if (large.pages > LIVE - 1) large.pages = LIVE - 1;
-  char *lo = _corral_os_reserve(large.pages * PAGE);
+  char *lo = _corral_os_reserve(pages * PAGE);
   /* The table is address space too: only its entries in use get pages. */
-  large.start = _corral_os_reserve(large.pages * sizeof(uint32_t));
-  if (!lo || !large.start || _corral_os_commit(large.start, large.pages * sizeof(uint32_t)) != 0) {
-    _corral_os_unmap(lo, large.pages * PAGE);
+  uint32_t *start = lo ? _corral_os_reserve(pages * sizeof(uint32_t)) : NULL;
+  if (!start || _corral_os_commit(start, pages * sizeof(uint32_t)) != 0) {
+    _corral_os_unmap(lo, pages * PAGE);
+    _corral_os_unmap(start, pages * sizeof(uint32_t));
     return -1;
   }
   large.lo = (uintptr_t)lo;
+  large.start = start;
+  large.pages = pages;
+  return 0;
+}
+
+int _corral_safe_large_init(void)
+{
+  size_t wanted = (_corral_options.safe_large_space & ~(size_t)(PAGE - 1)) / PAGE, pages = wanted;
+  if (pages > LIVE - 1) pages = LIVE - 1;
+  while (reserve(pages) != 0) {
+    if (pages * PAGE <= SMALLEST_SPACE) return -1;
+    pages /= 2;
+  }
+  if (pages < wanted)
+    _corral_note(1, "safe mode: %zu MiB of address space for large blocks (%zu MiB asked for)",
+                 pages * PAGE >> 20, wanted * PAGE >> 20);
   large.stats.reserved = large.pages * PAGE;
   /* Inside the span, so that free looks at these pointers (init.c). */
   if (large.lo < _corral_range_min) _corral_range_min = large.lo;
@@ -135,12 +155,23 @@ void *_corral_safe_large_alloc(size_t size, size_t align)
     return NULL;
   }
   void *p = (void *)(large.lo + s * PAGE);
-  if (_corral_os_commit(p, n * PAGE) != 0) {     /* out of mappings or memory: the range stays freed */
+  /* Fresh pages are made read-write COMMIT_AHEAD at a time, so that most
+   * blocks cost no system call; a recycled range is PROT_NONE again. */
+  size_t from = s, to = s + n;
+  if (!large.wrapped) {
+    from = large.committed;
+    if (to < from + COMMIT_AHEAD) to = from + COMMIT_AHEAD;
+    if (to > large.pages) to = large.pages;
+  }
+  int commit = from < s + n;
+  if (commit && _corral_os_commit((void *)(large.lo + from * PAGE), (to - from) * PAGE) != 0) {
+    /* out of mappings or memory: the range stays freed */
     large.start[s] &= ~LIVE;
     large.stats.full++;
     _corral_unlock(&large.lock);
     return NULL;
   }
+  if (commit && !large.wrapped) large.committed = to;
   large.stats.blocks++;
   large.stats.live_blocks++;
   large.stats.live_bytes += n * PAGE;
