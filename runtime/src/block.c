@@ -24,7 +24,6 @@ static int extend(corral_chunk_t *c)
   size_t links = n - 1;
   if (CORRAL_UNLIKELY(_corral_safe_on)) {      /* encoded links (heap.h) */
     for (; links; links--, p += bs) _corral_link_set(p, p + bs);
-    links = 0;
   }
   /* Every fresh block is linked here once: four links per round. */
   for (; links >= 4; links -= 4) {
@@ -87,9 +86,6 @@ static int refill(corral_chunk_t *c)
   return extend(c);
 }
 
-/* The current chunk of the pool has nothing on its lists: refill it, or
- * move to another chunk (retire this one, adopt one with freed space or take
- * an empty one; an adopted chunk may still be full). */
 /* The head of c's free list, whose links safe mode keeps encoded: each is
  * checked to be a block of c (or the list's end) before it becomes the
  * head. */
@@ -104,6 +100,9 @@ static void *pop(corral_chunk_t *c)
   return p;
 }
 
+/* The current chunk of the pool has nothing on its lists: refill it, or
+ * move to another chunk (retire this one, adopt one with freed space or take
+ * an empty one; an adopted chunk may still be full). */
 void *_corral_block_alloc(corral_heap_t *h, unsigned pool)
 {
   corral_chunk_t *c = h->cur[pool];

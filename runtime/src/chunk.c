@@ -188,7 +188,6 @@ static void release_locked(corral_chunk_t *c)
      * of a pointer into it now finds no magic: an invalid free. */
     unsigned pool = c->pool;
     _corral_os_purge((void *)_corral_chunk_base(c), _corral_layout.chunk_size);
-    c->pool = (uint16_t)pool;
     c->next = kept[pool];
     kept[pool] = c;
     chunks_kept++;

@@ -76,6 +76,17 @@ CORRAL_INLINE int _corral_pick_group(size_t size, void *ret0, void *fp0)
   return g < (int)_corral_ngroups ? g : -1;
 }
 
+/* The next allocator's block for a request (align: 0 = malloc's, else a
+ * power of two; zero: calloc's); NULL with errno set. Explicit alignments
+ * go to its aligned entry point even when 16: mimalloc's malloc aligns tiny
+ * blocks to 8 only. */
+CORRAL_INLINE void *_corral_next_alloc(size_t size, size_t align, int zero)
+{
+  void *p = align ? _corral_next_aligned(align, size) : zero ? _corral_next.calloc(1, size) : _corral_next.malloc(size);
+  if (CORRAL_UNLIKELY(!p)) errno = ENOMEM;
+  return p;
+}
+
 /* align: 0 = malloc's (16), else a power of two. NULL on failure (errno set). */
 CORRAL_INLINE void *_corral_alloc_at(size_t size, size_t align, void *ret0, void *fp0, int zero)
 {
@@ -94,12 +105,7 @@ CORRAL_INLINE void *_corral_alloc_at(size_t size, size_t align, void *ret0, void
     }
   }
   _corral_count_ungrouped(size);
-  /* Explicit alignments go to the next allocator's aligned entry point even
-   * when 16: mimalloc's malloc aligns tiny blocks to 8 only. */
-  void *p = align ? _corral_next_aligned(align, size)
-                  : zero ? _corral_next.calloc(1, size) : _corral_next.malloc(size);
-  if (CORRAL_UNLIKELY(!p)) errno = ENOMEM;
-  return p;
+  return _corral_next_alloc(size, align, zero);
 }
 
 #pragma GCC visibility pop

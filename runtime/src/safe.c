@@ -195,9 +195,7 @@ static void *fallback(size_t size, size_t align, int zero)
   if (__atomic_fetch_add(&safe.fallbacks, 1, __ATOMIC_RELAXED) == 0)
     _corral_warn("safe mode: out of %s; later requests may come from the allocator underneath, without "
                  "its guarantee", size > _corral_options.max_size ? "large-block address space" : "group memory");
-  void *p = align ? _corral_next_aligned(align, size) : zero ? _corral_next.calloc(1, size) : _corral_next.malloc(size);
-  if (!p) errno = ENOMEM;
-  return p;
+  return _corral_next_alloc(size, align, zero);
 }
 
 void *_corral_safe_alloc(size_t size, size_t align, void *ret0, void *fp0, int zero)
@@ -217,9 +215,7 @@ void *_corral_safe_alloc(size_t size, size_t align, void *ret0, void *fp0, int z
     if (p) return p;
   } else {
     /* Half the space or more: no room to keep such ranges out of reuse. */
-    void *p = align ? _corral_next_aligned(align, size) : zero ? _corral_next.calloc(1, size) : _corral_next.malloc(size);
-    if (!p) errno = ENOMEM;
-    return p;
+    return _corral_next_alloc(size, align, zero);
   }
   return fallback(size, align, zero);
 }

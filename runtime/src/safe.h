@@ -83,9 +83,6 @@ int _corral_safe_large_owns(const void *p);
 /* Free of p, which lies in the space: its pages released and made
  * inaccessible, or an error reported. */
 void _corral_safe_large_free(void *p, void *site);
-/* Shrink or grow large block p in place to `size` bytes if its pages hold
- * them: p, else NULL. */
-void *_corral_safe_large_resize(void *p, size_t size);
 
 typedef struct corral_safe_large_stats_s {
   uint64_t reserved, blocks, live_blocks, live_bytes, peak_live_bytes, recycled, unprotected, full;

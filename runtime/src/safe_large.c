@@ -231,11 +231,6 @@ size_t _corral_safe_large_usable(const void *p)
   return at ? run_pages(e) * PAGE : 0;
 }
 
-void *_corral_safe_large_resize(void *p, size_t size)
-{
-  return size <= _corral_safe_large_usable(p) ? p : NULL;
-}
-
 void _corral_safe_large_stats(corral_safe_large_stats_t *s)
 {
   _corral_lock(&large.lock);
