@@ -75,6 +75,7 @@ typedef struct corral_options_s {
   int safe;                /* CORRAL_SAFE */
   int safe_abort;          /* CORRAL_SAFE_ABORT: abort on a detected error (1), else warn and go on */
   size_t safe_large_space; /* CORRAL_SAFE_LARGE_SPACE: address space for large blocks (64 GiB) */
+  size_t safe_max_size;    /* CORRAL_SAFE_MAX_SIZE: largest object of a site's pool (65536) */
 } corral_options_t;
 
 extern corral_options_t _corral_options;

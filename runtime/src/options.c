@@ -30,6 +30,7 @@ corral_options_t _corral_options = {
   .safe = 0,
   .safe_abort = 1,
   .safe_large_space = (size_t)64 << 30,
+  .safe_max_size = 65536,
 };
 
 typedef enum { OPT_STRING, OPT_SIZE, OPT_INT, OPT_BOOL } option_kind_t;
@@ -65,6 +66,7 @@ static const option_desc_t option_table[] = {
   OPT("safe", OPT_BOOL, safe, 0, 1, 0),
   OPT("safe_abort", OPT_BOOL, safe_abort, 0, 1, 0),
   OPT("safe_large_space", OPT_SIZE, safe_large_space, 1u << 20, (size_t)1 << 44, 0),
+  OPT("safe_max_size", OPT_SIZE, safe_max_size, 16, 65536, 0),
 };
 
 #define OPTION_COUNT (sizeof option_table / sizeof option_table[0])
@@ -178,6 +180,8 @@ void _corral_options_init(void)
                  _corral_options.max_size, _corral_options.chunk_size, _corral_options.chunk_size / 8);
     _corral_options.max_size = _corral_options.chunk_size / 8;
   }
+  if (_corral_options.safe_max_size > _corral_options.chunk_size / 8)
+    _corral_options.safe_max_size = _corral_options.chunk_size / 8;
 }
 
 /* Plan records arrive after the heap may already be laid out, so only options

@@ -194,7 +194,7 @@ static void *fallback(size_t size, size_t align, int zero)
 {
   if (__atomic_fetch_add(&safe.fallbacks, 1, __ATOMIC_RELAXED) == 0)
     _corral_warn("safe mode: out of %s; later requests may come from the allocator underneath, without "
-                 "its guarantee", size > _corral_options.max_size ? "large-block address space" : "group memory");
+                 "its guarantee", size > _corral_options.safe_max_size ? "large-block address space" : "group memory");
   return _corral_next_alloc(size, align, zero);
 }
 
@@ -204,7 +204,7 @@ void *_corral_safe_alloc(size_t size, size_t align, void *ret0, void *fp0, int z
     errno = ENOMEM;
     return NULL;
   }
-  if (size <= _corral_options.max_size && align <= CORRAL_MAX_GROUP_ALIGN) {
+  if (size <= _corral_options.safe_max_size && align <= CORRAL_MAX_GROUP_ALIGN) {
     void *p = _corral_group_alloc_slow(site_group(ret0, fp0), size, align);
     if (CORRAL_LIKELY(p != NULL)) {
       if (zero) memset(p, 0, size);
@@ -244,7 +244,7 @@ void *_corral_safe_realloc(void *p, size_t size, void *ret0, void *fp0)
     }
     /* In place within its size class; else a new block of the same site. */
     if (size <= c->block_size) return p;
-    void *q = size <= _corral_options.max_size ? _corral_group_alloc_slow(c->group, size, 0) : NULL;
+    void *q = size <= _corral_options.safe_max_size ? _corral_group_alloc_slow(c->group, size, 0) : NULL;
     if (!q) q = _corral_safe_alloc(size, 0, ret0, fp0, 0);
     return move(q, p, c->block_size, size, _corral_free);
   }
@@ -255,7 +255,7 @@ void *_corral_safe_realloc(void *p, size_t size, void *ret0, void *fp0)
       errno = ENOMEM;
       return NULL;
     }
-    if (size <= old && size > _corral_options.max_size) return p;
+    if (size <= old && size > _corral_options.safe_max_size) return p;
     return move(_corral_safe_alloc(size, 0, ret0, fp0, 0), p, old, size, free_large);
   }
   if (where != CORRAL_NOT_GROUP) {

@@ -1,4 +1,4 @@
-/* Safe mode's large blocks (above max_size, or aligned past a page): each
+/* Safe mode's large blocks (above safe_max_size, or aligned past a page): each
  * gets address space no block had before, carved page by page from one
  * reserved space; a freed block's pages go back to the OS and its range
  * becomes inaccessible. Only once the whole space has been handed out are

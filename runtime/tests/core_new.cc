@@ -41,9 +41,11 @@ struct alignas(8192) Huge { char bytes[100]; };
 int main()
 {
   const bool grouped = std::getenv("EXPECT_GROUPED") && std::atoi(std::getenv("EXPECT_GROUPED"));
+  // corral's largest grouped size, as core_api takes it
+  const std::size_t max_size = std::getenv("MAX_SIZE") ? std::atol(std::getenv("MAX_SIZE")) : 4096;
   for (std::size_t n = 1; n < 10000; n = n * 3 + 1) {
     char *a = new char[n];
-    CHECK((group_of(a) >= 0) == (grouped && n <= 4096), "new[] %zu group %d", n, group_of(a));
+    CHECK((group_of(a) >= 0) == (grouped && n <= max_size), "new[] %zu group %d", n, group_of(a));
     delete[] a;
     int *b = new int(7);
     CHECK(*b == 7 && (group_of(b) >= 0) == grouped, "new int");

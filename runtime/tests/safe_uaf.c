@@ -77,7 +77,7 @@ static int large_cycle(void)
         if (live[k][j] != (char)k) failed++;
       free(live[k]);
     }
-    size[k] = 5000 + (size_t)(r * 7919 % 40000);
+    size[k] = 66000 + (size_t)(r * 7919 % 20000);
     live[k] = r % 5 ? malloc(size[k]) : aligned_alloc(16384, size[k]);
     if (!live[k]) return printf("round %d: no memory\n1 failed\n", r), 1;
     if (r % 5 == 0 && (uintptr_t)live[k] % 16384) failed++;

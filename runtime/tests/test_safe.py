@@ -162,7 +162,14 @@ def test_core_programs_pass_under_safe_mode(programs, base):
     safe mode every small object is grouped, and a freed block comes back
     to its own site only (core_api's reuse check, EXPECT_SAFE)."""
     for name in ("api", "api_new", "threads", "fork", "thread_exit"):
-        h.run(programs[name], env=safe_env(programs[name], base, EXPECT_GROUPED=1, EXPECT_SAFE=1))
+        h.run(programs[name], env=safe_env(programs[name], base, EXPECT_GROUPED=1, EXPECT_SAFE=1, MAX_SIZE=65536))
+
+
+def test_safe_max_size_moves_the_boundary_to_large_blocks(programs):
+    """CORRAL_SAFE_MAX_SIZE lowered: core_api's sizes and alignments either
+    side of it (realloc across the boundary, both ways) land where it says."""
+    exe = programs["api"]
+    h.run(exe, env=safe_env(exe, safe_max_size=4096, EXPECT_GROUPED=1, EXPECT_SAFE=1, MAX_SIZE=4096))
 
 
 def test_core_programs_pass_under_the_debug_build(programs):
