@@ -48,7 +48,8 @@ void *_corral_group_alloc_slow(unsigned g, size_t size, size_t align)
      * to 4096), so a size rounded up to the alignment finds a class whose
      * blocks have it (docs/runtime.md, "Packing"). */
     if (align > 8) size = ((size ? size : 1) + align - 1) & ~(align - 1);
-    p = _corral_block_alloc(h, g * CORRAL_SIZE_CLASSES + corral_size_class(size));
+    CORRAL_ASSERT(size <= CORRAL_TABLE_MAX);   /* max sizes are at most 64 KiB, a multiple of every alignment */
+    p = _corral_block_alloc(h, g * CORRAL_SIZE_CLASSES + _corral_class(size));
   }
   if (CORRAL_UNLIKELY(!p)) return NULL;
   return _corral_track ? count_alloc(h, g, p) : p;
