@@ -4,6 +4,8 @@
  *     objects of the same size come from site B, then the program writes
  *     through the dangling pointer (past the allocator's first two words)
  *     and prints "corrupted" if any of B's objects changed, else "intact";
+ *   big: as direct, with 64 objects of 20000 bytes (a small block in safe
+ *     mode's largest size classes);
  *   double, invalid, forge: a double free, a free of an interior pointer,
  *     a freed block's link overwritten; then "survived" if still running
  *     (forge: and 1 if the forged block was handed out again);
@@ -18,9 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SIZE 64
 #define N 4096
 
+static size_t size = 64;      /* of every object of the dangling cases */
+static int count = N;         /* objects from site B */
 static char *others[N];
 
 /* xmalloc-style: only hands the pointer back. */
@@ -31,29 +34,29 @@ static __attribute__((noinline)) void *xmalloc(size_t n)
   return p;
 }
 
-static __attribute__((noinline)) char *make_a(void) { return malloc(SIZE); }
-static __attribute__((noinline)) char *make_b(void) { return malloc(SIZE); }
-static __attribute__((noinline)) char *wrapped_a(void) { return xmalloc(SIZE); }
-static __attribute__((noinline)) char *wrapped_b(void) { return xmalloc(SIZE); }
+static __attribute__((noinline)) char *make_a(void) { return malloc(size); }
+static __attribute__((noinline)) char *make_b(void) { return malloc(size); }
+static __attribute__((noinline)) char *wrapped_a(void) { return xmalloc(size); }
+static __attribute__((noinline)) char *wrapped_b(void) { return xmalloc(size); }
 
 static void fill_others(char *(*make)(void))
 {
-  for (int i = 0; i < N; i++) {
+  for (int i = 0; i < count; i++) {
     others[i] = make();
-    memset(others[i], 'B', SIZE);
+    memset(others[i], 'B', size);
   }
 }
 
 static int corrupted(void)
 {
-  for (int i = 0; i < N; i++)
-    for (int j = 0; j < SIZE; j++)
+  for (int i = 0; i < count; i++)
+    for (size_t j = 0; j < size; j++)
       if (others[i][j] != 'B') return 1;
   return 0;
 }
 
 /* The fields of the freed object, past the two words allocators keep there. */
-static __attribute__((noinline)) void dangling_write(char *p) { memset(p + 16, 'A', SIZE - 16); }
+static __attribute__((noinline)) void dangling_write(char *p) { memset(p + 16, 'A', size - 16); }
 
 static void *worker(void *arg)
 {
@@ -92,6 +95,11 @@ int main(int argc, char **argv)
 {
   const char *c = argc > 1 ? argv[1] : "direct";
   char *a = NULL;
+  if (!strcmp(c, "big")) {
+    size = 20000;
+    count = 64;
+    c = "direct";
+  }
   if (!strcmp(c, "direct")) {
     a = make_a();
     free(a);

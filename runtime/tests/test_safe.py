@@ -16,7 +16,7 @@ import pytest
 import core_helpers as h
 from corral.launch import dynamic_extra
 
-UAF_CASES = ["direct", "wrapper", "thread", "realloc"]
+UAF_CASES = ["direct", "wrapper", "thread", "realloc", "big"]
 
 
 @pytest.fixture(scope="module")
