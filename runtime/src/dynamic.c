@@ -50,6 +50,7 @@ typedef struct dyn_ctx_s {
   uint32_t checks;          /* samples judged, and of those: */
   uint32_t remote_heavy;    /* the chunk's objects were mostly freed by other threads */
   uint32_t small;           /* the chunk held less than a page of live objects */
+  uint32_t links_across;    /* sampled words from its objects into another pool, or from another's into its */
   struct { void *p; uint32_t size; } ring[DYN_RING];
   uint32_t slot;            /* slot call: 0 not tried, slot + 1, or DYN_SLOT_REFUSED */
   const char *via;          /* name of the outermost wrapper in the chain, if any */
@@ -694,13 +695,18 @@ static void scan_object(uint32_t src, const void *obj, uint32_t size) {
     dyn.words_read++;
     if (g < 0 || (unsigned)g >= dyn.pools) continue;
     dyn.links_seen++;
+    if (g != dyn.ctx[_corral_dynm_find(&dyn.merge, src)].group) {
+      dyn.ctx[src].links_across++;
+      dyn.ctx[dyn.group_owner[g]].links_across++;
+    }
     corral_dynm_merge_t m;
     if (_corral_dynm_observe(&dyn.merge, src, i * sizeof(uintptr_t), (uint32_t)dyn.group_owner[g], &m))
       note_merge(&m);
   }
 }
 
-enum { DYN_GIVEN_BACK_REMOTE, DYN_GIVEN_BACK_SMALL };
+enum { DYN_GIVEN_BACK_REMOTE, DYN_GIVEN_BACK_SMALL, DYN_GIVEN_BACK_AS_BASE };
+static const char *const given_back_names[] = { "remote", "small", "as_base" };
 
 /* A context given back whose frame 0 is its own call site (not inside a
  * wrapper, where the call serves other contexts too): when that call is a
@@ -762,6 +768,30 @@ static void give_back(uint32_t id, int why) {
  * too brief for steady samples (1 in 512 pooled allocations) would never
  * be judged otherwise, and each such pool keeps its own hot lines apart
  * from the allocator underneath's. */
+/* Whether the pool of context `id` lays its objects out as the allocator
+ * underneath already does, so that it can only cost: one context of one
+ * size, whose block here is exactly the footprint it has there (a
+ * size-class allocator serving a size of its own class; never glibc, whose
+ * header the pool drops), no other pool of that footprint (objects the base
+ * would interleave with it, which the pool keeps apart), and no sampled
+ * pointer between it and another pool (a merge may still come). */
+static int laid_out_as_base(uint32_t id) {
+  uint32_t root = _corral_dynm_find(&dyn.merge, id);
+  int g = dyn.ctx[root].group;
+  uint32_t size = dyn.ctx[root].size;
+  if (g < 0 || size == 0 || size == DYNM_SIZE_MIXED || dyn.ctx[root].links_across) return 0;
+  size_t footprint = _corral_next_footprint(size);
+  if (footprint == 0 || footprint != corral_class_size(corral_size_class(size))) return 0;
+  uint32_t total = __atomic_load_n(&dyn.table.context_count, __ATOMIC_ACQUIRE);
+  for (uint32_t i = 0; i < total; i++)
+    if (i != root && _corral_dynm_find(&dyn.merge, i) == root) return 0;
+  for (unsigned h = 0; h < dyn.pools; h++) {
+    uint32_t other = dyn.ctx[dyn.group_owner[h]].size;
+    if ((int)h != g && (other == DYNM_SIZE_MIXED || _corral_next_footprint(other) == footprint)) return 0;
+  }
+  return 1;
+}
+
 static void judge_pool(uint32_t id, void *p) {
   corral_chunk_t *chunk = _corral_chunk_header((uintptr_t)p);
   long undrained = atomic_load_explicit(&chunk->balance, memory_order_relaxed);
@@ -773,6 +803,10 @@ static void judge_pool(uint32_t id, void *p) {
   if (chunk->live * object < DYN_SMALL_BYTES) c->small++;
   if (c->checks == DYN_EAGER_SAMPLES && c->small == c->checks && chunk->live * 4 < chunk->counted_allocs) {
     give_back(id, DYN_GIVEN_BACK_SMALL);
+    return;
+  }
+  if (c->checks == DYN_EAGER_SAMPLES && laid_out_as_base(id)) {
+    give_back(id, DYN_GIVEN_BACK_AS_BASE);
     return;
   }
   if (c->checks < DYN_JUDGE_AFTER) return;
@@ -907,7 +941,7 @@ void _corral_dyn_stats_json(int fd) {
   for (unsigned i = 0; i < dyn.unpooled_count; i++) _corral_fdprintf(fd, "%s%d", i ? "," : "", dyn.unpooled[i]);
   _corral_fdprintf(fd, "],\"unpooled_why\":[");
   for (unsigned i = 0; i < dyn.unpooled_count; i++)
-    _corral_fdprintf(fd, "%s\"%s\"", i ? "," : "", dyn.unpooled_why[i] == DYN_GIVEN_BACK_REMOTE ? "remote" : "small");
+    _corral_fdprintf(fd, "%s\"%s\"", i ? "," : "", given_back_names[dyn.unpooled_why[i]]);
   _corral_fdprintf(fd, "],\"calls_to_none\":%llu,\"calls_to_pool\":%llu}", (unsigned long long)dyn.calls_to_none,
                    (unsigned long long)dyn.calls_to_pool);
 }

@@ -26,6 +26,15 @@ extern corral_next_t _corral_next;
  * thread must go to _corral_boot_alloc (see init.c). */
 int _corral_next_init(void);
 
+/* Bytes an object of `size` (at most 64 KiB) takes in the allocator
+ * underneath, from one neighbour's start to the next's: its block
+ * (malloc_usable_size of a fresh one) plus the 8-byte chunk header glibc
+ * keeps before every block; size-class allocators (jemalloc, mimalloc,
+ * tcmalloc) keep none. 0 when the allocator cannot tell. Asked once per
+ * size (a malloc and a free of the allocator underneath), then remembered;
+ * not for use inside its own malloc. */
+size_t _corral_next_footprint(size_t size);
+
 /* Bootstrap buffer: 16-byte aligned, zeroed, never freed. */
 void *_corral_boot_alloc(size_t size, size_t align);
 extern unsigned char _corral_boot_buffer[];

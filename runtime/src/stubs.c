@@ -650,11 +650,30 @@ static corral_stub_refusal_t dynamic_call_kind(uintptr_t ret, unsigned *kind)
   return CORRAL_STUB_OK;
 }
 
+/* The kind of the slot stub at `target`, or NONE_KINDS if it is none. */
+static unsigned slot_stub_kind(uintptr_t target)
+{
+  for (unsigned i = 0; i < n_none; i++)
+    for (unsigned k = 0; k < NONE_KINDS; k++) {
+      uintptr_t first = (uintptr_t)slot_sets[i][k].first;
+      if (first && target >= first && target < first + SLOTS_PER_KIND * SLOT_STUB_BYTES) return k;
+    }
+  return NONE_KINDS;
+}
+
 corral_stub_refusal_t _corral_point_at_none(uintptr_t ret)
 {
   unsigned kind;
   corral_stub_refusal_t r = dynamic_call_kind(ret, &kind);
-  if (r != CORRAL_STUB_OK || kind == NONE_KINDS) return r;
+  if (r != CORRAL_STUB_OK) return r;
+  if (kind == NONE_KINDS) {
+    /* Pointed before: at a none stub already, or at a slot stub (a pool
+     * given back after its site settled), whose way would still look the
+     * slot's word up on every call. */
+    const corral_module_t *m = _corral_module_of(_corral_modules_current(), ret);
+    kind = m ? slot_stub_kind(raw_call_target(ret, m)) : NONE_KINDS;
+    if (kind == NONE_KINDS) return CORRAL_STUB_OTHER_CALLEE;   /* a none stub: nothing to do */
+  }
   uint8_t *stub = none_stub_near(ret, kind);
   if (!stub) return CORRAL_STUB_OUT_OF_REACH;
   return patch_call(ret, stub, single_threaded());

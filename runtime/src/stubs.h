@@ -104,7 +104,10 @@ void _corral_none_stubs_prepare(const corral_module_table_t *all);
  * entry point's lookup. Writes no stub and registers
  * nothing, so it may run inside malloc (under the caller's lock; one
  * caller at a time with _corral_none_stubs_prepare). While other threads
- * run, a displacement that spans two words is refused (CORRAL_STUB_TORN). */
+ * run, a displacement that spans two words is refused (CORRAL_STUB_TORN).
+ * A call pointed at a slot stub before (its pool was given back after its
+ * site settled) is pointed again, at the none stub of the slot's kind; one
+ * at a none stub already is refused (CORRAL_STUB_OTHER_CALLEE). */
 corral_stub_refusal_t _corral_point_at_none(uintptr_t ret);
 
 /* Dynamic mode's pooled sites. Each set of none-way stubs has beside it

@@ -34,7 +34,8 @@ def build(tmp_path, name, flags=("-O2",), extra=()):
     return out
 
 
-def run_dynamic(prog, args=(), tmp_path=None, env=None, flag=True, timeout=60, warnings=(), same_series=False):
+def run_dynamic(prog, args=(), tmp_path=None, env=None, flag=True, timeout=60, warnings=(), same_series=False,
+                base=None):
     """Run prog twice under `corral run --dynamic` (flag=False: without
     --dynamic, for an environment that sets CORRAL_DYNAMIC by hand): as a
     user would, where malloc takes dynamic mode's own short way, and with
@@ -42,13 +43,14 @@ def run_dynamic(prog, args=(), tmp_path=None, env=None, flag=True, timeout=60, w
     must end alike with the same stdout; with same_series, the program's own
     reports (`series`) must agree too. Returns (the first run, the second's
     statistics or None). stderr may hold no `corral: warning` but those
-    matching `warnings` (regexes)."""
+    matching `warnings` (regexes). base: `corral run --base`, else its default."""
     stats_path = Path(tmp_path) / f"stats-{os.getpid()}-{len(list(Path(tmp_path).glob('stats-*')))}.json"
     full_env = dict(os.environ)
     full_env.update(env or {})
     runs = []
     for stats_args in ([], ["--stats", str(stats_path)]):
         cmd = [sys.executable, "-m", "corral", "run", *(["--dynamic"] if flag else []), *stats_args,
+               *(["--base", base] if base else []),
                "--", str(prog), *map(str, args)]
         runs.append(subprocess.run(cmd, capture_output=True, text=True, env=full_env, cwd=ROOT, timeout=timeout))
         assert_expected_warnings(runs[-1].stderr, warnings)

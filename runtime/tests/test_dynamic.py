@@ -214,6 +214,42 @@ def test_a_pool_whose_live_set_fits_a_page_is_given_back(tmp_path, stubs):
     assert next(g for g in stats["groups"] if g["id"] == list_group)["peak_live"] >= 100000 * 16
 
 
+@pytest.fixture(scope="module")
+def as_base_prog(tmp_path_factory):
+    return build(tmp_path_factory.mktemp("dyn"), "dyn_as_base")
+
+
+# case -> (what the program reports, the pools given back) over a size-class base
+AS_BASE = {
+    "lone48": ({"a_pooled": "0"}, ["as_base"]),
+    "lone24": ({"small_pooled": "100"}, []),
+    "two48": ({"a_pooled": "100", "b_pooled": "100"}, []),
+    "linked48": ({"a_pooled": "100", "payload_pooled": "100"}, []),
+}
+
+
+@pytest.mark.parametrize("base", ["glibc", "jemalloc", "mimalloc"])
+@pytest.mark.parametrize("case", sorted(AS_BASE))
+def test_a_pool_laid_out_as_the_base_does_is_given_back(as_base_prog, tmp_path, case, base):
+    """A lone context of one size whose block is its footprint in a
+    size-class base (jemalloc, mimalloc: 48 bytes) is given back at its
+    last eager sample, and its call pointed at the none way; one that
+    packs tighter (24 bytes, where they take 32), two contexts the base
+    would interleave, and pools with pointers between them stay. Over glibc
+    every pool stays: it drops glibc's header."""
+    plain = run_plain(as_base_prog, [case])
+    done, stats = run_dynamic(as_base_prog, [case], tmp_path, base=base)
+    _ok(done)
+    assert done.stdout == plain.stdout
+    report, given_back = AS_BASE[case]
+    if base == "glibc":
+        report, given_back = {k: "100" for k in report}, []
+    assert series(done.stderr)["last"] == report, done.stderr
+    d = stats["dynamic"]
+    assert d["unpooled_why"] == given_back, d
+    assert d["calls_to_none"] == len(given_back), d
+
+
 def test_settled_pooled_sites_call_their_slot(tmp_path):
     """Every settled pooled site here is a direct call to malloc or calloc
     of its own: each is pointed at a slot stub (calls_to_pool). Through it,

@@ -1,0 +1,86 @@
+/* Dynamic mode's judgement of pools that lay objects out as the allocator
+ * underneath already does (docs/dynamic.md, "When a context gets a pool"):
+ * argv[1] picks what the program builds, as long linked lists walked once.
+ *   lone48: one context of 48-byte nodes. A size-class allocator (jemalloc,
+ *     mimalloc) puts them back to back in a 48-byte class of their own, as
+ *     the pool would: the pool is given back (as_base). Over glibc, whose
+ *     8-byte header the pool drops, it stays;
+ *   lone24: one context of 24-byte nodes, which those allocators round up
+ *     to 32 bytes and the pool packs at 24: it stays;
+ *   two48: two contexts of 48-byte nodes made in turn, which the base would
+ *     interleave in one class and their pools keep apart: both stay;
+ *   linked48: 48-byte nodes, each pointing at a 96-byte payload of another
+ *     context: pointers between the pools (a merge may come), both stay.
+ * Prints how many of the last 100 objects of each context were pooled. */
+#include "../include/corral.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NOIPA __attribute__((noipa))
+#define COUNT 200000
+
+struct n48 { struct n48 *next; void *payload; long v[4]; };
+struct n24 { struct n24 *next; long v[2]; };
+struct p96 { long v[12]; };
+
+NOIPA struct n48 *make_a(struct n48 *next) { struct n48 *n = malloc(sizeof *n); n->next = next; n->payload = NULL; n->v[0] = 1; return n; }
+NOIPA struct n48 *make_b(struct n48 *next) { struct n48 *n = malloc(sizeof *n); n->next = next; n->payload = NULL; n->v[0] = 2; return n; }
+NOIPA struct n24 *make_small(struct n24 *next) { struct n24 *n = malloc(sizeof *n); n->next = next; n->v[0] = 3; return n; }
+NOIPA struct p96 *make_payload(long v) { struct p96 *p = malloc(sizeof *p); memset(p, 0, sizeof *p); p->v[0] = v; return p; }
+
+/* Of list l's last 100 nodes made (its first 100), how many are pooled. */
+static int pooled48(struct n48 *l)
+{
+  int pooled = 0;
+  for (int i = 0; i < 100 && l; i++, l = l->next) pooled += corral_group_of_if_loaded(l) >= 0;
+  return pooled;
+}
+
+static long sum48(struct n48 *l)
+{
+  long s = 0;
+  for (; l; l = l->next) s += l->v[0] + (l->payload ? ((struct p96 *)l->payload)->v[0] : 0);
+  return s;
+}
+
+int main(int argc, char **argv)
+{
+  const char *c = argc > 1 ? argv[1] : "lone48";
+  struct n48 *a = NULL, *b = NULL;
+  if (!strcmp(c, "lone48")) {
+    for (int i = 0; i < COUNT; i++) a = make_a(a);
+    fprintf(stderr, "last a_pooled=%d\n", pooled48(a));
+  } else if (!strcmp(c, "lone24")) {
+    struct n24 *s = NULL;
+    long sum = 0;
+    for (int i = 0; i < COUNT; i++) s = make_small(s);
+    int pooled = 0, i = 0;
+    for (struct n24 *n = s; n; n = n->next, i++) {
+      sum += n->v[0];
+      if (i < 100) pooled += corral_group_of_if_loaded(n) >= 0;
+    }
+    fprintf(stderr, "last small_pooled=%d\n", pooled);
+    printf("sum %ld\n", sum);
+    return 0;
+  } else if (!strcmp(c, "two48")) {
+    for (int i = 0; i < COUNT; i++) {
+      a = make_a(a);
+      b = make_b(b);
+    }
+    fprintf(stderr, "last a_pooled=%d b_pooled=%d\n", pooled48(a), pooled48(b));
+  } else if (!strcmp(c, "linked48")) {
+    int payloads = 0;
+    for (int i = 0; i < COUNT; i++) {
+      a = make_a(a);
+      a->payload = make_payload(i);
+    }
+    for (struct n48 *n = a; n && payloads < 100; n = n->next) payloads += corral_group_of_if_loaded(n->payload) >= 0;
+    fprintf(stderr, "last a_pooled=%d payload_pooled=%d\n", pooled48(a), payloads);
+  } else {
+    return printf("unknown case %s\n", c), 2;
+  }
+  printf("sum %ld %ld\n", sum48(a), sum48(b));
+  return 0;
+}
