@@ -98,7 +98,7 @@ static int add_module(struct dl_phdr_info *info, size_t size, void *data)
   read_buildid(info, m->buildid);
   read_path(info, m->path, is_main);
   if (is_main || m->path[0]) {
-    m->keeps_frame_pointers = (uint8_t)_corral_cfi_keeps_frame_pointers(m->eh_frame_hdr, FP_SAMPLE);
+    m->keeps_frame_pointers = CORRAL_FP_UNKNOWN;
     scan->table->count++;
   }
   return 0;
@@ -147,6 +147,15 @@ const corral_module_table_t *_corral_modules_scan(void)
 const corral_module_table_t *_corral_modules_current(void)
 {
   return __atomic_load_n(&current_table, __ATOMIC_ACQUIRE);
+}
+
+int _corral_module_keeps_fp(const corral_module_t *m)
+{
+  uint8_t known = __atomic_load_n(&m->keeps_frame_pointers, __ATOMIC_RELAXED);
+  if (known != CORRAL_FP_UNKNOWN) return known;
+  known = _corral_cfi_keeps_frame_pointers(m->eh_frame_hdr, FP_SAMPLE) ? CORRAL_FP_YES : CORRAL_FP_NO;
+  __atomic_store_n(&((corral_module_t *)m)->keeps_frame_pointers, known, __ATOMIC_RELAXED);
+  return known;
 }
 
 const corral_module_t *_corral_module_of(const corral_module_table_t *t, uintptr_t pc)

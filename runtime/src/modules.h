@@ -23,7 +23,7 @@ typedef struct corral_module_s {
   uintptr_t bias;                   /* dlpi_addr: run-time address - ELF vaddr */
   const uint8_t *eh_frame_hdr;      /* PT_GNU_EH_FRAME, or NULL */
   const void *dynamic;              /* PT_DYNAMIC (an ElfW(Dyn) array), or NULL */
-  uint8_t keeps_frame_pointers;
+  uint8_t keeps_frame_pointers;     /* CORRAL_FP_*: looked at on the first walk through the module */
   char buildid[MODULE_BUILDID_MAX + 1];   /* lower-case hex, "" if none */
   char path[MODULE_PATH_MAX];       /* the main program's comes from /proc/self/exe */
 } corral_module_t;
@@ -43,6 +43,13 @@ const corral_module_table_t *_corral_modules_current(void);
 
 /* The module whose code holds `pc`, or NULL. Lock-free. */
 const corral_module_t *_corral_module_of(const corral_module_table_t *t, uintptr_t pc);
+
+/* Whether a module's code keeps frame pointers: decided from a sample of
+ * its CFI the first time a walk steps through it (2 M instructions over
+ * a program and libc: most runs never walk), then remembered in the
+ * module's entry. Threads that race store the same value. */
+enum { CORRAL_FP_NO = 0, CORRAL_FP_YES = 1, CORRAL_FP_UNKNOWN = 2 };
+int _corral_module_keeps_fp(const corral_module_t *m);
 
 /* File-name part of a path. */
 const char *_corral_basename(const char *path);

@@ -166,7 +166,7 @@ int _corral_unwind_step_cached(const corral_module_table_t *t, const corral_unwi
   }
   /* A frame pointer that fails validation (a function built without one)
    * falls back to the CFI rule of that frame. */
-  if (m->keeps_frame_pointers && step_by_fp(stack, f) == UNWIND_BY_FP) return UNWIND_BY_FP;
+  if (_corral_module_keeps_fp(m) && step_by_fp(stack, f) == UNWIND_BY_FP) return UNWIND_BY_FP;
   return step_by_cfi(m, stack, f);
 }
 

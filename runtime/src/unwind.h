@@ -179,7 +179,8 @@ static inline int _corral_unwind_step_inline(const corral_module_table_t *t, con
   const corral_module_t *m = *module;
   if (m && f->pc - m->code_lo < m->code_hi - m->code_lo) {
     uintptr_t bp = f->bp;
-    if (m->keeps_frame_pointers) {
+    uint8_t fp = __atomic_load_n(&m->keeps_frame_pointers, __ATOMIC_RELAXED);   /* unknown: the cached step decides */
+    if (fp == CORRAL_FP_YES) {
       if (bp >= f->sp && bp <= stack->hi - 16 && (bp & 7) == 0) {
         _corral_unwind_use_bp(f);
         f->pc = _corral_unwind_read(f, bp + 8);
@@ -187,7 +188,7 @@ static inline int _corral_unwind_step_inline(const corral_module_table_t *t, con
         f->sp = bp + 16;
         return UNWIND_BY_FP;
       }
-    } else {
+    } else if (fp == CORRAL_FP_NO) {
       uint64_t packed;
       const corral_rule_slot_t *cache = _corral_rule_cache;
       if (cache && _corral_rule_lookup(cache, f->pc, &packed)) {
