@@ -1,16 +1,21 @@
-// The C++ allocation operators. Written in C++ because operator new's failure
-// path is defined in C++ terms: call the installed new-handler and retry,
-// throw std::bad_alloc when there is none, and for the nothrow forms return
-// nullptr instead of letting the handler's bad_alloc escape. libcorral.so
-// therefore links libstdc++ dynamically (docs/runtime.md says why that is
-// acceptable for plain C programs).
+// The C++ allocation operators. On failure operator new does what C++
+// requires: call the installed new-handler and retry, throw std::bad_alloc
+// when there is none; the nothrow forms return nullptr instead of letting
+// the handler's exception escape. Built without exceptions and without
+// libstdc++: the C++ runtime the program uses (libstdc++ or libc++) is looked
+// up on the failure path, and its own nothrow operator, which calls ours in
+// a try block, does the catching (docs/runtime.md, "C++ operators").
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <new>
+
+#include <dlfcn.h>
 
 #include "attributes.h"
 #include "gates.h"
 extern "C" {
+#include "internal.h"
 #include "next.h"
 }
 
@@ -19,25 +24,64 @@ extern "C" {
 
 namespace {
 
+// The C++ runtime's entry points, looked up when an allocation first fails
+// (a C program that never calls operator new loads no C++ runtime).
+struct cxx_runtime {
+  std::new_handler (*get_new_handler)();
+  void (*throw_bad_alloc)();                                            // does not return
+  void *(*nothrow_new)(std::size_t, const std::nothrow_t &);
+  void *(*nothrow_new_aligned)(std::size_t, std::align_val_t, const std::nothrow_t &);
+};
+
+const cxx_runtime &cxx()
+{
+  static cxx_runtime r;
+  static int looked;
+  if (!__atomic_load_n(&looked, __ATOMIC_ACQUIRE)) {
+    cxx_runtime found;
+    found.get_new_handler = reinterpret_cast<std::new_handler (*)()>(dlsym(RTLD_DEFAULT, "_ZSt15get_new_handlerv"));
+    found.throw_bad_alloc = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "_ZSt17__throw_bad_allocv"));
+    // The nothrow operators of the library that holds the new-handler: the
+    // next definition after ours may be another allocator's (mimalloc and
+    // jemalloc define them too, and do not catch). Opened by the real
+    // dlopen (ours rescans modules), without loading anything.
+    void *lib = nullptr;
+    Dl_info info;
+    auto real_dlopen = reinterpret_cast<void *(*)(const char *, int)>(dlsym(RTLD_NEXT, "dlopen"));
+    if (found.get_new_handler && real_dlopen && dladdr(reinterpret_cast<void *>(found.get_new_handler), &info) &&
+        info.dli_fname)
+      lib = real_dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+    found.nothrow_new = reinterpret_cast<void *(*)(std::size_t, const std::nothrow_t &)>(
+        lib ? dlsym(lib, "_ZnwmRKSt9nothrow_t") : nullptr);
+    found.nothrow_new_aligned = reinterpret_cast<void *(*)(std::size_t, std::align_val_t, const std::nothrow_t &)>(
+        lib ? dlsym(lib, "_ZnwmSt11align_val_tRKSt9nothrow_t") : nullptr);
+    r = found;                       // threads that race store the same values
+    __atomic_store_n(&looked, 1, __ATOMIC_RELEASE);
+  }
+  return r;
+}
+
 // Only reached when the first attempt failed.
 __attribute__((noinline)) void *new_failed(std::size_t size, std::size_t align, void *ret0, void *fp0,
                                            bool nothrow)
 {
+  const cxx_runtime &rt = cxx();
+  if (nothrow) {
+    // The runtime's nothrow operator calls the throwing one (ours: the
+    // handler loop below) and turns whatever it throws into nullptr.
+    const std::nothrow_t tag{};      // std::nothrow itself is the runtime's object
+    if (align && rt.nothrow_new_aligned) return rt.nothrow_new_aligned(size, std::align_val_t(align), tag);
+    if (!align && rt.nothrow_new) return rt.nothrow_new(size, tag);
+  }
   for (;;) {
-    std::new_handler handler = std::get_new_handler();
+    std::new_handler handler = rt.get_new_handler ? rt.get_new_handler() : nullptr;
     if (!handler) {
       if (nothrow) return nullptr;
-      throw std::bad_alloc();
+      if (rt.throw_bad_alloc) rt.throw_bad_alloc();
+      _corral_warn("operator new: out of memory, and no C++ runtime to throw std::bad_alloc; aborting");
+      std::abort();
     }
-    if (nothrow) {
-      try {
-        handler();
-      } catch (const std::bad_alloc &) {
-        return nullptr;
-      }
-    } else {
-      handler();
-    }
+    handler();
     if (void *p = _corral_new_alloc(size, align, ret0, fp0)) return p;
   }
 }

@@ -42,6 +42,16 @@ def test_cxx_new_delete(programs, base, grouped):
     h.run(programs["new"], env=api_env(base, grouped))
 
 
+def test_a_c_program_loads_no_cxx_runtime():
+    """libcorral.so needs no libstdc++: a C program under it maps only what
+    it would map alone (the C++ runtime is looked up when operator new first
+    fails, in programs that have one)."""
+    import subprocess
+    maps = subprocess.run(["cat", "/proc/self/maps"], env=h.corral_env("glibc"), capture_output=True, text=True,
+                          check=True).stdout
+    assert "libcorral.so" in maps and "libstdc++" not in maps and "libgcc_s" not in maps, maps
+
+
 def test_programs_pass_without_corral(programs):
     """The checks themselves hold for the plain base allocator (nothing grouped)."""
     h.run(programs["api"], env={"EXPECT_GROUPED": "0"})

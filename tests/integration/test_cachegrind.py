@@ -43,10 +43,10 @@ def test_steady_runs_leave_the_runtimes_start_up_out(programs):
     steady, out2 = cachegrind.measure([str(dynamic), "1000"], env, steady=True)
     more, _ = cachegrind.measure([str(dynamic), "3000"], env, steady=True)
     assert out == out2 == "done 1000\n"
-    # The runtime's set-up (symbol binding, reading the program's unwind
-    # tables) is far more than 1000 allocations; none of it is in the
-    # steady count, which grows with the allocations instead.
-    assert whole["Ir"] > 10 * steady["Ir"] > 0
+    # The runtime's set-up (symbol binding, the module scan, its tables) is
+    # more than the work of 1000 allocations; none of it is in the
+    # steady count, which grows in proportion to the allocations instead.
+    assert whole["Ir"] > 2 * steady["Ir"] > 0
     assert 2.5 * steady["Ir"] < more["Ir"] < 3.5 * steady["Ir"]
     assert steady["D1"] <= whole["D1"] and steady["LL"] <= whole["LL"]
 
