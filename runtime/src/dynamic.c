@@ -745,29 +745,6 @@ static void give_back(uint32_t id, int why) {
   }
 }
 
-/* Whether the pool of context `id` pays, judged at its samples on the
- * allocating thread, which owns the chunk `p` came from. It does not, and
- * is given back:
- * - when its objects are mostly freed by other threads (producers
- *   allocate, consumers free): it gains no locality and pays the group
- *   heap's cross-thread free on every object. `balance` counts the frees
- *   other threads pushed onto the chunk that its owner has not taken back
- *   yet, `drained` those it took back, `counted_allocs` the objects it
- *   handed out;
- * - when its live objects fit in a page (allocation-heavy, short-lived:
- *   each object is freed before many more are made): the allocator
- *   underneath keeps those few in a few hot lines anyway, so the pool has
- *   nothing to lay out and only costs its lookup and its free. A
- *   structure still being built looks small only to the pool's eager
- *   samples, which are at most half of the first DYN_JUDGE_AFTER: by its
- *   first steady sample it has grown by hundreds of objects.
- * Each judged over all samples, once there are DYN_JUDGE_AFTER; a pool that
- * churns is given back already at its last eager sample: every eager sample
- * found it small and its chunk holds under a quarter of the objects it
- * handed out (a structure being built holds nearly all of them). A burst
- * too brief for steady samples (1 in 512 pooled allocations) would never
- * be judged otherwise, and each such pool keeps its own hot lines apart
- * from the allocator underneath's. */
 /* Whether the pool of context `id` lays its objects out as the allocator
  * underneath already does, so that it can only cost: one context of one
  * size, whose block here is exactly the footprint it has there (a
@@ -792,6 +769,30 @@ static int laid_out_as_base(uint32_t id) {
   return 1;
 }
 
+/* Whether the pool of context `id` pays, judged at its samples on the
+ * allocating thread, which owns the chunk `p` came from. It does not, and
+ * is given back:
+ * - when its objects are mostly freed by other threads (producers
+ *   allocate, consumers free): it gains no locality and pays the group
+ *   heap's cross-thread free on every object. `balance` counts the frees
+ *   other threads pushed onto the chunk that its owner has not taken back
+ *   yet, `drained` those it took back, `counted_allocs` the objects it
+ *   handed out;
+ * - when its live objects fit in a page (allocation-heavy, short-lived:
+ *   each object is freed before many more are made): the allocator
+ *   underneath keeps those few in a few hot lines anyway, so the pool has
+ *   nothing to lay out and only costs its lookup and its free. A
+ *   structure still being built looks small only to the pool's eager
+ *   samples, which are at most half of the first DYN_JUDGE_AFTER: by its
+ *   first steady sample it has grown by hundreds of objects.
+ * Each judged over all samples, once there are DYN_JUDGE_AFTER; a pool that
+ * churns is given back already at its last eager sample: every eager sample
+ * found it small and its chunk holds under a quarter of the objects it
+ * handed out (a structure being built holds nearly all of them). A burst
+ * too brief for steady samples (1 in 512 pooled allocations) would never
+ * be judged otherwise, and each such pool keeps its own hot lines apart
+ * from the allocator underneath's. At that last eager sample, too, a pool
+ * laid out as the allocator underneath would lay it out goes (as_base). */
 static void judge_pool(uint32_t id, void *p) {
   corral_chunk_t *chunk = _corral_chunk_header((uintptr_t)p);
   long undrained = atomic_load_explicit(&chunk->balance, memory_order_relaxed);
