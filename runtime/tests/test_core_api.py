@@ -4,6 +4,8 @@ glibc, jemalloc and mimalloc: alignment of each aligned variant, calloc and
 reallocarray overflow, realloc within and across grouped and ungrouped memory,
 malloc_usable_size, huge sizes, operator new failure semantics."""
 
+import subprocess
+
 import pytest
 
 import core_helpers as h
@@ -46,7 +48,6 @@ def test_a_c_program_loads_no_cxx_runtime():
     """libcorral.so needs no libstdc++: a C program under it maps only what
     it would map alone (the C++ runtime is looked up when operator new first
     fails, in programs that have one)."""
-    import subprocess
     maps = subprocess.run(["cat", "/proc/self/maps"], env=h.corral_env("glibc"), capture_output=True, text=True,
                           check=True).stdout
     assert "libcorral.so" in maps and "libstdc++" not in maps and "libgcc_s" not in maps, maps
