@@ -43,6 +43,7 @@
 typedef struct dyn_ctx_s {
   uint32_t allocs;          /* small allocations counted until the pool exists */
   uint32_t size;            /* object size, 0 none yet, DYNM_SIZE_MIXED */
+  uint64_t sizes_seen;      /* bit k: a size in (8k, 8k + 8] was asked for; bit 63 also every larger one */
   int32_t group;            /* pool this context created (roots only), -1 none */
   uint32_t eager_left;      /* eager samples still to take */
   uint32_t eager_tick;
@@ -50,7 +51,6 @@ typedef struct dyn_ctx_s {
   uint32_t checks;          /* samples judged, and of those: */
   uint32_t remote_heavy;    /* the chunk's objects were mostly freed by other threads */
   uint32_t small;           /* the chunk held less than a page of live objects */
-  uint32_t links_across;    /* sampled words from its objects into another pool, or from another's into its */
   struct { void *p; uint32_t size; } ring[DYN_RING];
   uint32_t slot;            /* slot call: 0 not tried, slot + 1, or DYN_SLOT_REFUSED */
   const char *via;          /* name of the outermost wrapper in the chain, if any */
@@ -337,6 +337,13 @@ static int create_pool(uint32_t id) {
   return g;
 }
 
+/* The bit of sizes_seen that stands for `size`. Allocators serve sizes in
+ * multiples of 8, so one bit per 8 bytes tells their footprints apart. */
+static inline uint64_t size_bit(size_t size) {
+  size_t k = size ? (size - 1) / 8 : 0;
+  return 1ull << (k < 63 ? k : 63);
+}
+
 static void size_changed(dyn_ctx_t *c, uint32_t id, uint32_t size) {
   uint32_t now = c->size == 0 ? size : DYNM_SIZE_MIXED;
   __atomic_store_n(&c->size, now, __ATOMIC_RELAXED);
@@ -499,6 +506,9 @@ int _corral_dyn_identify(void *ret0, void *fp0, size_t size) {
   dyn_ctx_t *c = &dyn.ctx[id];
   uint32_t known = __atomic_load_n(&c->size, __ATOMIC_RELAXED);
   if (CORRAL_UNLIKELY(known != size && known != DYNM_SIZE_MIXED)) size_changed(c, id, (uint32_t)size);
+  uint64_t bit = size_bit(size);
+  if (CORRAL_UNLIKELY(!(__atomic_load_n(&c->sizes_seen, __ATOMIC_RELAXED) & bit)))
+    __atomic_fetch_or(&c->sizes_seen, bit, __ATOMIC_RELAXED);
   int g = __atomic_load_n(&dyn.ctx[_corral_dynm_find(&dyn.merge, id)].group, __ATOMIC_ACQUIRE);
   if (CORRAL_UNLIKELY(g < 0)) {
     uint32_t n = __atomic_load_n(&c->allocs, __ATOMIC_RELAXED);
@@ -695,10 +705,6 @@ static void scan_object(uint32_t src, const void *obj, uint32_t size) {
     dyn.words_read++;
     if (g < 0 || (unsigned)g >= dyn.pools) continue;
     dyn.links_seen++;
-    if (g != dyn.ctx[_corral_dynm_find(&dyn.merge, src)].group) {
-      dyn.ctx[src].links_across++;
-      dyn.ctx[dyn.group_owner[g]].links_across++;
-    }
     corral_dynm_merge_t m;
     if (_corral_dynm_observe(&dyn.merge, src, i * sizeof(uintptr_t), (uint32_t)dyn.group_owner[g], &m))
       note_merge(&m);
@@ -745,27 +751,38 @@ static void give_back(uint32_t id, int why) {
   }
 }
 
+/* Whether a context asked for any size whose footprint in the allocator
+ * underneath is `footprint` (bit 63 stands for sizes it cannot tell). */
+static int asked_for_footprint(const dyn_ctx_t *c, size_t footprint) {
+  uint64_t seen = __atomic_load_n(&c->sizes_seen, __ATOMIC_RELAXED);
+  if (seen >> 63) return 1;
+  for (; seen; seen &= seen - 1)
+    if (_corral_next_footprint(8 * ((size_t)__builtin_ctzll(seen) + 1)) == footprint) return 1;
+  return 0;
+}
+
 /* Whether the pool of context `id` lays its objects out as the allocator
  * underneath already does, so that it can only cost: one context of one
  * size, whose block here is exactly the footprint it has there (a
  * size-class allocator serving a size of its own class; never glibc, whose
- * header the pool drops), no other pool of that footprint (objects the base
- * would interleave with it, which the pool keeps apart), and no sampled
- * pointer between it and another pool (a merge may still come). */
+ * header the pool drops), and no other pool (live or given back) that
+ * asked for a size of that footprint: the base would interleave those
+ * objects with this pool's, which the pool keeps apart. Pointers between
+ * this pool and others do not matter: the base already keeps objects of
+ * other footprints in other classes, and a merge needs equal sizes, which
+ * no other pool has. */
 static int laid_out_as_base(uint32_t id) {
   uint32_t root = _corral_dynm_find(&dyn.merge, id);
   int g = dyn.ctx[root].group;
   uint32_t size = dyn.ctx[root].size;
-  if (g < 0 || size == 0 || size == DYNM_SIZE_MIXED || dyn.ctx[root].links_across) return 0;
+  if (g < 0 || size == 0 || size == DYNM_SIZE_MIXED) return 0;
   size_t footprint = _corral_next_footprint(size);
   if (footprint == 0 || footprint != corral_class_size(corral_size_class(size))) return 0;
   uint32_t total = __atomic_load_n(&dyn.table.context_count, __ATOMIC_ACQUIRE);
   for (uint32_t i = 0; i < total; i++)
     if (i != root && _corral_dynm_find(&dyn.merge, i) == root) return 0;
-  for (unsigned h = 0; h < dyn.pools; h++) {
-    uint32_t other = dyn.ctx[dyn.group_owner[h]].size;
-    if ((int)h != g && (other == DYNM_SIZE_MIXED || _corral_next_footprint(other) == footprint)) return 0;
-  }
+  for (unsigned h = 0; h < dyn.pools; h++)
+    if ((int)h != g && asked_for_footprint(&dyn.ctx[dyn.group_owner[h]], footprint)) return 0;
   return 1;
 }
 

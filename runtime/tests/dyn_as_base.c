@@ -10,7 +10,14 @@
  *   two48: two contexts of 48-byte nodes made in turn, which the base would
  *     interleave in one class and their pools keep apart: both stay;
  *   linked48: 48-byte nodes, each pointing at a 96-byte payload of another
- *     context: pointers between the pools (a merge may come), both stay.
+ *     context: the base keeps nodes and payloads in classes of their own
+ *     as their pools do, so both are given back, pointers or not;
+ *   mixed48: lone48's nodes beside a context that asks for 48 and 16 bytes
+ *     in turn: the base would interleave its 48-byte objects with the
+ *     nodes, which the pool keeps apart: it stays (and so does the mixed
+ *     pool, never laid out as one class);
+ *   mixed_apart: the same beside a context of 16 and 96 bytes, none of the
+ *     nodes' class: the nodes' pool is given back, the mixed one stays.
  * Prints how many of the last 100 objects of each context were pooled. */
 #include "../include/corral.h"
 
@@ -29,6 +36,8 @@ NOIPA struct n48 *make_a(struct n48 *next) { struct n48 *n = malloc(sizeof *n); 
 NOIPA struct n48 *make_b(struct n48 *next) { struct n48 *n = malloc(sizeof *n); n->next = next; n->payload = NULL; n->v[0] = 2; return n; }
 NOIPA struct n24 *make_small(struct n24 *next) { struct n24 *n = malloc(sizeof *n); n->next = next; n->v[0] = 3; return n; }
 NOIPA struct p96 *make_payload(long v) { struct p96 *p = malloc(sizeof *p); memset(p, 0, sizeof *p); p->v[0] = v; return p; }
+/* One call site asking for several sizes: a list node of `size` bytes. */
+NOIPA void **make_mixed(void **next, size_t size) { void **m = malloc(size); memset(m, 0, size); m[0] = next; return m; }
 
 /* Of list l's last 100 nodes made (its first 100), how many are pooled. */
 static int pooled48(struct n48 *l)
@@ -71,13 +80,24 @@ int main(int argc, char **argv)
     }
     fprintf(stderr, "last a_pooled=%d b_pooled=%d\n", pooled48(a), pooled48(b));
   } else if (!strcmp(c, "linked48")) {
-    int payloads = 0;
-    for (int i = 0; i < COUNT; i++) {
+    int payloads = 0, i = 0;
+    for (int k = 0; k < COUNT; k++) {
       a = make_a(a);
-      a->payload = make_payload(i);
+      a->payload = make_payload(k);
     }
-    for (struct n48 *n = a; n && payloads < 100; n = n->next) payloads += corral_group_of_if_loaded(n->payload) >= 0;
+    for (struct n48 *n = a; n && i < 100; n = n->next, i++) payloads += corral_group_of_if_loaded(n->payload) >= 0;
     fprintf(stderr, "last a_pooled=%d payload_pooled=%d\n", pooled48(a), payloads);
+  } else if (!strcmp(c, "mixed48") || !strcmp(c, "mixed_apart")) {
+    size_t big = !strcmp(c, "mixed48") ? 48 : 96;
+    void **m = NULL;
+    int pooled = 0, i = 0;
+    for (int k = 0; k < COUNT; k++) {
+      a = make_a(a);
+      m = make_mixed(m, k % 2 ? big : 16);
+    }
+    for (void **n = m; n; n = n[0], i++)
+      if (i < 100) pooled += corral_group_of_if_loaded(n) >= 0;
+    fprintf(stderr, "last a_pooled=%d mixed_pooled=%d\n", pooled48(a), pooled);
   } else {
     return printf("unknown case %s\n", c), 2;
   }

@@ -224,7 +224,9 @@ AS_BASE = {
     "lone48": ({"a_pooled": "0"}, ["as_base"]),
     "lone24": ({"small_pooled": "100"}, []),
     "two48": ({"a_pooled": "100", "b_pooled": "100"}, []),
-    "linked48": ({"a_pooled": "100", "payload_pooled": "100"}, []),
+    "linked48": ({"a_pooled": "0", "payload_pooled": "0"}, ["as_base", "as_base"]),
+    "mixed48": ({"a_pooled": "100", "mixed_pooled": "100"}, []),
+    "mixed_apart": ({"a_pooled": "0", "mixed_pooled": "100"}, ["as_base"]),
 }
 
 
@@ -234,8 +236,10 @@ def test_a_pool_laid_out_as_the_base_does_is_given_back(as_base_prog, tmp_path, 
     """A lone context of one size whose block is its footprint in a
     size-class base (jemalloc, mimalloc: 48 bytes) is given back at its
     last eager sample, and its call pointed at the none way; one that
-    packs tighter (24 bytes, where they take 32), two contexts the base
-    would interleave, and pools with pointers between them stay. Over glibc
+    packs tighter (24 bytes, where they take 32), and two contexts the base
+    would interleave (two of 48 bytes, or one beside a mixed context that
+    asks for 48 bytes too) stay; pointers between pools of different
+    classes, and a mixed pool of other classes, keep none. Over glibc
     every pool stays: it drops glibc's header."""
     plain = run_plain(as_base_prog, [case])
     done, stats = run_dynamic(as_base_prog, [case], tmp_path, base=base)
