@@ -17,7 +17,6 @@ void _corral_dynm_init(corral_dynm_t *m, void *mem, uint32_t contexts, uint32_t 
   m->size = (uint32_t *)p;
   m->contexts = contexts;
   m->slots = slots;
-  for (uint32_t i = 0; i < contexts; i++) m->parent[i] = i;
 }
 
 /* ---------------------------------------------------------------------------
@@ -29,14 +28,14 @@ uint32_t _corral_dynm_find(const corral_dynm_t *m, uint32_t c) {
    * chains stay a few links long (a merge always hangs a root under a root). */
   for (;;) {
     uint32_t p = __atomic_load_n(&m->parent[c], __ATOMIC_ACQUIRE);
-    if (p == c) return c;
-    c = p;
+    if (p == 0) return c;
+    c = p - 1;
   }
 }
 
 static void unite(corral_dynm_t *m, uint32_t into, uint32_t from) {
   if (m->size[into] != m->size[from]) m->size[into] = DYNM_SIZE_MIXED;
-  __atomic_store_n(&m->parent[from], into, __ATOMIC_RELEASE);
+  __atomic_store_n(&m->parent[from], into + 1, __ATOMIC_RELEASE);
 }
 
 uint32_t _corral_dynm_note_size(corral_dynm_t *m, uint32_t c, uint32_t size) {

@@ -31,7 +31,10 @@ typedef struct dynm_slot_s {
 } corral_dynm_slot_t;
 
 typedef struct dynm_s {
-  uint32_t *parent;             /* [contexts]: union-find parent, parent[i] == i for a root */
+  /* [contexts]: union-find parent + 1, 0 for a root, so that the zeroed
+   * memory it starts in is every context its own root, with no page of it
+   * touched before a merge writes there. */
+  uint32_t *parent;
   uint32_t *size;               /* [contexts]: object size of the set (root entry), DYNM_SIZE_MIXED, 0 = none yet */
   uint32_t contexts;            /* ids in use are < contexts */
   corral_dynm_slot_t *pairs;           /* type I evidence: unordered pool pair -> count */
