@@ -765,12 +765,12 @@ static int asked_for_footprint(const dyn_ctx_t *c, size_t footprint) {
  * underneath already does, so that it can only cost: one context of one
  * size, whose block here is exactly the footprint it has there (a
  * size-class allocator serving a size of its own class; never glibc, whose
- * header the pool drops), and no other pool (live or given back) that
- * asked for a size of that footprint: the base would interleave those
- * objects with this pool's, which the pool keeps apart. Pointers between
- * this pool and others do not matter: the base already keeps objects of
- * other footprints in other classes, and a merge needs equal sizes, which
- * no other pool has. */
+ * header the pool drops), and no other pool (live or given back) whose
+ * context asked the full way for a size of that footprint (sizes_seen):
+ * the base would interleave those objects with this pool's, which the pool
+ * keeps apart. Pointers between this pool and others do not matter: the
+ * base already keeps objects of other footprints in other classes, and a
+ * merge needs equal sizes, which no other pool has. */
 static int laid_out_as_base(uint32_t id) {
   uint32_t root = _corral_dynm_find(&dyn.merge, id);
   int g = dyn.ctx[root].group;
