@@ -2,9 +2,10 @@
 
     python3 -m tests.realprog PROGRAM BASE CONFIG [--keep] [--env NAME=VALUE ...]
 
-PROGRAM is one of tests.realprog.workloads (python3, sqlite3, git, cxx_exceptions),
-BASE one of glibc, jemalloc, mimalloc, CONFIG one of plain, empty, group,
-group-by-name, random. Prints whether stdout, stderr and the exit status
+PROGRAM is one of tests.realprog.workloads (python3, lua, sqlite3, git,
+cxx_exceptions), BASE one of glibc, jemalloc, mimalloc, CONFIG one of
+tests.realprog.runner.CONFIGS (plain, empty, group, group-by-name, direct,
+random, safe, dynamic). Prints whether stdout, stderr and the exit status
 match the plain run, and the grouped objects per group from CORRAL_STATS.
 --keep leaves the session directory (plans, outputs, stats) for a look;
 --env adds or overrides a variable of the corral run, for example

@@ -20,7 +20,7 @@ from rich.table import Table
 
 from tests.realprog.runner import BASES, CONFIGS, prepare_session, run_case, same_as
 from tests.realprog.stats import grouped_objects
-from tests.realprog.workloads import all_workloads
+from tests.realprog.workloads import all_workloads, cases
 
 
 def main(argv) -> int:
@@ -30,24 +30,25 @@ def main(argv) -> int:
     failures = 0
     root = Path(tempfile.mkdtemp(prefix="realprog-matrix-"))
     try:
-        for name in names:
+        sessions = {}
+        for name, base, config in cases({name: workloads[name] for name in names}, BASES, CONFIGS):
             workload = workloads[name]
-            session = root / name
-            session.mkdir()
-            plans, baseline = prepare_session(workload, session)
-            for base in BASES:
-                for config in CONFIGS:
-                    start = time.monotonic()
-                    out = run_case(workload, session, session / f"{base}-{config}", base, config, plans)
-                    seconds = time.monotonic() - start
-                    same = same_as(out, baseline)
-                    failures += not same
-                    objects = grouped_objects(out.stats)
-                    frees = grouped_objects(out.stats, "frees")
-                    filled = sum(1 for n in objects.values() if n)
-                    table.add_row(name, base, config, "yes" if same else "NO", str(len(out.stats)),
-                                  str(sum(objects.values())), str(sum(frees.values())),
-                                  f"{filled}/{len(objects)}" if objects else "-", f"{seconds:.2f}")
+            if name not in sessions:
+                session = root / name
+                session.mkdir()
+                sessions[name] = (session, *prepare_session(workload, session))
+            session, plans, baseline = sessions[name]
+            start = time.monotonic()
+            out = run_case(workload, session, session / f"{base}-{config}", base, config, plans)
+            seconds = time.monotonic() - start
+            same = same_as(out, baseline)
+            failures += not same
+            objects = grouped_objects(out.stats)
+            frees = grouped_objects(out.stats, "frees")
+            filled = sum(1 for n in objects.values() if n)
+            table.add_row(name, base, config, "yes" if same else "NO", str(len(out.stats)),
+                          str(sum(objects.values())), str(sum(frees.values())),
+                          f"{filled}/{len(objects)}" if objects else "-", f"{seconds:.2f}")
     finally:
         shutil.rmtree(root, ignore_errors=True)
     Console(width=140).print(table)

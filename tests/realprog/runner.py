@@ -15,6 +15,9 @@ mimalloc; BASES):
   safe           safe mode as `corral run --safe` sets it (the switch and
                  the program's wrapper list): every small allocation in its
                  site's pool, every large one in fresh address space
+  dynamic        dynamic mode as `corral run --dynamic` sets it: pools
+                 made while the program runs, given back when they do not
+                 pay, and settled calls pointed at stubs while it runs
 
 Every run gets a fresh working directory, an empty HOME and a minimal
 environment, so its output depends on nothing but the program.
@@ -32,7 +35,9 @@ from tests.realprog.plans import write_plans
 from tests.realprog.workloads import Workload
 
 BASES = tuple(BASE_LIBRARIES)               # glibc, jemalloc, mimalloc
-CONFIGS = ("plain", "empty", "group", "group-by-name", "direct", "random", "safe")
+CONFIGS = ("plain", "empty", "group", "group-by-name", "direct", "random", "safe", "dynamic")
+# Configurations whose environment `corral run` adds (the switch and the wrapper list).
+LAUNCHED = {"safe": "CORRAL_SAFE", "dynamic": "CORRAL_DYNAMIC"}
 PLANNED = ("empty", "group", "group-by-name", "direct")
 RANDOM_POOLS = 64
 RANDOM_CHUNK = 64 << 10
@@ -64,7 +69,7 @@ def environment(workload: Workload, run_dir: Path, base: str | None, config: str
         elif config == "random":
             env["CORRAL_RANDOM_POOLS"] = str(RANDOM_POOLS)
             env["CORRAL_CHUNK_SIZE"] = str(RANDOM_CHUNK)
-        elif config != "safe":              # safe: run_case adds what corral run --safe sets
+        elif config not in LAUNCHED:        # run_case adds what `corral run` sets
             raise ValueError(f"unknown configuration {config!r}")
     preload = preload_value(libraries)
     if preload:
@@ -80,9 +85,9 @@ def run_case(workload: Workload, session: Path, run_dir: Path, base: str | None 
     for sub in ("work", "home", "stats"):
         (run_dir / sub).mkdir(parents=True, exist_ok=False)
     argv = workload.argv(session)
-    if config == "safe":
+    if config in LAUNCHED:
         from corral.launch import dynamic_extra
-        extra = {**dynamic_extra(argv[0], switch="CORRAL_SAFE"), **(extra or {})}
+        extra = {**dynamic_extra(argv[0], switch=LAUNCHED[config]), **(extra or {})}
     env = environment(workload, run_dir, base, config, plans or {}, extra)
     done = subprocess.run(argv, cwd=run_dir / "work", env=env,
                           stdin=subprocess.DEVNULL, capture_output=True, timeout=TIMEOUT)

@@ -17,6 +17,7 @@ from tests.realprog.sql_workload import generate_sql
 PROGRAMS = Path(__file__).resolve().parent.parent / "programs"
 LIBDIR = Path("/usr/lib/x86_64-linux-gnu")
 PYTHON = Path("/usr/bin/python3.11")       # Debian's, not a pyenv shim: non-PIE, with .dynsym
+LUA = Path("/usr/bin/lua5.4")              # stripped PIE with the interpreter linked in; exports the C API
 DYNLOAD = Path("/usr/lib/python3.11/lib-dynload")
 
 
@@ -39,6 +40,12 @@ class Workload:
     groups: tuple[Group, ...]
     depth: int = 8                          # plan `option depth`: exported API is a few frames up
     env: dict = field(default_factory=dict)
+    # Configurations (runner.CONFIGS) that cannot apply to the program, each
+    # with the reason; the matrix leaves them out.
+    without: dict = field(default_factory=dict)
+    # Whether dynamic mode settles sites whose call is a direct call to
+    # malloc & co. while the program runs, and points those calls at stubs.
+    dynamic_points_calls: bool = True
 
     def prepare(self, session: Path) -> None:
         """One-time inputs under `session` (shared by every configuration)."""
@@ -50,6 +57,11 @@ class Workload:
 class PythonScript(Workload):
     def argv(self, session):
         return [str(PYTHON), "-s", str(PROGRAMS / "realprog_script.py")]
+
+
+class LuaScript(Workload):
+    def argv(self, session):
+        return [str(LUA), str(PROGRAMS / "realprog_script.lua")]
 
 
 class SqliteShell(Workload):
@@ -83,6 +95,12 @@ GIT_IDENTITY = {
     "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null",
 }
 
+def cases(workloads: dict[str, Workload], bases, configs) -> list[tuple[str, str, str]]:
+    """(program, base, configuration) for every configuration that applies."""
+    return [(name, base, config) for name, w in workloads.items() for base in bases
+            for config in configs if config not in w.without]
+
+
 def all_workloads() -> dict[str, Workload]:
     libsqlite = LIBDIR / "libsqlite3.so.0"
     libstdcxx = LIBDIR / "libstdc++.so.6"
@@ -95,6 +113,16 @@ def all_workloads() -> dict[str, Workload]:
             Group("py_libsqlite", libsqlite),
             Group("py_all", PYTHON),
         ), env={"PYTHONMALLOC": "malloc", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}),
+        # Lua calls realloc and free from one function only: every object is
+        # made by realloc(NULL, n) at one frame-0 site, and the C API
+        # functions a few frames up tell what for.
+        LuaScript("lua", groups=(
+            Group("lua_api", LUA, ("lua_createtable", "lua_pushlstring", "lua_newthread", "lua_newuserdatauv",
+                                   "luaL_pushresult", "luaL_prepbuffsize")),
+            Group("lua_all", LUA),
+        ), without={"direct": "no call instruction to an allocator: Lua's allocator tail-jumps to realloc, "
+                              "so every frame 0 is an indirect call through the state's allocator pointer"},
+           dynamic_points_calls=False),     # the same: no direct call a stub could take over
         SqliteShell("sqlite3", groups=(
             Group("sql_step", libsqlite, ("sqlite3_step", "sqlite3_exec")),   # prepare_v2 is a tail-call stub
             Group("sql_all", libsqlite),
@@ -102,7 +130,10 @@ def all_workloads() -> dict[str, Workload]:
         GitSession("git", groups=(
             Group("git_low", Path("/usr/bin/git"), piece=0, pieces=2),
             Group("git_high", Path("/usr/bin/git"), piece=1, pieces=2),
-        ), env=GIT_IDENTITY),
+        ), env=GIT_IDENTITY,
+           # dozens of processes of a few hundred allocations each: most end
+           # before any pool's eager samples are taken, so few sites settle
+           dynamic_points_calls=False),
         CxxExceptions("cxx_exceptions", groups=(
             Group("exception_objects", libstdcxx, ("__cxa_allocate_exception",
                                                    "__cxa_allocate_dependent_exception")),
