@@ -113,9 +113,11 @@ def all_workloads() -> dict[str, Workload]:
             Group("py_libsqlite", libsqlite),
             Group("py_all", PYTHON),
         ), env={"PYTHONMALLOC": "malloc", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}),
-        # Lua calls realloc and free from one function only: every object is
-        # made by realloc(NULL, n) at one frame-0 site, and the C API
-        # functions a few frames up tell what for.
+        # Lua calls realloc and free from one function only, which tail-jumps
+        # to realloc: every object is made by realloc(NULL, n), its frame 0
+        # one of a few indirect calls of the state's allocator in the
+        # interpreter's memory functions, and the C API functions a few
+        # frames up tell what for.
         LuaScript("lua", groups=(
             Group("lua_api", LUA, ("lua_createtable", "lua_pushlstring", "lua_newthread", "lua_newuserdatauv",
                                    "luaL_pushresult", "luaL_prepbuffsize")),
