@@ -4,6 +4,7 @@
  * dynamic_wrappers.c (wrapper list); this file binds them to the allocator. */
 #include "dynamic.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -281,11 +282,11 @@ static uint32_t context_through_wrappers(const corral_dync_site_t *s, uintptr_t 
       chain.frames[chain.depth++] = ret;
       s = _corral_dync_site(&dyn.table, ret);
       if (s && s->kind == DYNC_SITE_PLAIN) {
-        uint64_t tail = __atomic_load_n(&s->tail, __ATOMIC_RELAXED);
-        if (tail >> 32 == (uint32_t)(below >> 32) && (uint32_t)tail) return (uint32_t)tail - 1;
-        uint32_t id = _corral_dync_find_chain(&dyn.table, &chain);
+        uint32_t id;
+        if (_corral_dync_tail(s, (uint32_t)(below >> 32), &id) >= 0) return id;
+        id = _corral_dync_find_chain(&dyn.table, &chain);
         if (id == DYNC_NONE) break;
-        __atomic_store_n(&((corral_dync_site_t *)s)->tail, (below >> 32) << 32 | (id + 1), __ATOMIC_RELAXED);
+        _corral_dync_set_tail((corral_dync_site_t *)s, (uint32_t)(below >> 32), id);
         return id;
       }
       below = (below ^ ret) * 0x9e3779b97f4a7c15ull;
@@ -470,15 +471,45 @@ static void settle_slot(const corral_dync_site_t *s, uint32_t id, dyn_ctx_t *c) 
   unlock();
 }
 
-/* The decision of the full way, for the next allocation at the same site. */
-static void publish_fast(const corral_dync_site_t *s, uint32_t id, uint32_t epoch, int g, dyn_ctx_t *c) {
-  if (!s || __atomic_load_n(&s->ctx, __ATOMIC_RELAXED) != id) return;     /* a wrapper site, or not yet bound */
+/* A context's settled decision as a fast word: see "The fast way". */
+static uint64_t fast_word(uint32_t epoch, int g, const dyn_ctx_t *c) {
   uint32_t size = __atomic_load_n(&c->size, __ATOMIC_RELAXED);
   if (size == DYNM_SIZE_MIXED) size = 0;
-  if (size > FAST_SIZE_MAX) return;
+  if (size > FAST_SIZE_MAX) return 0;
   uint64_t pool = g < 0 ? 0 : (uint64_t)g * CORRAL_SIZE_CLASSES + 1;
-  __atomic_store_n(&((corral_dync_site_t *)s)->fast, (uint64_t)epoch << 40 | (uint64_t)size << 16 | pool,
-                   __ATOMIC_RELEASE);
+  return (uint64_t)epoch << 40 | (uint64_t)size << 16 | pool;
+}
+
+/* A context of one wrapper frame (frame 0 in a wrapper, frame 1 not): its
+ * decision goes to frame 1's site, next to the tail that names it, while
+ * that tail still does. Another thread may name another context there in
+ * between, and that context may then take this one's decision until the
+ * epoch changes: a pool (or none) it was not meant for, never wrong for
+ * the program. */
+static void publish_tail(const corral_dync_site_t *s0, uint32_t id, uint32_t epoch, int g, const dyn_ctx_t *c) {
+  const corral_dync_chain_t *chain = &dyn.table.chains[id];
+  if (chain->depth != 2 || chain->wrapped || chain->frames[0] != s0->addr) return;
+  corral_dync_site_t *s1 = (corral_dync_site_t *)_corral_dync_site(&dyn.table, chain->frames[1]);
+  if (!s1 || s1->kind != DYNC_SITE_PLAIN) return;
+  uint32_t named;
+  int k = _corral_dync_tail(s1, (uint32_t)((chain->frames[0] * 0x9e3779b97f4a7c15ull) >> 32), &named);
+  if (k < 0 || named != id) return;
+  uint64_t word = fast_word(epoch, g, c);
+  if (word && __atomic_load_n(&s1->tail_fast[k], __ATOMIC_RELAXED) != word)
+    __atomic_store_n(&s1->tail_fast[k], word, __ATOMIC_RELEASE);
+}
+
+/* The decision of the full way, for the next allocation at the same site. */
+static void publish_fast(const corral_dync_site_t *s, uint32_t id, uint32_t epoch, int g, dyn_ctx_t *c) {
+  if (!s) return;
+  if (s->kind == DYNC_SITE_WRAPPER) {
+    publish_tail(s, id, epoch, g, c);
+    return;
+  }
+  if (__atomic_load_n(&s->ctx, __ATOMIC_RELAXED) != id) return;     /* not yet bound */
+  uint64_t word = fast_word(epoch, g, c);
+  if (!word) return;
+  __atomic_store_n(&((corral_dync_site_t *)s)->fast, word, __ATOMIC_RELEASE);
   if (g >= 0) settle_slot(s, id, c);
 }
 
@@ -546,15 +577,43 @@ static inline __attribute__((always_inline)) int settled_way(size_t size, uint32
   return FAST_POPPED;
 }
 
-static inline __attribute__((always_inline)) int fast_way(size_t size, uintptr_t ret, void **block) {
-  if (size > dyn.max_size) return FAST_FORWARD;
+/* The decision for a call inside a wrapper, s the site of its return
+ * address ret and cfa the entry point's CFA (the program's stack pointer
+ * before its call): frame 1's return address is one load at the wrapper's
+ * remembered frame size, as on the full way's short walk, and frame 1's
+ * site holds the decision of the context a tail of it names, if that
+ * chain is this one. 0 when not known: the full way decides. */
+static __attribute__((noinline)) uint64_t wrapper_word(const corral_dync_site_t *s, uintptr_t ret, uintptr_t cfa) {
+  uint32_t frame = __atomic_load_n(&s->frame, __ATOMIC_RELAXED);
+  const corral_thread_stack_t *stack = &_corral_thread_stack;
+  /* hi is 0 until this thread's bounds are known; a signal stack fails too */
+  if (!frame || cfa < stack->lo || cfa + frame > stack->hi) return 0;
+  uintptr_t ret1 = *(const uintptr_t *)(cfa + frame - 8);
+  const corral_dync_site_t *s1 = _corral_dync_site(&dyn.table, ret1);
+  if (!s1 || s1->kind != DYNC_SITE_PLAIN) return 0;
+  uint32_t named;
+  int k = _corral_dync_tail(s1, (uint32_t)((ret * 0x9e3779b97f4a7c15ull) >> 32), &named);
+  return k < 0 ? 0 : __atomic_load_n(&s1->tail_fast[k], __ATOMIC_ACQUIRE);
+}
+
+/* The settled word for a request of `size` from the call returning to
+ * ret (cfa: the entry point's CFA), or 0: the full way decides. */
+static inline __attribute__((always_inline)) uint64_t settled_word(size_t size, uintptr_t ret, uintptr_t cfa) {
   const corral_dync_site_t *s = _corral_dync_site(&dyn.table, ret);
-  if (CORRAL_UNLIKELY(s == NULL)) return FAST_FULL;
-  uint64_t f = __atomic_load_n(&s->fast, __ATOMIC_ACQUIRE);
+  if (CORRAL_UNLIKELY(s == NULL)) return 0;
+  uint64_t f = CORRAL_LIKELY(s->kind != DYNC_SITE_WRAPPER) ? __atomic_load_n(&s->fast, __ATOMIC_ACQUIRE)
+                                                          : wrapper_word(s, ret, cfa);
   uint32_t want = (uint32_t)(f >> 16) & FAST_SIZE_MAX;
   if (CORRAL_UNLIKELY((uint32_t)(f >> 40) != __atomic_load_n(&dyn.epoch, __ATOMIC_RELAXED) ||
                       (want != size && want != 0)))
-    return FAST_FULL;
+    return 0;
+  return f;
+}
+
+static inline __attribute__((always_inline)) int fast_way(size_t size, uintptr_t ret, uintptr_t cfa, void **block) {
+  if (size > dyn.max_size) return FAST_FORWARD;
+  uint64_t f = settled_word(size, ret, cfa);
+  if (CORRAL_UNLIKELY(f == 0)) return FAST_FULL;
   return settled_way(size, (uint32_t)f & 0xffff, block);
 }
 
@@ -612,7 +671,7 @@ static inline __attribute__((always_inline)) void *new_by(int way, void *p, size
  * way, which decides from scratch. */
 void *_corral_dyn_malloc(size_t size) {
   void *p = NULL;
-  int way = fast_way(size, (uintptr_t)__builtin_return_address(0), &p);
+  int way = fast_way(size, (uintptr_t)__builtin_return_address(0), (uintptr_t)__builtin_dwarf_cfa(), &p);
   return malloc_by(way, p, size);
 }
 
@@ -621,21 +680,41 @@ void *_corral_dyn_calloc(size_t n, size_t size) {
   void *p = NULL;
   size_t total;
   if (__builtin_mul_overflow(n, size, &total)) return _corral_calloc_rest(n, size);   /* it says ENOMEM */
-  int way = fast_way(total, (uintptr_t)__builtin_return_address(0), &p);
+  int way = fast_way(total, (uintptr_t)__builtin_return_address(0), (uintptr_t)__builtin_dwarf_cfa(), &p);
   return calloc_by(way, p, n, size, total);
+}
+
+/* The same for realloc of NULL or of a pointer of the allocator underneath
+ * (interpose.c): a settled decision to forward forwards; NULL may also
+ * take a block of a settled pool. Moving a block into a pool is the full
+ * way's. */
+void *_corral_dyn_realloc(void *p, size_t size) {
+  int larger = size > dyn.max_size;                       /* never pooled: forwarded */
+  uint64_t f = larger ? 0 : settled_word(size, (uintptr_t)__builtin_return_address(0),
+                                         (uintptr_t)__builtin_dwarf_cfa());
+  if (larger || (f != 0 && (f & 0xffff) == 0)) {
+    void *q = _corral_next.realloc(p, size);
+    if (CORRAL_UNLIKELY(!q)) errno = ENOMEM;            /* jemalloc's realloc leaves errno alone */
+    return q;
+  }
+  if (f != 0 && !p) {
+    void *q = NULL;
+    if (settled_way(size, (uint32_t)f & 0xffff, &q) == FAST_POPPED) return q;
+  }
+  return _corral_realloc_rest(p, size);
 }
 
 /* The same for operator new and new[] (new.cc), and their nothrow forms. */
 void *_corral_dyn_new(size_t size) {
   void *p = NULL;
-  int way = fast_way(size, (uintptr_t)__builtin_return_address(0), &p);
+  int way = fast_way(size, (uintptr_t)__builtin_return_address(0), (uintptr_t)__builtin_dwarf_cfa(), &p);
   p = new_by(way, p, size);
   return CORRAL_LIKELY(p != NULL) ? p : _corral_new_rest(size);
 }
 
 void *_corral_dyn_new_nothrow(size_t size) {
   void *p = NULL;
-  int way = fast_way(size, (uintptr_t)__builtin_return_address(0), &p);
+  int way = fast_way(size, (uintptr_t)__builtin_return_address(0), (uintptr_t)__builtin_dwarf_cfa(), &p);
   p = new_by(way, p, size);
   return CORRAL_LIKELY(p != NULL) ? p : _corral_new_rest_nothrow(size);
 }

@@ -52,6 +52,10 @@ void _corral_dyn_allocated(void *p);
 void *_corral_dyn_malloc(size_t size);
 /* calloc's, the same way; continues in _corral_calloc_rest. */
 void *_corral_dyn_calloc(size_t n, size_t size);
+/* realloc's, for a pointer of the allocator underneath or NULL and a size
+ * that is not 0, the same way (a pointer to move into a pool takes the
+ * full way); continues in _corral_realloc_rest. */
+void *_corral_dyn_realloc(void *p, size_t size);
 
 /* After dlopen (outside malloc): relocate wrappers of newly loaded modules. */
 void _corral_dyn_after_dlopen(void);

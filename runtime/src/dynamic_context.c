@@ -47,7 +47,6 @@ corral_dync_site_t *_corral_dync_add_site(corral_dync_t *t, uintptr_t addr, uint
   s->kind = kind;
   s->ctx = DYNC_NONE;
   s->frame = 0;
-  s->tail = 0;
   __atomic_store_n(&s->addr, addr, __ATOMIC_RELEASE);
   t->site_count++;
   return s;

@@ -24,6 +24,7 @@
 
 #define DYNC_MAX_CHAIN 8          /* longest chain kept; DPA saw at most 4 */
 #define DYNC_NONE UINT32_MAX
+#define DYNC_TAILS 2              /* chains remembered per site above wrappers */
 
 enum { DYNC_SITE_PLAIN = 1, DYNC_SITE_WRAPPER = 2 };
 
@@ -36,15 +37,21 @@ typedef struct dync_site_s {
    * full walk; 0 = not known yet. The return address into the caller then
    * sits at callee CFA + frame - 8, so later walks are one load per frame. */
   uint32_t frame;
-  /* For a non-wrapper site reached above wrappers: the last chain that ended
-   * here, as (32-bit hash of the frames below it) << 32 | (context id + 1);
-   * 0 = none. A return address follows one call instruction, so such a site
-   * is almost never frame 0 itself and this spares the chain lookup. */
-  uint64_t tail;
+  /* For a non-wrapper site reached above wrappers: the last chains that
+   * ended here, each as (32-bit hash of the frames below it) << 32 |
+   * (context id + 1); 0 = none. A return address follows one call
+   * instruction, so such a site is almost never frame 0 itself and this
+   * spares the chain lookup. Two, because a wrapper often has two calls
+   * (malloc for a new block, realloc for a bigger one) that one caller
+   * alternates between. */
+  uint64_t tail[DYNC_TAILS];
   /* For a site whose context is its own (a non-wrapper frame 0): the
    * decision malloc may take without the full way (dynamic.c, "The fast
    * way"); 0 = none. */
   uint64_t fast;
+  /* The same for the context tail[k] names, when its chain is one wrapper
+   * frame and this site. Cleared before tail[k] names another context. */
+  uint64_t tail_fast[DYNC_TAILS];
 } corral_dync_site_t;
 
 typedef struct dync_chain_s {
@@ -77,6 +84,31 @@ static inline const corral_dync_site_t *_corral_dync_site(const corral_dync_t *t
     if (k == 0) return NULL;
   }
   return NULL;
+}
+
+/* Lock-free: which of s's tails names a chain whose frames below s hash to
+ * `below` (the high half of the running hash), or -1; *ctx is then the
+ * context it names. */
+static inline int _corral_dync_tail(const corral_dync_site_t *s, uint32_t below, uint32_t *ctx) {
+  for (int k = 0; k < DYNC_TAILS; k++) {
+    uint64_t tail = __atomic_load_n(&s->tail[k], __ATOMIC_ACQUIRE);
+    if (tail >> 32 == below && (uint32_t)tail) {
+      *ctx = (uint32_t)tail - 1;
+      return k;
+    }
+  }
+  return -1;
+}
+
+/* Lock-free: remember that the chain hashing to `below` ends at s in
+ * context id: in the tail the hash picks, unless that one is taken and the
+ * other free. A reader may meet the new tail with the slot's fast word
+ * cleared (the full way decides), never with the old context's. */
+static inline void _corral_dync_set_tail(corral_dync_site_t *s, uint32_t below, uint32_t id) {
+  int k = below & 1;
+  if (__atomic_load_n(&s->tail[k], __ATOMIC_RELAXED) && !__atomic_load_n(&s->tail[!k], __ATOMIC_RELAXED)) k = !k;
+  __atomic_store_n(&s->tail_fast[k], 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&s->tail[k], (uint64_t)below << 32 | (id + 1), __ATOMIC_RELEASE);
 }
 
 /* Writers (under the caller's lock) -------------------------------------- */

@@ -28,10 +28,11 @@ void *_corral_alloc_early(size_t size, size_t align, int zero);
 void *_corral_next_aligned(size_t align, size_t size);
 void *_corral_realloc_at(void *p, size_t size, void *ret0, void *fp0);
 
-/* malloc's and calloc's full way, entered by a tail call: their own return
- * and frame address are then the program's call (interpose.c). */
+/* malloc's, calloc's and realloc's full way, entered by a tail call: their
+ * own return and frame address are then the program's call (interpose.c). */
 void *_corral_malloc_rest(size_t size);
 void *_corral_calloc_rest(size_t n, size_t size);
+void *_corral_realloc_rest(void *p, size_t size);
 
 extern __thread uint64_t _corral_rng __attribute__((tls_model("initial-exec")));
 

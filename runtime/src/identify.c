@@ -39,12 +39,13 @@ static void set_gates(const corral_ident_tables_t *t, const corral_ident_tables_
   size_t below = _corral_options.max_size + 1;
   unsigned open = d && d->no_walk ? d->probe_gates : CORRAL_PROBE_ALL;
   int64_t on = t ? CORRAL_GATE_PROBE : CORRAL_GATE_FULL;
-  /* Dynamic mode decides only where no plan is loaded; malloc, calloc and
-   * operator new take its own way, the other entry points its full way. */
+  /* Dynamic mode decides only where no plan is loaded; malloc, calloc,
+   * realloc and operator new take its own way, the other entry points its
+   * full way. */
   int64_t on_dynamic = !t && _corral_dyn_on ? CORRAL_GATE_DYNAMIC : on;
   __atomic_store_n(&_corral_gates.on_malloc, open & CORRAL_PROBE_MALLOC ? on_dynamic : 0, __ATOMIC_RELAXED);
   __atomic_store_n(&_corral_gates.on_calloc, open & CORRAL_PROBE_CALLOC ? on_dynamic : 0, __ATOMIC_RELAXED);
-  __atomic_store_n(&_corral_gates.on_realloc, open & CORRAL_PROBE_REALLOC ? on : 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&_corral_gates.on_realloc, open & CORRAL_PROBE_REALLOC ? on_dynamic : 0, __ATOMIC_RELAXED);
   __atomic_store_n(&_corral_gates.on_new, open & CORRAL_PROBE_NEW ? on_dynamic : 0, __ATOMIC_RELAXED);
   /* Dynamic mode's given-back sites call the none way (dynamic.c): it
    * forwards every size. Not once a plan was loaded: a stale plan's pool

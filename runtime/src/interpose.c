@@ -350,20 +350,25 @@ CORRAL_EXPORT void *calloc(size_t n, size_t size)
   return _corral_calloc_rest(n, size);
 }
 
-static __attribute__((noinline)) void *realloc_rest(void *p, size_t size)
+__attribute__((noinline)) void *_corral_realloc_rest(void *p, size_t size)
 {
   return _corral_realloc_at(p, size, __builtin_return_address(0), __builtin_frame_address(0));
 }
 
 /* The short way only for a size that is not 0: corral keeps glibc's
- * realloc(p, 0) (free, return NULL) whatever the allocator underneath. */
+ * realloc(p, 0) (free, return NULL) whatever the allocator underneath. In
+ * dynamic mode a pointer of the allocator underneath (or NULL) may take
+ * dynamic mode's own way. */
 CORRAL_EXPORT void *realloc(void *p, size_t size)
 {
-  if (CORRAL_LIKELY(_corral_foreign(p) && size != 0 &&
-                    (size >= __atomic_load_n(&_corral_gates.forward_from, __ATOMIC_ACQUIRE) ||
-                     _corral_gate_open(&_corral_gates.on_realloc))))
-    return enomem_if_null(_corral_next.realloc(p, size));
-  return realloc_rest(p, size);
+  if (CORRAL_LIKELY(_corral_foreign(p) && size != 0)) {
+    if (CORRAL_LIKELY(size >= __atomic_load_n(&_corral_gates.forward_from, __ATOMIC_ACQUIRE) ||
+                      _corral_gate_open(&_corral_gates.on_realloc)))
+      return enomem_if_null(_corral_next.realloc(p, size));
+    if (__atomic_load_n(&_corral_gates.on_realloc, __ATOMIC_RELAXED) == CORRAL_GATE_DYNAMIC)
+      return _corral_dyn_realloc(p, size);
+  }
+  return _corral_realloc_rest(p, size);
 }
 
 CORRAL_EXPORT void *reallocarray(void *p, size_t n, size_t size)

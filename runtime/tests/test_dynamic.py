@@ -284,6 +284,32 @@ def test_slot_calls_are_off_without_stubs(tmp_path):
     assert stats["dynamic"]["calls_to_pool"] == 0
 
 
+def test_a_wrapper_with_two_calls_keeps_both_decisions_on_the_fast_way(tmp_path):
+    """A wrapper that calls malloc for a new block and realloc for a bigger
+    one, from one call site per caller (espresso's sm_resize): once settled,
+    each caller's allocations keep their own pool on the fast way, the
+    blocks a pool holds grow in it, the blocks the allocator underneath
+    holds move into the realloc context's pool once that has one, and a
+    churning caller's two contexts are given back. The normal run (fast
+    ways) and the counted one (every request on the full way) agree block
+    for block, and realloc carries every byte over. Built -O2, as
+    distributions build."""
+    prog = build(tmp_path, "dyn_resize")
+    plain = run_plain(prog, [1000])
+    done, stats = run_dynamic(prog, [1000], tmp_path, same_series=True)
+    _ok(done)
+    assert done.stdout == plain.stdout
+    s = series(done.stderr)
+    for caller in "ab":
+        # pooled from the 100th new block, all in one pool
+        assert s[f"{caller}_0"] == s[f"{caller}_1"] == {"pooled": "901", "groups": "1"}, s
+        # the first 99, grown by realloc, joined the realloc context's pool
+        assert s[f"{caller}_2"] == s[f"{caller}_3"] == {"pooled": "1000", "groups": "2"}, s
+    assert s["churn"] == {"late_pooled": "0"}
+    d = stats["dynamic"]
+    assert d["pools"] == 6 and d["unpooled_why"] == ["small", "small"], d
+
+
 def test_operator_new_takes_the_fast_way_and_keeps_its_failures(tmp_path):
     """`new` and nothrow `new` sites are pooled on operator new's own fast
     way; a `new[]` site whose objects die at once is given back and its
