@@ -50,10 +50,11 @@ extern __thread corral_stub_notes_t _corral_stub_notes __attribute__((tls_model(
  * (CORRAL_GATE_FULL) while every request takes the full way: until the
  * direct table is open, for good while counting or with random pools, and
  * once the plan went stale. Full is negative, so that one test of the gate
- * tells the three apart (sign, zero, other). malloc's, calloc's and
- * operator new's gates are -2 (CORRAL_GATE_DYNAMIC) in dynamic mode without
- * statistics:
- * their requests take dynamic mode's own way (dynamic.c, "The fast way");
+ * tells the three apart (sign, zero, other). malloc's, calloc's, realloc's
+ * and operator new's gates are -2 (CORRAL_GATE_DYNAMIC) in dynamic mode
+ * without statistics: their requests (realloc's: of NULL or of a block of
+ * the allocator underneath) take dynamic mode's own way (dynamic.c, "The
+ * fast way");
  * malloc's is -3 (CORRAL_GATE_RANDOM) with random pools without
  * statistics: a pool at random, popped without identification
  * (interpose.c).
