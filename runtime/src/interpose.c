@@ -206,7 +206,9 @@ static __attribute__((noinline)) void *malloc_stubbed(size_t size, const corral_
   } else {
     g = UNDECIDED;
   }
-  return malloc_at(size, g, ret0, fp0);
+  void *p = malloc_at(size, g, ret0, fp0);
+  CORRAL_KEEP_FRAME(p);
+  return p;
 }
 
 /* Several stub sites noted, none recursive, malloc's gate closed: the
@@ -352,7 +354,9 @@ CORRAL_EXPORT void *calloc(size_t n, size_t size)
 
 __attribute__((noinline)) void *_corral_realloc_rest(void *p, size_t size)
 {
-  return _corral_realloc_at(p, size, __builtin_return_address(0), __builtin_frame_address(0));
+  void *q = _corral_realloc_at(p, size, __builtin_return_address(0), __builtin_frame_address(0));
+  CORRAL_KEEP_FRAME(q);
+  return q;
 }
 
 /* The short way only for a size that is not 0: corral keeps glibc's
@@ -378,7 +382,9 @@ CORRAL_EXPORT void *reallocarray(void *p, size_t n, size_t size)
     errno = ENOMEM;
     return NULL;
   }
-  return _corral_realloc_at(p, total, __builtin_return_address(0), __builtin_frame_address(0));
+  void *q = _corral_realloc_at(p, total, __builtin_return_address(0), __builtin_frame_address(0));
+  CORRAL_KEEP_FRAME(q);
+  return q;
 }
 
 static int power_of_two(size_t x) { return x && !(x & (x - 1)); }

@@ -284,7 +284,8 @@ def test_slot_calls_are_off_without_stubs(tmp_path):
     assert stats["dynamic"]["calls_to_pool"] == 0
 
 
-def test_a_wrapper_with_two_calls_keeps_both_decisions_on_the_fast_way(tmp_path):
+@pytest.mark.parametrize("flags", list(BUILDS.values()), ids=list(BUILDS))
+def test_a_wrapper_with_two_calls_keeps_both_decisions_on_the_fast_way(tmp_path, flags):
     """A wrapper that calls malloc for a new block and realloc for a bigger
     one, from one call site per caller (espresso's sm_resize): once settled,
     each caller's allocations keep their own pool on the fast way, the
@@ -292,9 +293,11 @@ def test_a_wrapper_with_two_calls_keeps_both_decisions_on_the_fast_way(tmp_path)
     holds move into the realloc context's pool once that has one, and a
     churning caller's two contexts are given back. The normal run (fast
     ways) and the counted one (every request on the full way) agree block
-    for block, and realloc carries every byte over. Built -O2, as
-    distributions build."""
-    prog = build(tmp_path, "dyn_resize")
+    for block, and realloc carries every byte over. With frame pointers
+    too: realloc's full way must keep the frame whose address it hands to
+    the walk, or the wrapper's saved frame pointer is overwritten and every
+    realloc context stops at frame 0."""
+    prog = build(tmp_path, "dyn_resize", flags)
     plain = run_plain(prog, [1000])
     done, stats = run_dynamic(prog, [1000], tmp_path, same_series=True)
     _ok(done)
