@@ -190,4 +190,14 @@ MUTANTS = [
            "    if (!_corral_full_ways) {\n      _corral_free_remote(c, p);\n",
            "    {\n      _corral_free_remote(c, p);\n",
            "free's first way pushes another thread's block while statistics count frees, so they go uncounted"),
+    Mutant("realloc-frame-popped", "runtime/src/interpose.c",
+           "  void *q = _corral_realloc_at(p, size, __builtin_return_address(0), __builtin_frame_address(0));\n"
+           "  CORRAL_KEEP_FRAME(q);\n  return q;\n",
+           "  return _corral_realloc_at(p, size, __builtin_return_address(0), __builtin_frame_address(0));\n",
+           "realloc's full way hands its frame over by a sibling call: in a frame-pointer module every realloc "
+           "context stops at frame 0"),
+    Mutant("wrapper-tail-ignores-frame-0", "runtime/src/dynamic_context.h",
+           "    if (tail >> 32 == below && (uint32_t)tail) {\n",
+           "    if ((uint32_t)tail) {\n",
+           "a caller's two chains through one wrapper (malloc and realloc) take each other's decisions"),
 ]
