@@ -4,7 +4,6 @@
  * dynamic_wrappers.c (wrapper list); this file binds them to the allocator. */
 #include "dynamic.h"
 
-#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -272,7 +271,7 @@ static uint32_t context_through_wrappers(const corral_dync_site_t *s, uintptr_t 
   corral_unwind_stack_t stack;
   if (_corral_unwind_stack((uintptr_t)fp0, &stack) >= 0) {
     uintptr_t cfa = (uintptr_t)fp0 + 16;     /* the entry point's CFA: it keeps a frame pointer */
-    uint64_t below = ret0 * 0x9e3779b97f4a7c15ull;
+    uint64_t below = _corral_dync_below(ret0);
     while (s && chain.depth < DYNC_MAX_CHAIN) {
       uint32_t frame = __atomic_load_n(&s->frame, __ATOMIC_RELAXED);
       if (!frame) break;
@@ -283,13 +282,13 @@ static uint32_t context_through_wrappers(const corral_dync_site_t *s, uintptr_t 
       s = _corral_dync_site(&dyn.table, ret);
       if (s && s->kind == DYNC_SITE_PLAIN) {
         uint32_t id;
-        if (_corral_dync_tail(s, (uint32_t)(below >> 32), &id) >= 0) return id;
+        if (_corral_dync_tail(s, below, &id) >= 0) return id;
         id = _corral_dync_find_chain(&dyn.table, &chain);
         if (id == DYNC_NONE) break;
-        _corral_dync_set_tail((corral_dync_site_t *)s, (uint32_t)(below >> 32), id);
+        _corral_dync_set_tail((corral_dync_site_t *)s, below, id);
         return id;
       }
-      below = (below ^ ret) * 0x9e3779b97f4a7c15ull;
+      below = _corral_dync_below_then(below, ret);
     }
   }
   chain.depth = 1;
@@ -492,7 +491,7 @@ static void publish_tail(const corral_dync_site_t *s0, uint32_t id, uint32_t epo
   corral_dync_site_t *s1 = (corral_dync_site_t *)_corral_dync_site(&dyn.table, chain->frames[1]);
   if (!s1 || s1->kind != DYNC_SITE_PLAIN) return;
   uint32_t named;
-  int k = _corral_dync_tail(s1, (uint32_t)((chain->frames[0] * 0x9e3779b97f4a7c15ull) >> 32), &named);
+  int k = _corral_dync_tail(s1, _corral_dync_below(chain->frames[0]), &named);
   if (k < 0 || named != id) return;
   uint64_t word = fast_word(epoch, g, c);
   if (word && __atomic_load_n(&s1->tail_fast[k], __ATOMIC_RELAXED) != word)
@@ -592,7 +591,7 @@ static __attribute__((noinline)) uint64_t wrapper_word(const corral_dync_site_t 
   const corral_dync_site_t *s1 = _corral_dync_site(&dyn.table, ret1);
   if (!s1 || s1->kind != DYNC_SITE_PLAIN) return 0;
   uint32_t named;
-  int k = _corral_dync_tail(s1, (uint32_t)((ret * 0x9e3779b97f4a7c15ull) >> 32), &named);
+  int k = _corral_dync_tail(s1, _corral_dync_below(ret), &named);
   return k < 0 ? 0 : __atomic_load_n(&s1->tail_fast[k], __ATOMIC_ACQUIRE);
 }
 
@@ -692,11 +691,7 @@ void *_corral_dyn_realloc(void *p, size_t size) {
   int larger = size > dyn.max_size;                       /* never pooled: forwarded */
   uint64_t f = larger ? 0 : settled_word(size, (uintptr_t)__builtin_return_address(0),
                                          (uintptr_t)__builtin_dwarf_cfa());
-  if (larger || (f != 0 && (f & 0xffff) == 0)) {
-    void *q = _corral_next.realloc(p, size);
-    if (CORRAL_UNLIKELY(!q)) errno = ENOMEM;            /* jemalloc's realloc leaves errno alone */
-    return q;
-  }
+  if (larger || (f != 0 && (f & 0xffff) == 0)) return _corral_enomem_if_null(_corral_next.realloc(p, size));
   if (f != 0 && !p) {
     void *q = NULL;
     if (settled_way(size, (uint32_t)f & 0xffff, &q) == FAST_POPPED) return q;

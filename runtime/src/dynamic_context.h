@@ -86,13 +86,20 @@ static inline const corral_dync_site_t *_corral_dync_site(const corral_dync_t *t
   return NULL;
 }
 
+/* The running hash of a chain's frames below a site: started at frame 0,
+ * folded in once per frame above it (dynamic.c walks it up a chain). */
+static inline uint64_t _corral_dync_below(uintptr_t ret0) { return ret0 * 0x9e3779b97f4a7c15ull; }
+static inline uint64_t _corral_dync_below_then(uint64_t below, uintptr_t ret) {
+  return (below ^ ret) * 0x9e3779b97f4a7c15ull;
+}
+
 /* Lock-free: which of s's tails names a chain whose frames below s hash to
- * `below` (the high half of the running hash), or -1; *ctx is then the
- * context it names. */
-static inline int _corral_dync_tail(const corral_dync_site_t *s, uint32_t below, uint32_t *ctx) {
+ * `below` (a tail keeps its high half), or -1; *ctx is then the context it
+ * names. */
+static inline int _corral_dync_tail(const corral_dync_site_t *s, uint64_t below, uint32_t *ctx) {
   for (int k = 0; k < DYNC_TAILS; k++) {
     uint64_t tail = __atomic_load_n(&s->tail[k], __ATOMIC_ACQUIRE);
-    if (tail >> 32 == below && (uint32_t)tail) {
+    if (tail >> 32 == below >> 32 && (uint32_t)tail) {
       *ctx = (uint32_t)tail - 1;
       return k;
     }
@@ -104,11 +111,11 @@ static inline int _corral_dync_tail(const corral_dync_site_t *s, uint32_t below,
  * context id: in the tail the hash picks, unless that one is taken and the
  * other free. A reader may meet the new tail with the slot's fast word
  * cleared (the full way decides), never with the old context's. */
-static inline void _corral_dync_set_tail(corral_dync_site_t *s, uint32_t below, uint32_t id) {
-  int k = below & 1;
+static inline void _corral_dync_set_tail(corral_dync_site_t *s, uint64_t below, uint32_t id) {
+  int k = (below >> 32) & 1;
   if (__atomic_load_n(&s->tail[k], __ATOMIC_RELAXED) && !__atomic_load_n(&s->tail[!k], __ATOMIC_RELAXED)) k = !k;
   __atomic_store_n(&s->tail_fast[k], 0, __ATOMIC_RELAXED);
-  __atomic_store_n(&s->tail[k], (uint64_t)below << 32 | (id + 1), __ATOMIC_RELEASE);
+  __atomic_store_n(&s->tail[k], (below >> 32) << 32 | (id + 1), __ATOMIC_RELEASE);
 }
 
 /* Writers (under the caller's lock) -------------------------------------- */

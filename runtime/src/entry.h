@@ -77,15 +77,22 @@ CORRAL_INLINE int _corral_pick_group(size_t size, void *ret0, void *fp0)
   return g < (int)_corral_ngroups ? g : -1;
 }
 
+/* p, with errno ENOMEM when it is NULL: the allocators underneath do not
+ * all set it (mimalloc above PTRDIFF_MAX, jemalloc's realloc). */
+CORRAL_INLINE void *_corral_enomem_if_null(void *p)
+{
+  if (CORRAL_UNLIKELY(!p)) errno = ENOMEM;
+  return p;
+}
+
 /* The next allocator's block for a request (align: 0 = malloc's, else a
  * power of two; zero: calloc's); NULL with errno set. Explicit alignments
  * go to its aligned entry point even when 16: mimalloc's malloc aligns tiny
  * blocks to 8 only. */
 CORRAL_INLINE void *_corral_next_alloc(size_t size, size_t align, int zero)
 {
-  void *p = align ? _corral_next_aligned(align, size) : zero ? _corral_next.calloc(1, size) : _corral_next.malloc(size);
-  if (CORRAL_UNLIKELY(!p)) errno = ENOMEM;
-  return p;
+  return _corral_enomem_if_null(align ? _corral_next_aligned(align, size)
+                                : zero ? _corral_next.calloc(1, size) : _corral_next.malloc(size));
 }
 
 /* align: 0 = malloc's (16), else a power of two. NULL on failure (errno set). */

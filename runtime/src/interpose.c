@@ -146,17 +146,13 @@ void *_corral_realloc_at(void *p, size_t size, void *ret0, void *fp0)
  * rest continues in a *_rest function entered by a tail call:
  * its own return and frame address are then those of the program's call,
  * as the exported function's would have been (frame 0 for identification).
- * -O2 makes these sibling calls; the identification tests fail otherwise. */
-static inline void *enomem_if_null(void *p)
-{
-  if (CORRAL_UNLIKELY(!p)) errno = ENOMEM;
-  return p;
-}
+ * -O2 makes these sibling calls; the identification tests fail otherwise.
+ * (_corral_enomem_if_null, entry.h, sets errno where the next did not.) */
 
 /* Out of line, so that malloc's short ways need no frame. */
 static __attribute__((noinline, cold)) void *malloc_huge(size_t size)
 {
-  return enomem_if_null(_corral_next.malloc(size));
+  return _corral_enomem_if_null(_corral_next.malloc(size));
 }
 
 __attribute__((noinline)) void *_corral_malloc_rest(size_t size)
@@ -175,7 +171,7 @@ static __attribute__((noinline, cold)) void *malloc_at(size_t size, int g, void 
     void *p = _corral_group_alloc((unsigned)g, size, 0);
     if (CORRAL_LIKELY(p != NULL)) return p;
   }
-  return enomem_if_null(_corral_next.malloc(size));
+  return _corral_enomem_if_null(_corral_next.malloc(size));
 }
 
 /* Random pools without statistics (CORRAL_GATE_RANDOM): the request is
@@ -344,7 +340,7 @@ CORRAL_EXPORT void *calloc(size_t n, size_t size)
   }
   if (CORRAL_LIKELY(total >= __atomic_load_n(&_corral_gates.forward_from, __ATOMIC_ACQUIRE))) {
     if (CORRAL_LIKELY(total <= PTRDIFF_MAX)) return _corral_next.calloc(n, size);
-    return enomem_if_null(_corral_next.calloc(n, size));
+    return _corral_enomem_if_null(_corral_next.calloc(n, size));
   }
   if (CORRAL_LIKELY(_corral_gate_open(&_corral_gates.on_calloc))) return _corral_next.calloc(n, size);
   if (__atomic_load_n(&_corral_gates.on_calloc, __ATOMIC_RELAXED) == CORRAL_GATE_DYNAMIC)
@@ -368,7 +364,7 @@ CORRAL_EXPORT void *realloc(void *p, size_t size)
   if (CORRAL_LIKELY(_corral_foreign(p) && size != 0)) {
     if (CORRAL_LIKELY(size >= __atomic_load_n(&_corral_gates.forward_from, __ATOMIC_ACQUIRE) ||
                       _corral_gate_open(&_corral_gates.on_realloc)))
-      return enomem_if_null(_corral_next.realloc(p, size));
+      return _corral_enomem_if_null(_corral_next.realloc(p, size));
     if (__atomic_load_n(&_corral_gates.on_realloc, __ATOMIC_RELAXED) == CORRAL_GATE_DYNAMIC)
       return _corral_dyn_realloc(p, size);
   }

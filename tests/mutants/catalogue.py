@@ -197,7 +197,7 @@ MUTANTS = [
            "realloc's full way hands its frame over by a sibling call: in a frame-pointer module every realloc "
            "context stops at frame 0"),
     Mutant("wrapper-tail-ignores-frame-0", "runtime/src/dynamic_context.h",
-           "    if (tail >> 32 == below && (uint32_t)tail) {\n",
+           "    if (tail >> 32 == below >> 32 && (uint32_t)tail) {\n",
            "    if ((uint32_t)tail) {\n",
            "a caller's two chains through one wrapper (malloc and realloc) take each other's decisions"),
 ]
