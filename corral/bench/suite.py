@@ -61,15 +61,18 @@ class Program:
     libs: tuple[str, ...] = ("-lm",)
     package: str | None = None    # the Debian package that installs `binary`: nothing is built
     binary: str | None = None
+    sources: tuple[str, ...] = () # the files its CMakeLists.txt names, when not every *.c
 
     @property
     def installed(self) -> bool:
         return self.package is not None
 
 
-def _p(name, suite, description, folder, cppflags, train, cache, measure, std=None) -> Program:
+def _p(name, suite, description, folder, cppflags, train, cache, measure, std=None,
+       sources=()) -> Program:
     return Program(name, suite, description, folder, tuple(cppflags),
-                   *(tuple(map(str, a)) for a in (train, cache, measure)), std=std)
+                   *(tuple(map(str, a)) for a in (train, cache, measure)), std=std,
+                   sources=tuple(sources))
 
 
 def _deb(name, description, package, binary, train, cache, measure) -> Program:
@@ -87,6 +90,10 @@ POVRAY = ("-D", "-V", "+WT1", "-A", "+Q9", "+FB", "+O-")
 
 OLDEN = "MultiSource/Benchmarks/Olden"
 PTRDIST = "MultiSource/Benchmarks/Ptrdist"
+MALLOCBENCH = "MultiSource/Benchmarks/MallocBench"
+# cfrac's CMakeLists.txt leaves pfactor.c (a second program) out.
+CFRAC = ("cfrac pops pconst pio pabs pneg pcmp podd phalf padd psub pmul pdivmod psqrt ppowmod "
+         "atop ptoa itop utop ptou errorp pfloat pidiv pimod picmp primes pcfrac pgcd").split()
 
 PROGRAMS: dict[str, Program] = {p.name: p for p in [
     _p("health", "olden", "Colombian health care simulation: a 4-ary tree of villages, "
@@ -105,18 +112,38 @@ PROGRAMS: dict[str, Program] = {p.name: p for p in [
        f"{OLDEN}/mst", ["-DTORONTO"], [200], [1000], [4000]),
     _p("power", "olden", "power-system pricing over a tree of feeders, laterals and branches "
        "(one fixed size)", f"{OLDEN}/power", ["-DTORONTO"], [], [], []),
+    _p("bh", "olden", "Barnes-Hut n-body simulation over an octree of cells and bodies",
+       f"{OLDEN}/bh", ["-fcommon", "-DTORONTO"], [4000, 5], [8000, 10], [40000, 30], std="gnu17"),
+    _p("tsp", "olden", "travelling salesman tour over a binary tree of random cities, "
+       "joined into a cyclic list", f"{OLDEN}/tsp", ["-DTORONTO"], [32768], [102400], [2048000]),
+    _p("voronoi", "olden", "Voronoi diagram of random points by divide and conquer over "
+       "quad-edge records", f"{OLDEN}/voronoi", ["-DTORONTO"], [10000, 20, 32, 7],
+       [100000, 20, 32, 7], [1000000, 20, 32, 7], std="gnu17"),
     _p("ft", "ptrdist", "minimum spanning tree with a Fibonacci heap",
        f"{PTRDIST}/ft", [], [200, 2000], [1500, 100000], [6000, 100000]),
     _p("ks", "ptrdist", "Kernighan-Schweikert graph partitioning, linked lists of nets "
        "and modules", f"{PTRDIST}/ks", [], ["{src}/KL-2.in"], ["{src}/KL-4.in"],
        ["{src}/KL-5.in"]),
+    _p("bc", "ptrdist", "the bc calculator: a prime search in its own language, "
+       "with numbers as allocated digit strings", f"{PTRDIST}/bc", [],
+       ["<", "{src}/primes.b"], ["<", "{src}/primes.b"], ["<", "{src}/primes.b"]),
+    _p("yacr2", "ptrdist", "channel router: constraint graphs and a maze router over nets",
+       f"{PTRDIST}/yacr2", ["-DTODD"], ["{src}/input1.in"], ["{src}/input3.in"],
+       ["{src}/input2.in"]),
     _p("anagram", "ptrdist", "anagrams of phrases from a dictionary of bit-vector words",
        f"{PTRDIST}/anagram", [], ["{src}/words", 2, "<", "{src}/input.in"],
        ["{src}/words", 2, "<", "{src}/input.OUT"], ["{src}/words", 2, "<", "{src}/input.OUT"]),
     _p("espresso", "mallocbench", "two-level logic minimisation over cube sets (MallocBench)",
-       "MultiSource/Benchmarks/MallocBench/espresso", ["-DNOMEMOPT"],
+       f"{MALLOCBENCH}/espresso", ["-DNOMEMOPT"],
        ["-t", "{src}/INPUT/mlp4.espresso"], ["-t", "{src}/INPUT/cps.espresso"],
        ["-t", "{src}/INPUT/largest.espresso"], std="gnu90"),
+    # Factoring by continued fractions: bignums made and freed by the
+    # million. The training number is ours (two 14-digit primes); the cache
+    # and measuring ones are the CMakeLists' default and large.
+    _p("cfrac", "mallocbench", "factoring by continued fractions, with short-lived "
+       "allocated bignums (MallocBench)", f"{MALLOCBENCH}/cfrac", ["-DNOMEMOPT"],
+       ["300000000001220000000000407"], ["41757646344123832613190542166099121"],
+       ["376529507064485971626234556089714053987"], std="gnu17", sources=CFRAC),
     # Sizes, measured on 2 cores: training heaps past 1 MiB (xalan 3.7 MiB,
     # povray 6.2 MiB) in 4-10 s of profiling; measuring runs of 2.2 s
     # (xalan) and 2.1 s of CPU (povray; its threads' hand-over sleeps add

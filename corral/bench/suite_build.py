@@ -37,7 +37,10 @@ def compile_command(program: suite.Program, root: Path, variant: str, out: Path)
     if variant not in suite.VARIANTS:
         raise CorralError(f"unknown build variant {variant!r}; known: {', '.join(suite.VARIANTS)}")
     folder = root / program.folder
-    sources = sorted(str(p) for p in folder.glob("*.c"))
+    if program.sources:
+        sources = [str(folder / f"{name}.c") for name in program.sources]
+    else:
+        sources = sorted(str(p) for p in folder.glob("*.c"))
     if not sources:
         raise CorralError(f"{program.name}: no C sources in {folder}")
     std = [f"-std={program.std}"] if program.std else []
