@@ -112,6 +112,9 @@ PROGRAMS: dict[str, Program] = {p.name: p for p in [
        f"{OLDEN}/mst", ["-DTORONTO"], [200], [1000], [4000]),
     _p("power", "olden", "power-system pricing over a tree of feeders, laterals and branches "
        "(one fixed size)", f"{OLDEN}/power", ["-DTORONTO"], [], [], []),
+    # bh's cache input lies between its small and default sizes (the
+    # default takes about 20 s a configuration under cachegrind); yacr2's
+    # is another input of its folder, its CMakeLists having one.
     _p("bh", "olden", "Barnes-Hut n-body simulation over an octree of cells and bodies",
        f"{OLDEN}/bh", ["-fcommon", "-DTORONTO"], [4000, 5], [8000, 10], [40000, 30], std="gnu17"),
     _p("tsp", "olden", "travelling salesman tour over a binary tree of random cities, "
