@@ -37,7 +37,7 @@ def _base_of(env) -> str:
 class Script:
     """cycles = the base's, plus or minus per group named in the plan."""
 
-    def __init__(self, bases, per_group, output_change=None, seconds=0.01, plan_seconds=None):
+    def __init__(self, bases, per_group, output_change=None, seconds=0.005, plan_seconds=None):
         self.bases, self.per_group = bases, per_group
         self.output_change = output_change or set()
         self.seconds, self.plan_seconds = seconds, plan_seconds
@@ -118,7 +118,7 @@ def test_a_timed_slowdown_overrides_cachegrind(planned):
                     seconds=0.5, plan_seconds=0.6)
     final, _, said = _run(planned, script, bases=("glibc",))
     assert not final.plan.groups
-    assert any("timed, median CPU seconds: glibc alone 0.500, with the plan 0.600 (0.833x)" in s for s in said)
+    assert any("timed, median CPU seconds: glibc alone 0.5000, with the plan 0.6000 (0.833x)" in s for s in said)
 
 
 def test_a_long_run_chooses_its_base_by_time(planned):
@@ -131,7 +131,35 @@ def test_a_long_run_chooses_its_base_by_time(planned):
                                                                       "C": -50})
     final, _, said = _run(planned, script)
     assert final.plan.base == "jemalloc" and len(final.plan.groups) == 2
-    assert any("median CPU seconds of 5 alternating runs: glibc 0.500, jemalloc 0.400" in s for s in said)
+    assert any("median CPU seconds of 5 alternating runs: glibc 0.5000, jemalloc 0.4000" in s for s in said)
+
+
+def test_a_short_run_is_timed_over_more_rounds_and_the_clock_decides(planned):
+    """Olden tsp's case: cachegrind ranks mimalloc first, the clock glibc.
+    A 20 ms run is timed over 50 rounds (a second of CPU each), and a base
+    that loses in time is not chosen, nor a plan that loses kept."""
+    class Short(Script):
+        def timer(self, argv, env, stdin=None):
+            self.timings = getattr(self, "timings", 0) + 1
+            seconds = {"glibc": 0.020, "jemalloc": 0.027, "mimalloc": 0.0203}[_base_of(env)]
+            return seconds * (1.01 if "CORRAL_PLAN" in env else 1), "same"
+    script = Short({"glibc": 1000, "jemalloc": 1000, "mimalloc": 960}, {"A": -50, "C": -50})
+    final, outcome, said = _run(planned, script)
+    assert outcome.base == final.plan.base == "glibc"
+    assert any("median CPU seconds of 50 alternating runs: glibc 0.0200, jemalloc 0.0270, mimalloc 0.0203" in s
+               for s in said)
+    assert not final.plan.groups
+    assert any("with the plan 0.0202 (0.990x)" in s for s in said)
+    # the first run, 50 rounds of the three bases, 50 of the base and the plan
+    assert script.timings == 1 + 50 * 3 + 50 * 2
+
+
+def test_a_run_too_short_to_time_is_judged_by_cachegrind_alone(planned):
+    script = Script({"glibc": 1000, "jemalloc": 1000, "mimalloc": 960}, {"A": -50, "C": -50},
+                    seconds=0.009, plan_seconds=0.5)
+    final, _, said = _run(planned, script)
+    assert final.plan.base == "mimalloc" and len(final.plan.groups) == 2
+    assert any("cachegrind cycles (run too short to time)" in s for s in said)
 
 
 def test_the_summary_says_which_groups_validation_dropped(planned, capsys):
