@@ -562,7 +562,7 @@ int _corral_dyn_identify(void *ret0, void *fp0, size_t size) {
 /* What the fast way decided for a request of `size` from the call
  * returning to ret: forward it (every size above max_size), here is the
  * block, or take the full way. */
-enum { FAST_FULL, FAST_FORWARD, FAST_POPPED };
+enum { FAST_FULL = CORRAL_DYN_FULL, FAST_FORWARD = CORRAL_DYN_FORWARD, FAST_POPPED = CORRAL_DYN_POPPED };
 
 /* A settled decision for `pool` (+ 1; 0 = the allocator underneath). */
 static inline __attribute__((always_inline)) int settled_way(size_t size, uint32_t pool, void **block) {
@@ -697,6 +697,35 @@ void *_corral_dyn_realloc(void *p, size_t size) {
     if (settled_way(size, (uint32_t)f & 0xffff, &q) == FAST_POPPED) return q;
   }
   return _corral_realloc_rest(p, size);
+}
+
+/* The aligned forms (interpose.c). The context's word holds the size it
+ * asks for; its block comes from the class the group heap's aligned way
+ * takes (the size rounded up to the alignment: a class's blocks are aligned
+ * to the largest power of two dividing their size, docs/runtime.md,
+ * "Packing"). Olden voronoi makes every quad-edge record with
+ * memalign(128, 128). */
+static inline __attribute__((always_inline)) int aligned_way(size_t align, size_t size, uintptr_t ret,
+                                                             uintptr_t cfa, void **block) {
+  if (size > dyn.max_size) return FAST_FORWARD;
+  if (CORRAL_UNLIKELY(align > CORRAL_MAX_GROUP_ALIGN)) return FAST_FULL;
+  uint64_t f = settled_word(size, ret, cfa);
+  if (CORRAL_UNLIKELY(f == 0)) return FAST_FULL;
+  size_t rounded = align > 8 ? ((size ? size : 1) + align - 1) & ~(align - 1) : size;
+  return settled_way(rounded, (uint32_t)f & 0xffff, block);
+}
+
+void *_corral_dyn_memalign(size_t align, size_t size) {
+  void *p = NULL;
+  switch (aligned_way(align, size, (uintptr_t)__builtin_return_address(0), (uintptr_t)__builtin_dwarf_cfa(), &p)) {
+  case FAST_POPPED: return p;
+  case FAST_FORWARD: return _corral_enomem_if_null(_corral_next_aligned(align, size));
+  default: return _corral_aligned_rest(align, size);
+  }
+}
+
+int _corral_dyn_aligned(size_t align, size_t size, uintptr_t ret, uintptr_t cfa, void **block) {
+  return aligned_way(align, size, ret, cfa, block);
 }
 
 /* The same for operator new and new[] (new.cc), and their nothrow forms. */

@@ -57,6 +57,17 @@ void *_corral_dyn_calloc(size_t n, size_t size);
  * full way); continues in _corral_realloc_rest. */
 void *_corral_dyn_realloc(void *p, size_t size);
 
+/* memalign's and aligned_alloc's way (align a power of two) while malloc's
+ * gate is CORRAL_GATE_DYNAMIC, entered by a tail call; continues in
+ * _corral_aligned_rest. */
+void *_corral_dyn_memalign(size_t align, size_t size);
+/* posix_memalign's, called with its own return address and CFA (the
+ * program's stack pointer before its call): a settled site's decision,
+ * CORRAL_DYN_POPPED with the block in *block, CORRAL_DYN_FORWARD, or
+ * CORRAL_DYN_FULL: the full way decides. */
+enum { CORRAL_DYN_FULL, CORRAL_DYN_FORWARD, CORRAL_DYN_POPPED };
+int _corral_dyn_aligned(size_t align, size_t size, uintptr_t ret, uintptr_t cfa, void **block);
+
 /* After dlopen (outside malloc): relocate wrappers of newly loaded modules. */
 void _corral_dyn_after_dlopen(void);
 

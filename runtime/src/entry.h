@@ -33,6 +33,8 @@ void *_corral_realloc_at(void *p, size_t size, void *ret0, void *fp0);
 void *_corral_malloc_rest(size_t size);
 void *_corral_calloc_rest(size_t n, size_t size);
 void *_corral_realloc_rest(void *p, size_t size);
+/* memalign's and aligned_alloc's (align a power of two), the same way. */
+void *_corral_aligned_rest(size_t align, size_t size);
 
 extern __thread uint64_t _corral_rng __attribute__((tls_model("initial-exec")));
 

@@ -385,11 +385,41 @@ CORRAL_EXPORT void *reallocarray(void *p, size_t n, size_t size)
 
 static int power_of_two(size_t x) { return x && !(x & (x - 1)); }
 
+__attribute__((noinline)) void *_corral_aligned_rest(size_t align, size_t size)
+{
+  return _corral_alloc_at(size, align, __builtin_return_address(0), __builtin_frame_address(0), 0);
+}
+
+/* memalign's and aligned_alloc's way (align a power of two), out of line so
+ * that the entry points' checks save no registers: dynamic mode's own, or
+ * the full way, each by a tail call. */
+CORRAL_INLINE void *aligned(size_t align, size_t size)
+{
+  if (__atomic_load_n(&_corral_gates.on_malloc, __ATOMIC_RELAXED) == CORRAL_GATE_DYNAMIC)
+    return _corral_dyn_memalign(align, size);
+  return _corral_aligned_rest(align, size);
+}
+
+/* posix_memalign's way: ret0, fp0 and cfa are its own. In dynamic mode a
+ * settled site decides first. */
+CORRAL_INLINE void *aligned_at(size_t align, size_t size, void *ret0, void *fp0, void *cfa)
+{
+  if (__atomic_load_n(&_corral_gates.on_malloc, __ATOMIC_RELAXED) == CORRAL_GATE_DYNAMIC) {
+    void *p = NULL;
+    switch (_corral_dyn_aligned(align, size, (uintptr_t)ret0, (uintptr_t)cfa, &p)) {
+    case CORRAL_DYN_POPPED: return p;
+    case CORRAL_DYN_FORWARD: return _corral_next_alloc(size, align, 0);
+    default: break;
+    }
+  }
+  return _corral_alloc_at(size, align, ret0, fp0, 0);
+}
+
 CORRAL_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 {
   if (!power_of_two(align) || align % sizeof(void *)) return EINVAL;
   int saved = errno;
-  void *p = _corral_alloc_at(size, align, __builtin_return_address(0), __builtin_frame_address(0), 0);
+  void *p = aligned_at(align, size, __builtin_return_address(0), __builtin_frame_address(0), __builtin_dwarf_cfa());
   int err = p ? 0 : errno ? errno : ENOMEM;
   errno = saved;                        /* posix_memalign leaves errno alone */
   if (!p) return err == EINVAL ? EINVAL : ENOMEM;
@@ -403,7 +433,7 @@ CORRAL_EXPORT void *aligned_alloc(size_t align, size_t size)
     errno = EINVAL;
     return NULL;
   }
-  return _corral_alloc_at(size, align, __builtin_return_address(0), __builtin_frame_address(0), 0);
+  return aligned(align, size);
 }
 
 CORRAL_EXPORT void *memalign(size_t align, size_t size)
@@ -418,7 +448,7 @@ CORRAL_EXPORT void *memalign(size_t align, size_t size)
     while (a < align) a <<= 1;
     align = a;
   }
-  return _corral_alloc_at(size, align, __builtin_return_address(0), __builtin_frame_address(0), 0);
+  return aligned(align, size);
 }
 
 CORRAL_EXPORT void *valloc(size_t size)

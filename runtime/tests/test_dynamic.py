@@ -5,6 +5,7 @@ the wrapper list the runtime loads; programs ask corral_group_of where each
 object landed, and the statistics say what was pooled and merged. Each runs
 as a user would (malloc's short way) and with statistics (the full way)."""
 
+import re
 import subprocess
 import sys
 
@@ -359,3 +360,47 @@ def test_a_call_is_pointed_at_the_none_way_while_another_thread_runs_it(tmp_path
     assert series(done.stderr)["last"] == {"scratch_pooled": "0"}
     assert stats["dynamic"]["unpooled_why"] == ["small"]
     assert stats["dynamic"]["calls_to_none"] == (0 if torn else 1)
+
+
+def test_aligned_requests_take_the_fast_way_aligned(tmp_path):
+    """memalign (also through a wrapper, as Olden voronoi makes its records),
+    aligned_alloc and posix_memalign sites get pools, and every block, new
+    or reused, is aligned as asked; an alignment above a page and a size
+    above the pools' limit go to the allocator underneath. The normal run
+    (fast ways) and the counted one (full ways) put every site's blocks in
+    the same places."""
+    prog = build(tmp_path, "dyn_aligned")
+    plain = run_plain(prog)
+    done, stats = run_dynamic(prog, (), tmp_path, same_series=True)
+    _ok(done)
+    assert done.stdout == plain.stdout
+    s = series(done.stderr)
+    assert s["check"] == {"misaligned": "0"}
+    pooled = [s[name]["groups"] for name in ("edge128", "edge48", "al96", "pm40", "m24")]
+    assert all(g.isdigit() for g in pooled) and len(set(pooled)) == 5, s
+    assert s["huge"] == s["large"] == {"groups": "-1"}, s
+
+
+@pytest.mark.parametrize("site", ["edge128", "edge48"])
+def test_a_settled_memalign_site_skips_the_full_way(tmp_path, site):
+    """Counted by callgrind, so deterministic: of 21,000 memalign calls of
+    one pooled site through a wrapper, 20,000 made once it settled, fewer
+    than 5,000 take the full way's identification (its counting, eager
+    samples, refills and steady samples); before the aligned forms had a
+    fast way, every one did. edge48 asks for 48 bytes aligned to 64: the
+    fast way must look in the class the full way fills, that of 64."""
+    from corral import launch
+    prog = build(tmp_path, "dyn_aligned")
+    out = tmp_path / "callgrind.out"
+    env = launch.environment(base="glibc", extra=launch.dynamic_extra(str(prog)))
+    done = subprocess.run(["valgrind", "--tool=callgrind", "--smc-check=all", "--compress-strings=no",
+                           f"--callgrind-out-file={out}", str(prog), "memalign_loop", site, "20000"],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "misaligned 0" in done.stdout, done.stdout + done.stderr
+    calls, callee = 0, None
+    for line in out.read_text().splitlines():
+        if line.startswith("cfn="):
+            callee = line.split(None, 1)[1] if " " in line else line[4:]
+        elif line.startswith("calls=") and callee == "_corral_dyn_identify":
+            calls += int(line[6:].split()[0])
+    assert 1000 <= calls < 5000, f"{calls} calls of _corral_dyn_identify"
