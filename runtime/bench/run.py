@@ -10,10 +10,11 @@ Configurations: each base allocator alone; corral over mimalloc (and glibc)
 with no plan, with a plan that does not cover the call site (with no stub
 site, listed `direct -`, or with a stub site elsewhere), with every small
 object pooled (random pools: the pool path without identification), a site
-grouped by frame 0 (`direct`: its call points at its pool), and sites
+grouped by frame 0 (`direct`: its call points at its pool), sites
 grouped by a clause at depth 2 and 6 (decided by the clause site's stub, or
-with stubs off by a walk of 2 or 6 frames). Each for a frame-pointer and a
-no-frame-pointer build.
+with stubs off by a walk of 2 or 6 frames), and sites under two live stub
+sites (two nested one-site clauses, or one clause of both). Each for a
+frame-pointer and a no-frame-pointer build.
 
     make -C runtime/bench && python3 runtime/bench/run.py [--no-time]
 """
@@ -66,6 +67,8 @@ def configs() -> list[Config]:
             *(Config(f"{c}, grouped at depth {d} (walk)", base, True, f"deep{d}", "deep",
                      (("CORRAL_STUBS", "0"),), grouped=True)
               for d in DEPTHS),
+            Config(f"{c}, grouped by 2 nested one-site clauses", base, True, "nested", "deep", grouped=True),
+            Config(f"{c}, grouped by a clause of 2 sites", base, True, "pair", "deep", grouped=True),
         ]
     return out
 
@@ -96,7 +99,11 @@ def plans(binary: Path, folder: Path) -> dict[str, str]:
     plan-:  the same, with other_rounds' sites listed `direct SITE -`, as
             the planner writes for a profiled site that frame 0 decides.
     deepD:  group 0 is the clause "the call in hop(D-1)", frame D-1 of
-            walked_rounds' allocations; the walk goes D frames deep."""
+            walked_rounds' allocations; the walk goes D frames deep.
+    nested: group 0 has two one-site clauses, the calls in hop5 and hop2,
+            both on walked_rounds' chain: two stub sites are live at each
+            of its allocations (as where a group's clause sites nest).
+    pair:   group 0 is one clause of those two sites: the general decision."""
     direct = one_group_lines(binary, "bench_pairs", call_returns(binary, "grouped_rounds", "malloc@plt"))
     header = direct[:3]
     texts = {
@@ -107,6 +114,9 @@ def plans(binary: Path, folder: Path) -> dict[str, str]:
         caller, callee = f"hop{d - 1}", "walked_rounds" if d == 2 else f"hop{d - 2}"
         site = call_returns(binary, caller, callee)[0]
         texts[f"deep{d}"] = [*header[:1], f"option depth {d}", *header[1:], f"clause 0 0+{site:#x}"]
+    outer, inner = (call_returns(binary, f"hop{k}", f"hop{k - 1}")[0] for k in (5, 2))
+    texts["nested"] = [*header[:1], "option depth 6", *header[1:], f"clause 0 0+{outer:#x}", f"clause 0 0+{inner:#x}"]
+    texts["pair"] = [*header[:1], "option depth 6", *header[1:], f"clause 0 0+{outer:#x} 0+{inner:#x}"]
     paths = {}
     for name, lines in texts.items():
         paths[name] = str(folder / f"{binary.name}.{name}.plan")

@@ -281,6 +281,7 @@ fail:
 void _corral_tables_stub_clauses(corral_ident_tables_t *t)
 {
   t->stub_clause_count = 0;
+  t->stub_multi = 0;
   t->walk_first_rank = NO_RANK;
   memset(t->stub_solo_rank, NO_RANK, sizeof t->stub_solo_rank);
   /* In rank order; within a rank, file order (a stable insertion). */
@@ -300,6 +301,7 @@ void _corral_tables_stub_clauses(corral_ident_tables_t *t)
     }
     t->stub_clauses[j].mask = mask;
     t->stub_clauses[j].rank = rank;
+    if (mask & (mask - 1)) t->stub_multi |= mask;
     uint8_t *solo = &t->stub_solo_rank[__builtin_ctzll(mask)];
     if (!(mask & (mask - 1)) && rank < *solo) *solo = rank;
   }

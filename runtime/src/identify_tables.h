@@ -79,6 +79,7 @@ typedef struct ident_tables_s {
   uint64_t stub_recursive;          /* sites whose call is to their own function */
   uint64_t stub_frame0;             /* sites left to the direct table (CORRAL_STUB_FRAME0) */
   uint64_t stub_alone;              /* installed and not recursive: malloc decides them alone */
+  uint64_t stub_multi;              /* sites of a stub clause of two or more sites */
   uint64_t *clause_stub_mask;
   struct stub_clause_s { uint64_t mask; uint8_t rank; } *stub_clauses;
   size_t stub_clause_count;

@@ -210,19 +210,21 @@ static __attribute__((noinline)) void *malloc_stubbed(size_t size, const corral_
 /* Several stub sites noted, none recursive, malloc's gate closed: the
  * notes left behind by calls of other functions that have returned are
  * dropped here (the stubs drop those of the same function themselves), so
- * that one site found live decides as in one_site. Entered by a tail call
- * (its frame address is malloc's); 0 stays for malloc_stubbed, which
- * decides when more than one site is live or a free list is empty. */
+ * that one site found live decides as in one_site, and several live sites
+ * none of which is in a clause of more than one site decide among their
+ * one-site clauses (nested clause sites of a plan's groups). Entered by a
+ * tail call (its frame address is malloc's); malloc_stubbed decides the
+ * rest: a clause of several sites, an empty free list. */
 static __attribute__((noinline)) void *malloc_noted(size_t size, const corral_ident_tables_t *t)
 {
   uintptr_t lo = (uintptr_t)__builtin_frame_address(0) + 8;    /* malloc's return address slot */
   const corral_thread_stack_t *s = &_corral_thread_stack;
   uint64_t live = _corral_stub_notes.live;
   if (lo < s->lo || lo >= s->hi) return malloc_stubbed(size, t);  /* a signal stack; bounds unknown */
-  uint64_t alive = _corral_stub_alive(t, live, lo, s->hi);
+  int32_t pool;
+  uint64_t alive = _corral_stub_alive_solo(t, live, lo, s->hi, &pool);
   if (alive != live) _corral_stub_notes.live = alive;
-  if (alive & (alive - 1)) return malloc_stubbed(size, t);
-  int32_t pool = alive ? t->stub_solo_pool[__builtin_ctzll(alive)] : -1;
+  if ((alive & (alive - 1)) && (alive & t->stub_multi)) return malloc_stubbed(size, t);
   if (pool < 0) return _corral_next.malloc(size);
   void *p = _corral_pool_pop((size_t)pool, size);
   return CORRAL_LIKELY(p != NULL) ? p : malloc_stubbed(size, t);

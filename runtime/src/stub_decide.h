@@ -29,6 +29,35 @@ static inline __attribute__((always_inline)) uint64_t _corral_stub_alive(const c
   return alive;
 }
 
+/* _corral_stub_alive's test, and in the same pass the pool (-1: none) the
+ * live sites decide when none of them is in a clause of more than one site
+ * (the caller checks that against stub_multi): only their own one-site
+ * clauses can be complete, and of those the nearest (first_match: the
+ * lowest slot, which a walk would reach first) or the first in rank order
+ * wins, as in _corral_stub_decide. `noted` must hold no recursive site. */
+static inline __attribute__((always_inline)) uint64_t _corral_stub_alive_solo(const corral_ident_tables_t *t,
+                                                                              uint64_t noted, uintptr_t lo,
+                                                                              uintptr_t hi, int32_t *pool)
+{
+  uint64_t alive = 0;
+  uintptr_t nearest = UINTPTR_MAX;
+  uint8_t best = NO_RANK;
+  *pool = -1;
+  for (uint64_t m = noted; m; m &= m - 1) {
+    unsigned k = (unsigned)__builtin_ctzll(m);
+    uintptr_t sp = _corral_stub_notes.sp[k];
+    if (sp < lo || sp > hi - 8 || *(const uintptr_t *)sp != t->stub_ret[k]) continue;
+    alive |= (uint64_t)1 << k;
+    uint8_t rank = t->stub_solo_rank[k];
+    if (rank != NO_RANK && (t->first_match ? sp < nearest : rank < best)) {
+      nearest = sp;
+      best = rank;
+      *pool = t->stub_solo_pool[k];
+    }
+  }
+  return alive;
+}
+
 /* 1 with *group set when the noted sites decide; 0 when a walk must (a
  * clause without stubs could still match first, a site may be live above
  * its last note, or the stack's bounds are unknown: an alternate signal

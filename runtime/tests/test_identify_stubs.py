@@ -8,13 +8,15 @@ is walked. PIE and non-PIE, over every base allocator, and with stubs off
 frame)."""
 
 import json
+import os
+import subprocess
 
 import pytest
 from capstone import CS_ARCH_X86, CS_MODE_64, Cs
 
 from corral import elf
 from core_helpers import BASES, corral_env
-from ident_helpers import FP, HERE, NOFP, call_returns, compile_c, function, plan_text, run, run_with_stats
+from ident_helpers import FP, HERE, LIB, NOFP, call_returns, compile_c, function, plan_text, run, run_with_stats
 
 GROUPS = {0: "outer", 1: "rec", 2: "jump", 3: "signal", 4: "lib_a", 5: "indirect", 6: "throw", 7: "lib_b",
           8: "sib_a", 9: "sib_b"}
@@ -125,3 +127,55 @@ def test_plan_of_stubbed_sites_only_walks_for_recursion(tmp_path, base):
     # walk per level and call of rec (the stats are the parent's)
     assert 0 < ident["walks"] + ident["replays"] <= (20 + 4) * 5
     assert ident["stub_decisions"] > 10 * (ident["walks"] + ident["replays"])
+
+
+def _nested_plan(tmp_path, first_match, flags=FP):
+    prog = compile_c(tmp_path / "ident_nested", [HERE / "ident_nested.c"], [*flags, f"-I{HERE}"])
+
+    def site(caller, callee):
+        return f"0+{call_returns(prog, caller, callee)[0]:#x}"
+    plan = tmp_path / f"nested{first_match}.plan"
+    plan.write_text(plan_text(modules=[(prog, True)], groups={0: "nest_out", 1: "nest_in", 2: "top", 3: "pair"},
+                              clauses=[(0, [site("nest_outer", "nest_mid")]),
+                                       (1, [site("nest_mid", "nest_inner")]),
+                                       (2, [site("pair_top", "pair_outer")]),
+                                       (3, [site("pair_outer", "pair_mid"), site("pair_mid", "leaf")])],
+                              options=[("depth", 8), ("first_match", first_match)]))
+    return prog, plan
+
+
+@pytest.mark.parametrize("stubs", [1, 0], ids=["stubs", "walk"])
+@pytest.mark.parametrize("first_match", [1, 0], ids=["nearest", "ranked"])
+def test_nested_sites_decide_as_the_walk_does(tmp_path, first_match, stubs):
+    """Several clause sites live on one chain: with first_match the nearest
+    completed clause decides, else the first in rank order; a clause of
+    two sites among one-site ones counts as complete only with both. The
+    stubs' decision (malloc's own way in production, the full way under
+    statistics) and the walk's agree."""
+    prog, plan = _nested_plan(tmp_path, first_match)
+    stats = tmp_path / "stats.json"
+    r = run_with_stats([prog, first_match, 500], stats, plan=plan, env_extra={"CORRAL_STUBS": str(stubs)})
+    assert r.returncode == 0 and r.stdout == "checked 2001 wrong 0\n", r.stdout + r.stderr
+    assert json.loads(stats.read_text())["plan"]["stub_sites"]["installed"] == (5 if stubs else 0)
+
+
+def test_nested_one_site_clauses_are_decided_in_malloc_itself(tmp_path):
+    """Counted by callgrind, so deterministic: where every live site is of
+    one-site clauses only, malloc decides among them itself; the general
+    decision (malloc_stubbed) is left to the pair's allocations, whose
+    clause has two sites, and to refills."""
+    prog, plan = _nested_plan(tmp_path, 1)
+    out = tmp_path / "callgrind.out"
+    env = dict(os.environ, LD_PRELOAD=str(LIB), CORRAL_PLAN=str(plan))
+    done = subprocess.run(["valgrind", "--tool=callgrind", "--compress-strings=no", f"--callgrind-out-file={out}",
+                           str(prog), "1", "5000"], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout == "checked 20001 wrong 0\n", done.stdout + done.stderr
+    calls, callee = {}, None
+    for line in out.read_text().splitlines():
+        if line.startswith("cfn="):
+            callee = line[4:].strip()
+        elif line.startswith("calls="):
+            calls[callee] = calls.get(callee, 0) + int(line[6:].split()[0])
+    # 5,000 nest rounds each with one allocation under both nest sites; the
+    # pair rounds' 5,000 allocations under three live sites take it
+    assert 5000 <= calls.get("malloc_stubbed", 0) < 5000 + 500, calls.get("malloc_stubbed")
