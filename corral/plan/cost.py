@@ -11,12 +11,16 @@ objects tighter than the base (slots.packing_ratio: a walk over 24-byte
 objects in 24-byte slots touches three quarters of the lines it touches in
 32-byte ones), and lose when it packs them looser.
 
-Cost: every grouped allocation pays the runtime's delta against the base
-allocator's malloc+free, by the way it is identified (frame 0 or a clause
-stub), and the plan as a whole makes every other allocation pay the
-forwarding and the gate test. The deltas are the runtime's measured
-instruction counts (runtime/bench, `make -C runtime/bench run`, against
-mimalloc's 116.1 per pair, 2026-11-24); docs/planner.md, "Cost model".
+Cost: every allocation, grouped or not, pays the runtime's delta against
+the base allocator's malloc+free by the way the runtime decides it: its
+frame 0 in the direct table (its call points at its pool, or at the none
+way), else by the stub sites of the plan live on its chain: none, one, or
+several (all of one-site clauses, or not). Once identification has made
+the clauses, each context is priced by its own chain (allocation_delta);
+before, a member is priced as decided by frame 0 or by one stub. The
+deltas are the runtime's measured instruction counts (runtime/bench,
+`make -C runtime/bench run`, against mimalloc's 116.1 per pair,
+2026-11-24); docs/planner.md, "Cost model".
 Gain and cost are both counted over the profiled run, so the run's length
 cancels out: what matters is allocations against uses.
 """
@@ -26,9 +30,12 @@ from dataclasses import dataclass
 from corral.bench.cachegrind import L1_MISS_CYCLES, LL_MISS_CYCLES
 
 # Runtime deltas per malloc+free pair, in instructions, against the base.
-DIRECT_DELTA = 89.9 - 116.1      # grouped, decided by frame 0: cheaper than the base
-CLAUSE_DELTA = 130.7 - 116.1     # grouped, decided by a clause site's stub
-UNGROUPED_DELTA = 128.2 - 116.1  # every other allocation, once a plan is loaded
+DIRECT_DELTA = 89.7 - 116.1      # frame 0 in the direct table, grouped: cheaper than the base
+NONE_DELTA = 130.4 - 116.1       # frame 0 in the direct table, ungrouped: the none way
+UNCOVERED_DELTA = 133.7 - 116.1  # neither, no stub site live: malloc's gate and forwarding
+CLAUSE_DELTA = 131.9 - 116.1     # one stub site live: it decides
+NESTED_DELTA = 220.0 - 116.1     # several live, each only in one-site clauses: malloc_noted picks
+STUBBED_DELTA = 318.1 - 116.1    # several live, one in a clause of several: the general decision
 # The stated cache model (corral/bench/cachegrind.py).
 D1_BYTES = 32 << 10
 LL_BYTES = 1 << 20
@@ -58,23 +65,56 @@ def internal_affinity(doc: dict, members: list[int]) -> float:
     return sum(w for a, b, w in doc["edges"] if a in inside and b in inside)
 
 
+def stub_sites(clauses, direct: dict) -> tuple[set, set]:
+    """(the sites of `clauses` the runtime gives stubs, those of them in a
+    clause of several sites). A site the direct table lists whose every
+    clause is that site alone gets none: only frame 0 can be there, and
+    the direct table decides it (docs/identification.md)."""
+    clauses = [tuple(c) for c in clauses]
+    alone = {c[0] for c in clauses if len(c) == 1 and c[0] in direct}
+    alone -= {s for c in clauses if len(c) > 1 for s in c}
+    sites = {s for c in clauses for s in c} - alone
+    multi = {s for c in clauses if len(c) > 1 for s in c}
+    return sites, multi
+
+
+def allocation_delta(chain: tuple, direct: dict, sites: set, multi: set) -> float:
+    """What the runtime adds to one malloc+free pair of a context with this
+    call chain (innermost first), given the direct table (frame-0 site ->
+    group, or None for ungrouped) and the plan's stub sites. A stub notes
+    its site live whenever its call runs, at any depth (docs/identification.md)."""
+    if chain and chain[0] in direct:
+        return DIRECT_DELTA if direct[chain[0]] is not None else NONE_DELTA
+    live = {s for s in chain if s in sites}
+    if not live:
+        return UNCOVERED_DELTA
+    if len(live) == 1:
+        return CLAUSE_DELTA
+    return STUBBED_DELTA if live & multi else NESTED_DELTA
+
+
 def estimate(doc: dict, members: list[int], direct_members: set[int], together: float | None,
-             miss_share: float, packing: float = 1.0) -> Estimate:
+             miss_share: float, packing: float = 1.0, deltas: dict[int, float] | None = None) -> Estimate:
     """The group of profile contexts `members`, of which `direct_members` are
     decided by frame 0; `together` is the placement model's share (None:
     no model, nothing assumed together); `packing` the pool's bytes over
-    the base's (slots.packing_ratio)."""
+    the base's (slots.packing_ratio). `deltas`, by context: each one's
+    allocation_delta, once the clauses are known (they replace the frame-0
+    or one-stub pricing)."""
     internal = internal_affinity(doc, members)
     pairs = internal * (1.0 - (together or 0.0))
     denser = internal * (together or 0.0) * (1.0 - packing)
     per_miss = miss_cycles(doc["totals"].get("peak_bytes") or doc["totals"].get("bytes", 0))
     gain = (pairs + denser) * miss_share * per_miss
     contexts = doc["contexts"]
-    cost = sum(contexts[m]["allocs"] * (DIRECT_DELTA if m in direct_members else CLAUSE_DELTA)
-               for m in members)
+    if deltas is None:
+        deltas = {m: DIRECT_DELTA if m in direct_members else CLAUSE_DELTA for m in members}
+    cost = sum(contexts[m]["allocs"] * deltas[m] for m in members)
     return Estimate(gain, cost, pairs, per_miss, packing)
 
 
-def plan_overhead(doc: dict, grouped: set[int]) -> float:
-    """What loading a plan costs the allocations it does not group."""
-    return sum(c["allocs"] for i, c in enumerate(doc["contexts"]) if i not in grouped) * UNGROUPED_DELTA
+def plan_overhead(doc: dict, grouped: set[int], deltas: dict[int, float] | None = None) -> float:
+    """What loading a plan costs the allocations it does not group (each at
+    its allocation_delta; without them, as if none had a stub site live)."""
+    return sum(c["allocs"] * (deltas[i] if deltas is not None else UNCOVERED_DELTA)
+               for i, c in enumerate(doc["contexts"]) if i not in grouped)

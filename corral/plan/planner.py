@@ -51,10 +51,17 @@ class PlanResult:
         return [list(g.members) for g in self.groups]
 
 
-def _estimate(doc, contexts, members, gid, direct, together, packing, options) -> cost.Estimate:
+def _estimate(doc, contexts, members, gid, direct, together, packing, options, deltas) -> cost.Estimate:
     by_frame0 = {m for m in members if contexts[m].chain and direct.get(contexts[m].chain[0]) == gid}
     return cost.estimate(doc, [contexts[m].index for m in members],
-                         {contexts[m].index for m in by_frame0}, together, options.miss_share, packing)
+                         {contexts[m].index for m in by_frame0}, together, options.miss_share, packing,
+                         deltas)
+
+
+def _deltas(contexts, selectors, direct) -> dict[int, float]:
+    """Every context's runtime delta under these clauses and direct table."""
+    sites, multi = cost.stub_sites([cl for s in selectors for cl in s.clauses], direct)
+    return {c.index: cost.allocation_delta(c.chain, direct, sites, multi) for c in contexts}
 
 
 def _close_over_frame0(doc, contexts, graph, kept, contexts_in, extra, layout_of, together, packing,
@@ -186,7 +193,8 @@ def make_plan(doc: dict, options: PlanOptions, exclude: frozenset = frozenset(),
             continue
         assignment = {m: gid for gid, ms in enumerate(members) for m in ms}
         direct = direct_table(contexts, assignment)
-        estimates = [_estimate(doc, contexts, ms, gid, direct, together[g], packing[g], options)
+        deltas = _deltas(contexts, selectors, direct)
+        estimates = [_estimate(doc, contexts, ms, gid, direct, together[g], packing[g], options, deltas)
                      for gid, (g, ms) in enumerate(zip(kept, members))]
         # Groups that cost more than they gain are dropped, the most costly
         # first, one at a time: the others' identification changes with it.
@@ -197,7 +205,7 @@ def make_plan(doc: dict, options: PlanOptions, exclude: frozenset = frozenset(),
         costly.append((kept[worst], estimates[worst]))
         kept = [g for i, g in enumerate(kept) if i != worst]
     grouped = {m for ms in members for m in ms}
-    overhead = cost.plan_overhead(doc, grouped) if kept else 0.0
+    overhead = cost.plan_overhead(doc, grouped, deltas) if kept else 0.0
     if kept and sum(e.gain - e.cost for e in estimates) <= overhead:
         # Together they do not pay for what the plan costs everything else.
         costly += list(zip(kept, estimates))

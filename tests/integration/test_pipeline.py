@@ -78,11 +78,14 @@ def test_two_groups_heaviest_first_and_no_first_match_where_a_nearer_clause_woul
     # runtime tries groups in plan order. Group 1 then needs only frame 0
     # (every other xmalloc allocation is already taken), so a walk that
     # stopped at its first complete clause would send P to group 1.
+    # P's allocations find two stub sites live (main:1510's and xmalloc's
+    # own call, group 1's clause): the weights are such that both groups
+    # pay for that (the cost model's NESTED_DELTA).
     contexts = [([0, 1, 4], 500, 9000), ([0, 1, 5], 500, 9000), ([0, 2, 6], 500, 9000)]
-    edges = [[0, 0, 1000], [1, 1, 600], [2, 2, 600], [1, 2, 900]]
+    edges = [[0, 0, 10000], [1, 1, 6000], [2, 2, 6000], [1, 2, 9000]]
     result = make_plan(synthetic_profile(edges, contexts), DEFAULTS)
     assert [sorted(m) for m in result.group_contexts] == [[1, 2], [0]]
-    assert [g.weight for g in result.groups] == [2100, 1000]
+    assert [g.weight for g in result.groups] == [21000, 10000]
     assert [g.name for g in result.plan.groups] == ["create_b+main", "xmalloc"]
     assert misclassified(result.report) == 0
     assert not result.first_match and "first_match" not in result.plan.options
