@@ -97,28 +97,40 @@ static inline int _corral_gate_open(const int64_t *gate)
 
 /* ---- the span (chunk.c) ------------------------------------------------------ */
 
-/* Every pointer outside [_corral_mine_lo, _corral_mine_hi) and outside the
- * bootstrap buffer belongs to the next allocator: the span holds all group
- * memory. The entry points hand such pointers over without looking further.
- * The bootstrap buffer, in this library's .bss, is tested apart: a span
- * stretched to reach it would also cover whatever the next allocator mapped
- * between the libraries and the first group range (jemalloc's first arena),
- * and send every free of that memory the long way. Until the runtime is
- * ready the span is everything, so nothing takes the short way before the
- * next allocator is known. Each bound only widens after that, before a new
+/* Every pointer outside [_corral_mine_lo, _corral_mine_hi) belongs to the next
+ * allocator: the span holds all group memory, and the bootstrap buffer if
+ * any block came from it (_corral_span_bounds). The entry points hand such
+ * pointers over without looking further. Until the runtime is ready the
+ * span is everything, so nothing takes the short way before the next
+ * allocator is known. Each bound only widens after that, before a new
  * range is published: a reader that sees one bound new and one old still
  * covers all published memory, so the bounds need no order between them,
  * and plain loads let each compare read its bound itself (an atomic load
  * would cost a move apiece on every free). */
 extern uintptr_t _corral_mine_lo, _corral_mine_hi;
-extern unsigned char _corral_boot_buffer[];
-#define CORRAL_BOOT_BYTES (64u << 10)
 
 static inline int _corral_foreign(const void *p)
 {
-  uintptr_t a = (uintptr_t)p;
-  return (a < _corral_mine_lo || a >= _corral_mine_hi) &&
-         a - (uintptr_t)_corral_boot_buffer >= CORRAL_BOOT_BYTES;
+  return (uintptr_t)p < _corral_mine_lo || (uintptr_t)p >= _corral_mine_hi;
+}
+
+/* The span once ready: the group ranges reserved so far ([range_lo,
+ * range_hi), empty when lo > hi), stretched to the bootstrap buffer
+ * [boot, boot_end) only when a block came from it. The buffer sits in this
+ * library's .bss, among the libraries, and a span stretched up to it would
+ * also cover whatever the next allocator mapped between them and the
+ * first range (jemalloc's first arena): every free of that memory would
+ * take the long way. glibc's dlsym takes no block when every symbol it is
+ * asked for resolves, so the buffer is usually unused. */
+static inline void _corral_span_bounds(uintptr_t range_lo, uintptr_t range_hi, uintptr_t boot, uintptr_t boot_end,
+                                       int boot_used, uintptr_t *lo, uintptr_t *hi)
+{
+  *lo = range_lo;
+  *hi = range_hi;
+  if (boot_used) {
+    if (boot < *lo) *lo = boot;
+    if (boot_end > *hi) *hi = boot_end;
+  }
 }
 
 /* ---- entries the C++ operators continue in (interpose.c, new.cc) ------------- */

@@ -94,8 +94,11 @@ int _corral_init_slow(void)
   _corral_note(1, "ready: %u groups%s", _corral_ngroups,
                _corral_options.random_pools > 0 ? " (random pools)" : "");
   /* The entry points' short ways (interpose.c), open from READY on. */
-  __atomic_store_n(&_corral_mine_lo, _corral_range_min, __ATOMIC_RELEASE);
-  __atomic_store_n(&_corral_mine_hi, _corral_range_max, __ATOMIC_RELEASE);
+  uintptr_t lo, hi, boot = (uintptr_t)_corral_boot_buffer;
+  _corral_span_bounds(_corral_range_min, _corral_range_max, boot, boot + CORRAL_BOOT_BYTES, _corral_boot_used(),
+                      &lo, &hi);
+  __atomic_store_n(&_corral_mine_lo, lo, __ATOMIC_RELEASE);
+  __atomic_store_n(&_corral_mine_hi, hi, __ATOMIC_RELEASE);
   /* Release: a thread that sees the new value jumps to _corral_next at once. */
   __atomic_store_n(&_corral_gates.forward_from,
                    _corral_full_ways ? SIZE_MAX : _corral_ngroups ? _corral_options.max_size + 1 : 0,

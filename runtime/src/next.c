@@ -40,6 +40,11 @@ void *_corral_boot_alloc(size_t size, size_t align)
   return _corral_boot_buffer + start;
 }
 
+int _corral_boot_used(void)
+{
+  return atomic_load(&boot_used) != 0;
+}
+
 size_t _corral_boot_size(const void *p)
 {
   return *(const size_t *)((const unsigned char *)p - 16);

@@ -6,8 +6,6 @@
 
 #include <stddef.h>
 
-#include "gates.h"
-
 /* Internal: every declaration below is of this library, not exported. */
 #pragma GCC visibility push(hidden)
 
@@ -39,6 +37,10 @@ size_t _corral_next_footprint(size_t size);
 
 /* Bootstrap buffer: 16-byte aligned, zeroed, never freed. */
 void *_corral_boot_alloc(size_t size, size_t align);
+extern unsigned char _corral_boot_buffer[];
+#define CORRAL_BOOT_BYTES (64u << 10)
+/* Whether any block came from it (final once the runtime forwards). */
+int _corral_boot_used(void);
 static inline int _corral_is_boot(const void *p)
 {
   return (const unsigned char *)p - _corral_boot_buffer < (long)CORRAL_BOOT_BYTES &&

@@ -1,7 +1,8 @@
 """The entry points' first test (gates.h): a pointer outside corral's
-ranges and its bootstrap buffer goes straight to the allocator underneath,
-wherever that allocator mapped it. The driver is runtime/tests/core_span_unit.c,
-built here with the sanitizers on."""
+ranges (and its bootstrap buffer, once a block came from it) goes straight
+to the allocator underneath, wherever that allocator mapped it. The driver
+of the native checks is runtime/tests/core_span_unit.c, built here with the
+sanitizers on."""
 
 import re
 import subprocess
@@ -15,7 +16,7 @@ HERE = Path(__file__).resolve().parent
 SRC = HERE.parent / "src"
 
 
-def test_only_ranges_and_the_bootstrap_buffer_are_corrals(tmp_path):
+def test_only_ranges_and_a_used_bootstrap_buffer_are_corrals(tmp_path):
     exe = tmp_path / "core_span_unit"
     subprocess.run(["gcc", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-fsanitize=address,undefined",
                     "-fno-sanitize-recover=all", f"-I{SRC}", str(HERE / "core_span_unit.c"), "-o", str(exe)],
@@ -29,9 +30,9 @@ def test_only_ranges_and_the_bootstrap_buffer_are_corrals(tmp_path):
 def test_a_free_of_the_allocator_underneath_takes_the_short_way(tmp_path, base):
     """Counted by callgrind, so deterministic: 5,000 frees of blocks no pool
     takes spend (with what they call) fewer instructions in `free_checked`,
-    the long way, than one each. Before the bootstrap buffer was tested
-    apart, jemalloc's first arena lay inside the span and every such free
-    took the long way."""
+    the long way, than one each. While the span reached up to the unused
+    bootstrap buffer, jemalloc's first arena lay inside it and every such
+    free took the long way."""
     exe = h.build(tmp_path, "core_foreign_free")
     out = tmp_path / "callgrind.out"
     env = h.corral_env(base, dynamic=1)
