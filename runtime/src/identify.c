@@ -52,7 +52,14 @@ static void set_gates(const corral_ident_tables_t *t, const corral_ident_tables_
    * calls must take the full way. */
   size_t none_below = _corral_dyn_on && !_corral_ident.plan ? SIZE_MAX : 0;
   __atomic_store_n(&_corral_gates.pool_below, t ? below : none_below, __ATOMIC_RELAXED);
-  __atomic_store_n(&_corral_gates.forward_from, !open && d && !d->stub_installed ? 0 : below,
+  /* Dynamic mode never pools a request above its own limit (a pooled
+   * block that realloc grows is not foreign, and takes the long way): the
+   * first test forwards those. Ptrdist bc's bignum digits (1,040 bytes and
+   * up) went through dynamic mode's way, 20 instructions each. */
+  size_t forward = below;
+  if (!t && _corral_dyn_on && _corral_options.dyn_max_size < _corral_options.max_size)
+    forward = _corral_options.dyn_max_size + 1;
+  __atomic_store_n(&_corral_gates.forward_from, !open && d && !d->stub_installed ? 0 : forward,
                    __ATOMIC_RELEASE);
 }
 

@@ -5,12 +5,12 @@ the wrapper list the runtime loads; programs ask corral_group_of where each
 object landed, and the statistics say what was pooled and merged. Each runs
 as a user would (malloc's short way) and with statistics (the full way)."""
 
-import re
 import subprocess
 import sys
 
 import pytest
 
+from callgrind_counts import calls_of
 from dyn_helpers import BUILDS, ROOT, build, groups, run_dynamic, run_plain, series
 
 WRAPPED = ["xmalloc_a", "xmalloc_b", "layer2_a", "layer2_b", "layer3_a", "layer3_b"]
@@ -397,10 +397,23 @@ def test_a_settled_memalign_site_skips_the_full_way(tmp_path, site):
                            f"--callgrind-out-file={out}", str(prog), "memalign_loop", site, "20000"],
                           env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "misaligned 0" in done.stdout, done.stdout + done.stderr
-    calls, callee = 0, None
-    for line in out.read_text().splitlines():
-        if line.startswith("cfn="):
-            callee = line.split(None, 1)[1] if " " in line else line[4:]
-        elif line.startswith("calls=") and callee == "_corral_dyn_identify":
-            calls += int(line[6:].split()[0])
+    calls = calls_of(out, ["_corral_dyn_identify"])["_corral_dyn_identify"]
     assert 1000 <= calls < 5000, f"{calls} calls of _corral_dyn_identify"
+
+
+def test_requests_above_the_pools_limit_are_forwarded_at_the_first_test(tmp_path):
+    """Counted by callgrind: dynamic mode never pools a request above
+    CORRAL_DYN_MAX_SIZE, so malloc's first test (forward_from) hands it on,
+    and of 5,000 such requests none reaches dynamic mode's own way or the
+    full way (all did while forward_from was the runtime's max_size)."""
+    from corral import launch
+    from core_helpers import build as core_build
+    prog = core_build(tmp_path, "core_foreign_free")      # 400 blocks of 32 bytes, then 1000-byte ones
+    out = tmp_path / "callgrind.out"
+    env = launch.environment(base="glibc", extra=launch.dynamic_extra(str(prog)))
+    done = subprocess.run(["valgrind", "--tool=callgrind", "--smc-check=all", "--compress-strings=no",
+                           f"--callgrind-out-file={out}", str(prog), "5000"],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "0 failed" in done.stdout, done.stdout + done.stderr
+    calls = calls_of(out, ["_corral_dyn_malloc", "_corral_malloc_rest"])
+    assert calls["_corral_dyn_malloc"] + calls["_corral_malloc_rest"] < 1000, calls
