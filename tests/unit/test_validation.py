@@ -132,6 +132,9 @@ def test_a_long_run_chooses_its_base_by_time(planned):
     final, _, said = _run(planned, script)
     assert final.plan.base == "jemalloc" and len(final.plan.groups) == 2
     assert any("median CPU seconds of 5 alternating runs: glibc 0.5000, jemalloc 0.4000" in s for s in said)
+    # the plan over each base is timed as well, the first choice first
+    assert said[-1] == ("validation: the plan over each base, median CPU seconds: jemalloc 0.3500, "
+                        "glibc 0.4500, mimalloc 0.4000; base: jemalloc")
 
 
 def test_a_short_run_is_timed_over_more_rounds_and_the_clock_decides(planned):
@@ -160,6 +163,49 @@ def test_a_run_too_short_to_time_is_judged_by_cachegrind_alone(planned):
     final, _, said = _run(planned, script)
     assert final.plan.base == "mimalloc" and len(final.plan.groups) == 2
     assert any("cachegrind cycles (run too short to time)" in s for s in said)
+
+
+class PerBase(Script):
+    """The groups' gain differs by base: the pools pack what one base's
+    classes round up."""
+
+    def __init__(self, bases, gain_by_base, **kw):
+        super().__init__(bases, {"A": 0, "C": 0}, **kw)
+        self.gain_by_base = gain_by_base
+
+    def simulate(self, argv, env, stdin=None):
+        sim = super().simulate(argv, env, stdin)
+        if self._groups(env):
+            sim = replace(sim, cycles=sim.cycles - self.gain_by_base[_base_of(env)])
+        return sim
+
+
+def test_the_plan_takes_the_base_it_runs_fastest_over(planned):
+    """Olden bisort's case: alone, no base beats glibc by the margin; with
+    the plan, mimalloc is faster, and the plan records it."""
+    script = PerBase({"glibc": 1000e6, "jemalloc": 1010e6, "mimalloc": 998e6},
+                     {"glibc": 60e6, "jemalloc": 60e6, "mimalloc": 120e6})
+    final, outcome, said = _run(planned, script)
+    assert outcome.base == final.plan.base == "mimalloc" and len(final.plan.groups) == 2
+    assert "validation: base: glibc (no other base beats it by 0.5%)" in said
+    assert said[-1] == ("validation: the plan over each base, cachegrind cycles: glibc 940.0M, jemalloc 950.0M, "
+                        "mimalloc 878.0M; base: mimalloc")
+    assert "\nbase mimalloc\n" in planfile.format_plan(final.plan)
+
+
+def test_a_base_that_beats_the_first_choice_by_less_than_the_margin_is_not_taken(planned):
+    script = PerBase({"glibc": 1000e6, "jemalloc": 1010e6, "mimalloc": 998e6},
+                     {"glibc": 60e6, "jemalloc": 60e6, "mimalloc": 62e6})
+    final, outcome, said = _run(planned, script)
+    assert outcome.base == final.plan.base == "glibc" and len(final.plan.groups) == 2
+    assert any(s.endswith("; base: glibc") for s in said), said
+
+
+def test_a_plan_without_groups_keeps_the_base_chosen_alone(planned):
+    script = PerBase({"glibc": 1000, "jemalloc": 1000, "mimalloc": 1000}, {"glibc": -60, "jemalloc": -60, "mimalloc": 200})
+    final, outcome, said = _run(planned, script)
+    assert not final.plan.groups and outcome.base == "glibc"
+    assert not any("the plan over each base" in s for s in said)
 
 
 def test_the_summary_says_which_groups_validation_dropped(planned, capsys):
