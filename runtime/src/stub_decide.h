@@ -13,9 +13,16 @@
 /* Internal: every declaration below is of this library, not exported. */
 #pragma GCC visibility push(hidden)
 
-/* Which of the `noted` sites are live: the slot each one's stub saw lies
- * between lo (the entry point's return address slot) and the top of the
- * thread's stack, hi, and still holds the site's return address. */
+/* Whether noted site k is live: the slot its stub saw, sp, lies between lo
+ * (the entry point's return address slot) and the top of the thread's
+ * stack, hi, and still holds the site's return address. */
+static inline __attribute__((always_inline)) int _corral_stub_live(const corral_ident_tables_t *t, unsigned k,
+                                                                  uintptr_t sp, uintptr_t lo, uintptr_t hi)
+{
+  return sp >= lo && sp <= hi - 8 && *(const uintptr_t *)sp == t->stub_ret[k];
+}
+
+/* Which of the `noted` sites are live. */
 static inline __attribute__((always_inline)) uint64_t _corral_stub_alive(const corral_ident_tables_t *t,
                                                                          uint64_t noted, uintptr_t lo,
                                                                          uintptr_t hi)
@@ -23,13 +30,12 @@ static inline __attribute__((always_inline)) uint64_t _corral_stub_alive(const c
   uint64_t alive = 0;
   for (uint64_t m = noted; m; m &= m - 1) {
     unsigned k = (unsigned)__builtin_ctzll(m);
-    uintptr_t sp = _corral_stub_notes.sp[k];
-    if (sp >= lo && sp <= hi - 8 && *(const uintptr_t *)sp == t->stub_ret[k]) alive |= (uint64_t)1 << k;
+    if (_corral_stub_live(t, k, _corral_stub_notes.sp[k], lo, hi)) alive |= (uint64_t)1 << k;
   }
   return alive;
 }
 
-/* _corral_stub_alive's test, and in the same pass the pool (-1: none) the
+/* _corral_stub_alive, and in the same pass the pool (-1: none) the
  * live sites decide when none of them is in a clause of more than one site
  * (the caller checks that against stub_multi): only their own one-site
  * clauses can be complete, and of those the nearest (first_match: the
@@ -46,7 +52,7 @@ static inline __attribute__((always_inline)) uint64_t _corral_stub_alive_solo(co
   for (uint64_t m = noted; m; m &= m - 1) {
     unsigned k = (unsigned)__builtin_ctzll(m);
     uintptr_t sp = _corral_stub_notes.sp[k];
-    if (sp < lo || sp > hi - 8 || *(const uintptr_t *)sp != t->stub_ret[k]) continue;
+    if (!_corral_stub_live(t, k, sp, lo, hi)) continue;
     alive |= (uint64_t)1 << k;
     uint8_t rank = t->stub_solo_rank[k];
     if (rank != NO_RANK && (t->first_match ? sp < nearest : rank < best)) {

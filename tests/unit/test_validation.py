@@ -201,6 +201,17 @@ def test_a_base_that_beats_the_first_choice_by_less_than_the_margin_is_not_taken
     assert any(s.endswith("; base: glibc") for s in said), said
 
 
+def test_a_base_under_which_the_plan_changes_the_output_is_not_taken(planned):
+    class Garbles(PerBase):
+        def simulate(self, argv, env, stdin=None):
+            sim = super().simulate(argv, env, stdin)
+            return replace(sim, output="changed") if self._groups(env) and _base_of(env) == "jemalloc" else sim
+    script = Garbles({"glibc": 1000e6, "jemalloc": 1010e6, "mimalloc": 998e6},
+                     {"glibc": 60e6, "jemalloc": 300e6, "mimalloc": 120e6})
+    final, outcome, said = _run(planned, script)
+    assert outcome.base == "mimalloc" and "jemalloc" not in said[-1], said[-1]
+
+
 def test_a_plan_without_groups_keeps_the_base_chosen_alone(planned):
     script = PerBase({"glibc": 1000, "jemalloc": 1000, "mimalloc": 1000}, {"glibc": -60, "jemalloc": -60, "mimalloc": 200})
     final, outcome, said = _run(planned, script)
