@@ -418,3 +418,22 @@ def test_requests_above_the_pools_limit_are_forwarded_at_the_first_test(tmp_path
     assert done.returncode == 0 and "0 failed" in done.stdout, done.stdout + done.stderr
     calls = calls_of(out, ["_corral_dyn_malloc", "_corral_malloc_rest"])
     assert calls["_corral_dyn_malloc"] + calls["_corral_malloc_rest"] < 1000, calls
+
+
+def test_a_given_back_malloc_call_jumps_straight_to_the_allocator_underneath(tmp_path):
+    """Counted by callgrind: with no plan and no statistics, the none-way stub
+    of a given-back malloc call jumps to the allocator underneath, so the
+    scratch loop's 200,000 calls never enter the none way; with statistics
+    they do, and are counted on the full way."""
+    from corral import launch
+    prog = build(tmp_path, "dyn_small")
+    env = launch.environment(base="glibc", extra=launch.dynamic_extra(str(prog)))
+    reached = {}
+    for label, extra in (("plain", {}), ("counted", {"CORRAL_STATS": str(tmp_path / "stats.json")})):
+        out = tmp_path / f"callgrind-{label}.out"
+        done = subprocess.run(["valgrind", "--tool=callgrind", "--smc-check=all", "--compress-strings=no",
+                               f"--callgrind-out-file={out}", str(prog)],
+                              env=dict(env, **extra), capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        reached[label] = calls_of(out, ["_corral_malloc_none"])["_corral_malloc_none"]
+    assert reached["plain"] < 1000 and reached["counted"] > 100000, reached
