@@ -71,10 +71,9 @@ def stub_sites(clauses, direct: dict) -> tuple[set, set]:
     clause is that site alone gets none: only frame 0 can be there, and
     the direct table decides it (docs/identification.md)."""
     clauses = [tuple(c) for c in clauses]
-    alone = {c[0] for c in clauses if len(c) == 1 and c[0] in direct}
-    alone -= {s for c in clauses if len(c) > 1 for s in c}
-    sites = {s for c in clauses for s in c} - alone
     multi = {s for c in clauses if len(c) > 1 for s in c}
+    alone = {c[0] for c in clauses if len(c) == 1 and c[0] in direct} - multi
+    sites = {s for c in clauses for s in c} - alone
     return sites, multi
 
 

@@ -51,10 +51,10 @@ class PlanResult:
         return [list(g.members) for g in self.groups]
 
 
-def _estimate(doc, contexts, members, gid, direct, together, packing, options, deltas) -> cost.Estimate:
-    by_frame0 = {m for m in members if contexts[m].chain and direct.get(contexts[m].chain[0]) == gid}
-    return cost.estimate(doc, [contexts[m].index for m in members],
-                         {contexts[m].index for m in by_frame0}, together, options.miss_share, packing,
+def _estimate(doc, contexts, members, together, packing, options, deltas) -> cost.Estimate:
+    """A group's estimate once identification is known: `deltas` price every
+    member by its own chain, frame-0 members included."""
+    return cost.estimate(doc, [contexts[m].index for m in members], set(), together, options.miss_share, packing,
                          deltas)
 
 
@@ -194,8 +194,8 @@ def make_plan(doc: dict, options: PlanOptions, exclude: frozenset = frozenset(),
         assignment = {m: gid for gid, ms in enumerate(members) for m in ms}
         direct = direct_table(contexts, assignment)
         deltas = _deltas(contexts, selectors, direct)
-        estimates = [_estimate(doc, contexts, ms, gid, direct, together[g], packing[g], options, deltas)
-                     for gid, (g, ms) in enumerate(zip(kept, members))]
+        estimates = [_estimate(doc, contexts, ms, together[g], packing[g], options, deltas)
+                     for g, ms in zip(kept, members)]
         # Groups that cost more than they gain are dropped, the most costly
         # first, one at a time: the others' identification changes with it.
         losing = [i for i, e in enumerate(estimates) if not e.pays(options.min_gain)]

@@ -719,7 +719,7 @@ void *_corral_dyn_memalign(size_t align, size_t size) {
   void *p = NULL;
   switch (aligned_way(align, size, (uintptr_t)__builtin_return_address(0), (uintptr_t)__builtin_dwarf_cfa(), &p)) {
   case FAST_POPPED: return p;
-  case FAST_FORWARD: return _corral_enomem_if_null(_corral_next_aligned(align, size));
+  case FAST_FORWARD: return _corral_next_alloc(size, align, 0);
   default: return _corral_aligned_rest(align, size);
   }
 }
