@@ -68,6 +68,22 @@ def _fde_ranges(elf):
     return ranges
 
 
+@dataclass(frozen=True)
+class Segment:
+    start: int          # ELF virtual address
+    data: bytes         # its bytes in the file (a .bss tail is not there)
+    executable: bool
+
+
+@lru_cache(maxsize=16)
+def load_segments(path) -> tuple[Segment, ...]:
+    """The PT_LOAD segments, each with its file bytes."""
+    with open(path, "rb") as f:
+        elf = ELFFile(f)
+        return tuple(Segment(seg["p_vaddr"], seg.data(), bool(seg["p_flags"] & 1))    # PF_X
+                     for seg in elf.iter_segments() if seg["p_type"] == "PT_LOAD")
+
+
 def text_bytes(path) -> tuple[int, bytes]:
     """(address, bytes) of .text."""
     with open(path, "rb") as f:

@@ -2,7 +2,9 @@
 run, so the planner writes only groups whose gain exceeds their cost.
 
 Gain: the group's internal affinity (pairs of its objects used close
-together) that the allocator underneath does not already keep together
+together; between objects larger than a cache line, only the share of
+pairs a shared line can serve, line_share) that the allocator underneath
+does not already keep together
 (the profiler's placement model, placement.together_share), times the share
 of such pairs that would miss, times what a miss costs at the level the
 program's heap overflows (none when the heap fits the first-level cache).
@@ -15,7 +17,8 @@ Cost: every allocation, grouped or not, pays the runtime's delta against
 the base allocator's malloc+free by the way the runtime decides it: its
 frame 0 in the direct table (its call points at its pool, or at the none
 way), else by the stub sites of the plan live on its chain: none, one, or
-several (all of one-site clauses, or not). Once identification has made
+several (all of one-site clauses, or not), or, when a clause site cannot
+have a stub (an indirect call, callsites.py), a walk. Once identification has made
 the clauses, each context is priced by its own chain (allocation_delta);
 before, a member is priced as decided by frame 0 or by one stub. The
 deltas are the runtime's measured instruction counts (runtime/bench,
@@ -31,14 +34,16 @@ from corral.bench.cachegrind import L1_MISS_CYCLES, LL_MISS_CYCLES
 
 # Runtime deltas per malloc+free pair, in instructions, against the base.
 DIRECT_DELTA = 89.7 - 116.1      # frame 0 in the direct table, grouped: cheaper than the base
-NONE_DELTA = 130.4 - 116.1       # frame 0 in the direct table, ungrouped: the none way
-UNCOVERED_DELTA = 133.7 - 116.1  # neither, no stub site live: malloc's gate and forwarding
+NONE_DELTA = 124.9 - 116.1       # frame 0 in the direct table, ungrouped: the none way
+UNCOVERED_DELTA = 128.2 - 116.1  # neither, no stub site live: malloc's gate, the notes' test, forwarding
 CLAUSE_DELTA = 131.9 - 116.1     # one stub site live: it decides
 NESTED_DELTA = 220.0 - 116.1     # several live, each only in one-site clauses: malloc_noted picks
 STUBBED_DELTA = 318.1 - 116.1    # several live, one in a clause of several: the general decision
+WALKED_DELTA = 329.3 - 116.1     # a clause site has no stub: a walk (or its replay) of 6 frames
 # The stated cache model (corral/bench/cachegrind.py).
 D1_BYTES = 32 << 10
 LL_BYTES = 1 << 20
+LINE_BYTES = 64
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,7 @@ class Estimate:
     pairs: float                # affinity the group brings together that the base would not
     miss_cycles: int            # cycles per miss at the level the heap overflows
     packing: float = 1.0        # the pool's bytes over the base's for the same objects
+    walks: float = 0.0          # of the cost: its share of the walks its unstubbable clause sites force
 
     def pays(self, margin: float) -> bool:
         return self.gain - self.cost > margin * max(abs(self.cost), 1.0)
@@ -60,30 +66,52 @@ def miss_cycles(heap_peak_bytes: int) -> int:
     return L1_MISS_CYCLES if heap_peak_bytes <= LL_BYTES else LL_MISS_CYCLES
 
 
+def line_share(size_a: float, size_b: float) -> float:
+    """Of the pairs of uses of two objects placed side by side, the share
+    that can land on one cache line: all of them while the objects are about
+    a line long or less, and for larger ones only the uses near their common
+    edge, about a line's worth of their average size."""
+    return min(1.0, 2 * LINE_BYTES / max(size_a + size_b, 1.0))
+
+
 def internal_affinity(doc: dict, members: list[int]) -> float:
+    """The affinity between the members (loops included) that a pool can
+    turn into shared lines: each edge weighted by line_share of its two
+    contexts' average object sizes."""
     inside = set(members)
-    return sum(w for a, b, w in doc["edges"] if a in inside and b in inside)
+    contexts = doc["contexts"]
+
+    def size(c: int) -> float:
+        return contexts[c].get("bytes", 0) / max(contexts[c].get("allocs", 0), 1)
+    return sum(w * line_share(size(a), size(b)) for a, b, w in doc["edges"] if a in inside and b in inside)
 
 
-def stub_sites(clauses, direct: dict) -> tuple[set, set]:
-    """(the sites of `clauses` the runtime gives stubs, those of them in a
-    clause of several sites). A site the direct table lists whose every
-    clause is that site alone gets none: only frame 0 can be there, and
-    the direct table decides it (docs/identification.md)."""
+def stub_sites(clauses, direct: dict, stubbable=None) -> tuple[set, set, bool]:
+    """(the sites of `clauses` that need stubs, those of them in a clause
+    of several sites, whether the plan walks). A site the direct table
+    lists whose every clause is that site alone needs none: only frame 0
+    can be there, and the direct table decides it (docs/identification.md).
+    The plan walks when a site that needs a stub cannot have one
+    (`stubbable`, callsites.CallSites; without it every site can)."""
     clauses = [tuple(c) for c in clauses]
     multi = {s for c in clauses if len(c) > 1 for s in c}
     alone = {c[0] for c in clauses if len(c) == 1 and c[0] in direct} - multi
     sites = {s for c in clauses for s in c} - alone
-    return sites, multi
+    walks = stubbable is not None and not all(stubbable(s) for s in sites)
+    return sites, multi, walks
 
 
-def allocation_delta(chain: tuple, direct: dict, sites: set, multi: set) -> float:
+def allocation_delta(chain: tuple, direct: dict, sites: set, multi: set, walks: bool = False) -> float:
     """What the runtime adds to one malloc+free pair of a context with this
     call chain (innermost first), given the direct table (frame-0 site ->
     group, or None for ungrouped) and the plan's stub sites. A stub notes
-    its site live whenever its call runs, at any depth (docs/identification.md)."""
+    its site live whenever its call runs, at any depth (docs/identification.md).
+    In a plan that walks, whatever the direct table does not decide walks,
+    grouped or not: any clause might match."""
     if chain and chain[0] in direct:
         return DIRECT_DELTA if direct[chain[0]] is not None else NONE_DELTA
+    if walks:
+        return WALKED_DELTA
     live = {s for s in chain if s in sites}
     if not live:
         return UNCOVERED_DELTA

@@ -1,5 +1,6 @@
 """The planning pipeline: profile document in, plan and its evidence out."""
 
+import dataclasses
 import os
 import re
 from dataclasses import dataclass
@@ -9,6 +10,7 @@ import networkx as nx
 from corral import elf
 from corral.errors import CorralError
 from corral.plan import closure, cost, layout, placement, planfile, slots
+from corral.plan.callsites import CallSites
 from corral.plan.check import GroupCheck, check, first_match_holds
 from corral.plan.graph import Context, Site, affinity_graph, contexts_of, total_accesses
 from corral.plan.grouping import Group, class_components, group_contexts
@@ -39,6 +41,7 @@ class PlanResult:
     overhead: float              # what the plan costs the allocations it does not group
     excluded: list[Group]        # left out by the caller (validation found they do not pay)
     closures: list[closure.Closure | None]   # per group: the contexts it took in to be decided by frame 0
+    unstubbed: list[Site]        # clause sites that get no stub (indirect calls): the plan walks
 
     @property
     def members(self) -> list[list[int]]:
@@ -58,10 +61,29 @@ def _estimate(doc, contexts, members, together, packing, options, deltas) -> cos
                          deltas)
 
 
-def _deltas(contexts, selectors, direct) -> dict[int, float]:
-    """Every context's runtime delta under these clauses and direct table."""
-    sites, multi = cost.stub_sites([cl for s in selectors for cl in s.clauses], direct)
-    return {c.index: cost.allocation_delta(c.chain, direct, sites, multi) for c in contexts}
+def _deltas(contexts, selectors, direct, stubbable) -> tuple[dict[int, float], list[Site], float]:
+    """Every context's runtime delta under these clauses and direct table
+    as if every clause site had its stub; the sites that need one and
+    cannot have it; and what the walks they force add to the whole run."""
+    sites, multi, walks = cost.stub_sites([cl for s in selectors for cl in s.clauses], direct, stubbable)
+    deltas = {c.index: cost.allocation_delta(c.chain, direct, sites, multi) for c in contexts}
+    if not walks:
+        return deltas, [], 0.0
+    extra = sum(c.allocs * (cost.allocation_delta(c.chain, direct, sites, multi, True) - deltas[c.index])
+                for c in contexts)
+    return deltas, sorted(s for s in sites if not stubbable(s)), extra
+
+
+def _charge_walks(estimates, selectors, unstubbed, extra) -> list[cost.Estimate]:
+    """The walks are paid once, by the whole run, for the groups whose
+    clauses hold a site with no stub: each of them is charged an equal
+    share, so that the model drops such a group when its gain does not
+    cover it."""
+    walking = [i for i, sel in enumerate(selectors)
+               if any(s in unstubbed for clause in sel.clauses for s in clause)]
+    share = extra / len(walking) if walking else 0.0
+    return [dataclasses.replace(e, cost=e.cost + share, walks=share) if i in walking else e
+            for i, e in enumerate(estimates)]
 
 
 def _close_over_frame0(doc, contexts, graph, kept, contexts_in, extra, layout_of, together, packing,
@@ -180,10 +202,11 @@ def make_plan(doc: dict, options: PlanOptions, exclude: frozenset = frozenset(),
     kept, closures = _close_over_frame0(doc, contexts, graph, kept, contexts_in, extra, layout_of, together,
                                         packing, exclude, excluded, options)
     kept.sort(key=lambda g: -g.weight)      # the heaviest group is tried first at run time
+    call_sites = CallSites(doc["modules"])
     unidentifiable, costly = [], []
     while True:
         members = [contexts_in(g) for g in kept]
-        selectors = identify(members, contexts, options.max_depth, options.absorb)
+        selectors = identify(members, contexts, options.max_depth, options.absorb, call_sites.stubbable)
         # A group without a single clause would never be chosen: drop it and
         # identify again, its contexts now being rivals of the others.
         hopeless = [i for i, s in enumerate(selectors) if not s.clauses]
@@ -193,9 +216,9 @@ def make_plan(doc: dict, options: PlanOptions, exclude: frozenset = frozenset(),
             continue
         assignment = {m: gid for gid, ms in enumerate(members) for m in ms}
         direct = direct_table(contexts, assignment)
-        deltas = _deltas(contexts, selectors, direct)
-        estimates = [_estimate(doc, contexts, ms, together[g], packing[g], options, deltas)
-                     for g, ms in zip(kept, members)]
+        deltas, unstubbed, walk_extra = _deltas(contexts, selectors, direct, call_sites.stubbable)
+        estimates = _charge_walks([_estimate(doc, contexts, ms, together[g], packing[g], options, deltas)
+                                   for g, ms in zip(kept, members)], selectors, set(unstubbed), walk_extra)
         # Groups that cost more than they gain are dropped, the most costly
         # first, one at a time: the others' identification changes with it.
         losing = [i for i, e in enumerate(estimates) if not e.pays(options.min_gain)]
@@ -209,7 +232,7 @@ def make_plan(doc: dict, options: PlanOptions, exclude: frozenset = frozenset(),
     if kept and sum(e.gain - e.cost for e in estimates) <= overhead:
         # Together they do not pay for what the plan costs everything else.
         costly += list(zip(kept, estimates))
-        kept, members, selectors, estimates, assignment = [], [], [], [], {}
+        kept, members, selectors, estimates, assignment, unstubbed = [], [], [], [], {}, []
         direct = direct_table(contexts, assignment)
     depth = walk_depth(selectors, contexts, members, options.max_depth, options.depth_margin)
     report = check(contexts, assignment, selectors, direct, depth)
@@ -219,7 +242,8 @@ def make_plan(doc: dict, options: PlanOptions, exclude: frozenset = frozenset(),
                    by_size=[lay.by_size for lay in layouts])
     return PlanResult(doc, contexts, graph, kept, members, rejected, unidentifiable, unprofitable,
                       placed_already, selectors, direct, depth, first_match, report, plan, layouts,
-                      estimates, costly, overhead, excluded, [closures.get(g) for g in kept])
+                      estimates, costly, overhead, excluded, [closures.get(g) for g in kept],
+                      unstubbed if kept else [])
 
 
 def site_names(contexts: list[Context]) -> dict[Site, str]:

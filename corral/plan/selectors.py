@@ -7,14 +7,16 @@ exclude the contexts of later groups and of no group.
 
 For each member context the clause grows one site at a time, until no rival
 is left or no site removes one. The next site is the nearest to the
-allocation that finishes the clause (the runtime's walk stops sooner), else
-the one the fewest remaining rivals share. A clause is finished also when
+allocation that finishes the clause (the runtime's walk stops sooner; one
+the runtime can give a stub before one it cannot), else the one the fewest
+remaining rivals share. A clause is finished also when
 only ungrouped rivals with a small share of the member's allocations are
 left: they are absorbed, since a few cold objects in the pool cost less than
 a deeper site that every allocation must walk to. The `direct` table maps
 frame-0 sites that decide alone straight to their group.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from corral.plan.graph import Context, Site
@@ -34,13 +36,20 @@ class Selector:
 
 
 def clause_for(member: Context, rivals: list[Context], max_depth: int,
-               ungrouped: frozenset[int] = frozenset(), absorb: float = 0.0
+               ungrouped: frozenset[int] = frozenset(), absorb: float = 0.0,
+               stubbable: Callable[[Site], bool] | None = None
                ) -> tuple[tuple[Site, ...], list[Context]]:
     """The AND of sites that separates `member` from as many rivals as it
     can, and the rivals it still matches. Rivals whose index is in
     `ungrouped` may be left matched while their allocations add up to at
-    most `absorb` of the member's."""
+    most `absorb` of the member's. `stubbable` (callsites.CallSites): of
+    the sites that finish the clause, one the runtime can give a stub wins
+    over a nearer one it cannot, whose clause would make the plan walk;
+    frame 0 needs none when it finishes alone (the direct table decides)."""
     options = member.visible_sites(max_depth)
+
+    def walked(s: Site) -> int:
+        return 0 if stubbable is None or s == member.chain[0] or stubbable(s) else 1
     windows = {id(r): r.sites_within(max_depth) for r in rivals}
     clause: list[Site] = []
     remaining = rivals
@@ -52,7 +61,7 @@ def clause_for(member: Context, rivals: list[Context], max_depth: int,
             return not left_by[s] or _absorbable(member, left_by[s], ungrouped, absorb)
         # min() keeps the first of equals: options are ordered nearest first,
         # so the nearest site that finishes the clause wins.
-        site = min(options, key=lambda s: (0, 0) if finishes(s) else (1, len(left_by[s])))
+        site = min(options, key=lambda s: (0, walked(s), 0) if finishes(s) else (1, len(left_by[s]), walked(s)))
         left = left_by[site]
         if conflicts is not None and len(left) == conflicts:
             break               # this site rules nobody out: stop here
@@ -82,10 +91,10 @@ def _without_redundant(clauses: list[tuple[Site, ...]]) -> list[tuple[Site, ...]
 
 
 def identify(groups: list[list[int]], contexts: list[Context], max_depth: int,
-             absorb: float = 0.0) -> list[Selector]:
+             absorb: float = 0.0, stubbable: Callable[[Site], bool] | None = None) -> list[Selector]:
     """One selector per group, group i getting gid i; `groups` are context
     indices, most important group first (it is tried first at run time).
-    `absorb`: see clause_for."""
+    `absorb`, `stubbable`: see clause_for."""
     assignment = {m: gid for gid, members in enumerate(groups) for m in members}
     ungrouped = frozenset(c.index for c in contexts if c.index not in assignment)
     selectors = []
@@ -94,7 +103,7 @@ def identify(groups: list[list[int]], contexts: list[Context], max_depth: int,
         selector = Selector(gid)
         found = []
         for m in sorted(members, key=lambda i: (-contexts[i].allocs, i)):
-            clause, still = clause_for(contexts[m], rivals, max_depth, ungrouped, absorb)
+            clause, still = clause_for(contexts[m], rivals, max_depth, ungrouped, absorb, stubbable)
             # HALO keeps a clause however many rivals it still catches. A
             # clause that would pull in more allocations of others than of
             # its own member does more harm than good: leave the member out.

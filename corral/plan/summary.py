@@ -55,8 +55,9 @@ def estimate_text(est) -> str:
     """Both sides of a group's cost model, in cycles of the profiled run."""
     packed = "" if abs(est.packing - 1) < 0.005 else \
         f", objects in {100 * est.packing:.0f}% of the base's bytes"
+    walks = f" ({_cycles(est.walks)} of it its share of the walks)" if est.walks else ""
     return (f"gain {_cycles(est.gain)} ({est.pairs:g} pairs brought together{packed} at "
-            f"{est.miss_cycles} cycles a miss), cost {_cycles(est.cost)}")
+            f"{est.miss_cycles} cycles a miss), cost {_cycles(est.cost)}{walks}")
 
 
 def listed(items, verbose=False) -> str:
@@ -78,6 +79,11 @@ def print_summary(result: PlanResult, console: Console | None = None, verbose: b
                   f"walk depth {result.depth}"
                   f"{' (stops at the first match)' if result.first_match else ''}, "
                   f"{len(result.direct)} direct frame-0 sites")
+    if result.unstubbed:
+        console.print(f"  {len(result.unstubbed)} clause site(s) are indirect calls, which get no stub, so "
+                      "every allocation frame 0 does not decide walks the stack (the groups whose clauses "
+                      "hold them share the cost): "
+                      f"{listed([labels[s] for s in result.unstubbed], verbose)}")
     for group, contexts, selector, checked, lay, est, closed in zip(
             result.groups, result.group_contexts, result.selectors, result.report, result.layouts,
             result.estimates, result.closures):

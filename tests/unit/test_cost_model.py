@@ -5,6 +5,8 @@ for every group kept or dropped."""
 
 from dataclasses import replace
 
+import pytest
+
 from rich.console import Console
 
 from corral.plan import cost
@@ -91,10 +93,11 @@ def test_summaries_match_the_golden_files():
 
 def test_each_allocation_is_priced_by_the_way_the_runtime_decides_it():
     direct = {"grouped0": 0, "ungrouped0": None}
-    sites, multi = cost.stub_sites([("s1",), ("s2",), ("p1", "p2"), ("grouped0",), ("shared0",)], direct)
+    clauses = [("s1",), ("s2",), ("p1", "p2"), ("grouped0",), ("shared0",)]
+    sites, multi, walks = cost.stub_sites(clauses, direct)
     # grouped0's clause is that frame-0 site alone and the direct table has
     # it: no stub; shared0 (frame 0 of contexts in and out of the group) has one
-    assert sites == {"s1", "s2", "p1", "p2", "shared0"} and multi == {"p1", "p2"}
+    assert sites == {"s1", "s2", "p1", "p2", "shared0"} and multi == {"p1", "p2"} and not walks
     def delta(*chain):
         return cost.allocation_delta(chain, direct, sites, multi)
     assert delta("grouped0", "s1", "s2") == cost.DIRECT_DELTA < 0      # its call enters its pool
@@ -105,6 +108,31 @@ def test_each_allocation_is_priced_by_the_way_the_runtime_decides_it():
     assert delta("x", "s1", "p2") == cost.STUBBED_DELTA                # a clause of several
     assert delta("shared0", "a") == cost.CLAUSE_DELTA                  # a stub on the malloc call
     assert cost.CLAUSE_DELTA < cost.NESTED_DELTA < cost.STUBBED_DELTA
+
+    # A site with no stub (an indirect call) makes the plan walk: whatever
+    # the direct table does not decide walks, grouped or not. grouped0 needs
+    # no stub, so its being an indirect call changes nothing.
+    assert not cost.stub_sites(clauses, direct, lambda s: s != "grouped0")[2]
+    assert cost.stub_sites(clauses, direct, lambda s: s != "p2")[2]
+    assert cost.allocation_delta(("x", "a"), direct, sites, multi, True) == cost.WALKED_DELTA
+    assert cost.allocation_delta(("grouped0", "p2"), direct, sites, multi, True) == cost.DIRECT_DELTA
+    assert cost.allocation_delta(("ungrouped0",), direct, sites, multi, True) == cost.NONE_DELTA
+    assert cost.WALKED_DELTA > cost.STUBBED_DELTA
+
+
+def test_objects_larger_than_a_line_share_lines_only_at_their_edge():
+    assert cost.line_share(24, 24) == cost.line_share(64, 64) == 1.0
+    assert cost.line_share(128, 128) == 0.5
+    assert cost.line_share(2048, 2048) == pytest.approx(1 / 32)
+    # Two contexts of 24-byte and of 2048-byte objects with the same affinity
+    # gain in proportion to that share.
+    small = synthetic_profile([[0, 1, 1000]])
+    large = synthetic_profile([[0, 1, 1000]])
+    for doc, size in ((small, 24), (large, 2048)):
+        for c in doc["contexts"]:
+            c["bytes"] = size * c["allocs"]
+    assert cost.internal_affinity(small, [0, 1]) == 1000
+    assert cost.internal_affinity(large, [0, 1]) == pytest.approx(1000 / 32)
 
 
 def _nested_profile(a_passes_t: bool):
