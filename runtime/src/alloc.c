@@ -44,10 +44,7 @@ void *_corral_group_alloc_slow(unsigned g, size_t size, size_t align)
   if (_corral_group_mixed[g]) {
     p = _corral_mixed_alloc(h, g * CORRAL_SIZE_CLASSES, size, align);
   } else {
-    /* A block is aligned to the largest power of two dividing its size (up
-     * to 4096), so a size rounded up to the alignment finds a class whose
-     * blocks have it (docs/runtime.md, "Packing"). */
-    if (align > 8) size = ((size ? size : 1) + align - 1) & ~(align - 1);
+    size = _corral_aligned_size(size, align);
     CORRAL_ASSERT(size <= CORRAL_TABLE_MAX);   /* max sizes are at most 64 KiB, a multiple of every alignment */
     p = _corral_block_alloc(h, g * CORRAL_SIZE_CLASSES + _corral_class(size));
   }

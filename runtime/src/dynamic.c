@@ -701,9 +701,7 @@ void *_corral_dyn_realloc(void *p, size_t size) {
 
 /* The aligned forms (interpose.c). The context's word holds the size it
  * asks for; its block comes from the class the group heap's aligned way
- * takes (the size rounded up to the alignment: a class's blocks are aligned
- * to the largest power of two dividing their size, docs/runtime.md,
- * "Packing"). Olden voronoi makes every quad-edge record with
+ * takes (_corral_aligned_size). Olden voronoi makes every quad-edge record with
  * memalign(128, 128). */
 static inline __attribute__((always_inline)) int aligned_way(size_t align, size_t size, uintptr_t ret,
                                                              uintptr_t cfa, void **block) {
@@ -711,8 +709,7 @@ static inline __attribute__((always_inline)) int aligned_way(size_t align, size_
   if (CORRAL_UNLIKELY(align > CORRAL_MAX_GROUP_ALIGN)) return FAST_FULL;
   uint64_t f = settled_word(size, ret, cfa);
   if (CORRAL_UNLIKELY(f == 0)) return FAST_FULL;
-  size_t rounded = align > 8 ? ((size ? size : 1) + align - 1) & ~(align - 1) : size;
-  return settled_way(rounded, (uint32_t)f & 0xffff, block);
+  return settled_way(_corral_aligned_size(size, align), (uint32_t)f & 0xffff, block);
 }
 
 void *_corral_dyn_memalign(size_t align, size_t size) {

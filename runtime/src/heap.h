@@ -314,6 +314,15 @@ static inline unsigned _corral_class(size_t size)
   return _corral_class_of8[(size + 7) >> 3];
 }
 
+/* The size whose class a block pool serves an aligned request from: a
+ * block is aligned to the largest power of two dividing its size (up to
+ * 4096), so the size rounded up to an alignment above 8 finds a class
+ * whose blocks have it (docs/runtime.md, "Packing"). */
+static inline size_t _corral_aligned_size(size_t size, size_t align)
+{
+  return align > 8 ? ((size ? size : 1) + align - 1) & ~(align - 1) : size;
+}
+
 /* Owner: the head of block chunk c's non-empty free list. Word 1 of a
  * handed-out block is cleared: a free that finds the chunk's key there is a
  * double free. */
