@@ -74,6 +74,7 @@ class Validator:
         self.say = say
         self.lines: list[str] = []
         self.timed = False
+        self._plan_sims: dict[tuple[str, str], runs.Simulated] = {}
 
     def _note(self, text: str) -> None:
         self.lines.append(text)
@@ -88,6 +89,14 @@ class Validator:
         path = Path(folder) / f"try{len(list(Path(folder).iterdir()))}.plan"
         planfile.write(plan, path)
         return launch.environment(plan=str(path), base=base)
+
+    def _simulate_plan(self, plan: planfile.Plan, base, folder) -> runs.Simulated:
+        """The plan over `base` under cachegrind, run once per plan text and
+        base: step 5 asks again for the plan step 2 settled on."""
+        key = (planfile.format_plan(plan), base)
+        if key not in self._plan_sims:
+            self._plan_sims[key] = self.simulate(self.argv, self._plan_env(plan, base, folder), self.stdin)
+        return self._plan_sims[key]
 
     def _time(self, envs: dict) -> dict[str, float]:
         """Median CPU seconds per configuration, run in alternation."""
@@ -138,7 +147,7 @@ class Validator:
             return frozenset()
         base_sim = self.base_sims[base]
         with tempfile.TemporaryDirectory(prefix="corral-validate-") as folder:
-            whole = self.simulate(self.argv, self._plan_env(result.plan, base, folder), self.stdin)
+            whole = self._simulate_plan(result.plan, base, folder)
             if whole.output not in self.reference_outputs:
                 self._note("the plan changed the program's output; no groups written")
                 return frozenset(groups)
@@ -150,14 +159,13 @@ class Validator:
                     alone = {}
                     for g in groups:
                         others = frozenset(h for h in groups if h != g)
-                        sim = self.simulate(self.argv, self._plan_env(replan(others).plan, base, folder),
-                                            self.stdin)
+                        sim = self._simulate_plan(replan(others).plan, base, folder)
                         alone[g] = sim
                         self._note(f"  group of contexts {_label(result, g)} alone: {self._change(sim, base_sim)}")
                     keep = [g for g in groups if self._pays(alone[g], base_sim)]
                     if len(keep) > 1:
-                        together = self.simulate(self.argv, self._plan_env(
-                            replan(frozenset(groups) - set(keep)).plan, base, folder), self.stdin)
+                        together = self._simulate_plan(replan(frozenset(groups) - set(keep)).plan, base,
+                                                       folder)
                         self._note(f"  the {len(keep)} that pay alone, together: {self._change(together, base_sim)}")
                         if not self._pays(together, base_sim):
                             keep = [min(keep, key=lambda g: alone[g].cycles)]
@@ -184,12 +192,11 @@ class Validator:
         if not plan.groups or not others:
             return base
         with tempfile.TemporaryDirectory(prefix="corral-validate-") as folder:
-            envs = {b: self._plan_env(plan, b, folder) for b in [base, *others]}
             if self.timed:
-                figures = self._time(envs)
+                figures = self._time({b: self._plan_env(plan, b, folder) for b in [base, *others]})
                 unit, show = "median CPU seconds", (lambda v: f"{v:.4f}")
             else:
-                sims = {b: self.simulate(self.argv, env, self.stdin) for b, env in envs.items()}
+                sims = {b: self._simulate_plan(plan, b, folder) for b in [base, *others]}
                 # over a base where the plan changes the output, it is not taken
                 figures = {b: s.cycles for b, s in sims.items() if b == base or s.output in self.reference_outputs}
                 unit, show = "cachegrind cycles", (lambda v: f"{v / 1e6:.1f}M")

@@ -191,6 +191,9 @@ def test_the_plan_takes_the_base_it_runs_fastest_over(planned):
     assert said[-1] == ("validation: the plan over each base, cachegrind cycles: glibc 940.0M, jemalloc 950.0M, "
                         "mimalloc 878.0M; base: mimalloc")
     assert "\nbase mimalloc\n" in planfile.format_plan(final.plan)
+    # Three bases alone, the plan over glibc (step 2, kept whole), then over
+    # the other two: the plan over glibc is not simulated a second time.
+    assert script.runs == 6
 
 
 def test_a_base_that_beats_the_first_choice_by_less_than_the_margin_is_not_taken(planned):
