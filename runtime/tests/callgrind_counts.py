@@ -1,6 +1,16 @@
 """Call counts from a callgrind output file, for the tests that check a
 path is (or is not) taken: deterministic, unlike any timing."""
 
+import subprocess
+
+
+def run_callgrind(argv, env, out, *options):
+    """Runs `argv` under callgrind into `out`, every call line naming its
+    callee (what calls_of reads); `options` go to valgrind."""
+    return subprocess.run(["valgrind", "--tool=callgrind", "--compress-strings=no", *options,
+                           f"--callgrind-out-file={out}", *map(str, argv)],
+                          env=env, capture_output=True, text=True, timeout=300)
+
 
 def calls_of(out, names):
     """Calls of each function in `names`, from a file callgrind wrote with

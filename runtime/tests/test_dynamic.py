@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from callgrind_counts import calls_of
+from callgrind_counts import calls_of, run_callgrind
 from dyn_helpers import BUILDS, ROOT, build, groups, run_dynamic, run_plain, series
 
 WRAPPED = ["xmalloc_a", "xmalloc_b", "layer2_a", "layer2_b", "layer3_a", "layer3_b"]
@@ -393,9 +393,7 @@ def test_a_settled_memalign_site_skips_the_full_way(tmp_path, site):
     prog = build(tmp_path, "dyn_aligned")
     out = tmp_path / "callgrind.out"
     env = launch.environment(base="glibc", extra=launch.dynamic_extra(str(prog)))
-    done = subprocess.run(["valgrind", "--tool=callgrind", "--smc-check=all", "--compress-strings=no",
-                           f"--callgrind-out-file={out}", str(prog), "memalign_loop", site, "20000"],
-                          env=env, capture_output=True, text=True, timeout=300)
+    done = run_callgrind([prog, "memalign_loop", site, "20000"], env, out, "--smc-check=all")
     assert done.returncode == 0 and "misaligned 0" in done.stdout, done.stdout + done.stderr
     calls = calls_of(out, ["_corral_dyn_identify"])["_corral_dyn_identify"]
     assert 1000 <= calls < 5000, f"{calls} calls of _corral_dyn_identify"
@@ -412,9 +410,7 @@ def test_requests_above_the_pools_limit_are_forwarded_at_the_first_test(tmp_path
     prog = core_build(tmp_path, "core_foreign_free")      # 400 blocks of 32 bytes, then 1000-byte ones
     out = tmp_path / "callgrind.out"
     env = launch.environment(base="glibc", extra=launch.dynamic_extra(str(prog)))
-    done = subprocess.run(["valgrind", "--tool=callgrind", "--smc-check=all", "--compress-strings=no",
-                           f"--callgrind-out-file={out}", str(prog), "5000"],
-                          env=env, capture_output=True, text=True, timeout=300)
+    done = run_callgrind([prog, "5000"], env, out, "--smc-check=all")
     assert done.returncode == 0 and "0 failed" in done.stdout, done.stdout + done.stderr
     calls = calls_of(out, ["_corral_dyn_malloc", "_corral_malloc_rest"])
     assert calls["_corral_dyn_malloc"] + calls["_corral_malloc_rest"] < 1000, calls
@@ -431,9 +427,7 @@ def test_a_given_back_malloc_call_jumps_straight_to_the_allocator_underneath(tmp
     reached = {}
     for label, extra in (("plain", {}), ("counted", {"CORRAL_STATS": str(tmp_path / "stats.json")})):
         out = tmp_path / f"callgrind-{label}.out"
-        done = subprocess.run(["valgrind", "--tool=callgrind", "--smc-check=all", "--compress-strings=no",
-                               f"--callgrind-out-file={out}", str(prog)],
-                              env=dict(env, **extra), capture_output=True, text=True, timeout=300)
+        done = run_callgrind([prog], dict(env, **extra), out, "--smc-check=all")
         assert done.returncode == 0, done.stderr
         reached[label] = calls_of(out, ["_corral_malloc_none"])["_corral_malloc_none"]
     assert reached["plain"] < 1000 and reached["counted"] > 100000, reached

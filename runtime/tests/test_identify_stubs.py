@@ -9,13 +9,12 @@ frame)."""
 
 import json
 import os
-import subprocess
 
 import pytest
 from capstone import CS_ARCH_X86, CS_MODE_64, Cs
 
 from corral import elf
-from callgrind_counts import calls_of
+from callgrind_counts import calls_of, run_callgrind
 from core_helpers import BASES, corral_env
 from ident_helpers import FP, HERE, LIB, NOFP, call_returns, compile_c, function, plan_text, run, run_with_stats
 
@@ -168,8 +167,7 @@ def test_nested_one_site_clauses_are_decided_in_malloc_itself(tmp_path):
     prog, plan = _nested_plan(tmp_path, 1)
     out = tmp_path / "callgrind.out"
     env = dict(os.environ, LD_PRELOAD=str(LIB), CORRAL_PLAN=str(plan))
-    done = subprocess.run(["valgrind", "--tool=callgrind", "--compress-strings=no", f"--callgrind-out-file={out}",
-                           str(prog), "1", "5000"], env=env, capture_output=True, text=True, timeout=300)
+    done = run_callgrind([prog, "1", "5000"], env, out)
     assert done.returncode == 0 and done.stdout == "checked 20001 wrong 0\n", done.stdout + done.stderr
     stubbed = calls_of(out, ["malloc_stubbed"])["malloc_stubbed"]
     # 5,000 nest rounds each with one allocation under both nest sites; the
