@@ -144,6 +144,11 @@ void *_corral_new_alloc(size_t size, size_t align, void *ret0, void *fp0) CORRAL
  * missed: it may throw std::bad_alloc (new.cc). */
 void *_corral_new_rest(size_t n);
 void *_corral_new_rest_nothrow(size_t n) CORRAL_NOEXCEPT;
+/* The unaligned operator new's ways past a gate that is not open: the
+ * direct table's probe and the stub notes' decision, as malloc's, entered
+ * by a tail call once its first test did not serve the request (new_ways.c). */
+void *_corral_new_gated(size_t n);
+void *_corral_new_gated_nothrow(size_t n) CORRAL_NOEXCEPT;
 /* operator new's way while its gate is CORRAL_GATE_DYNAMIC, entered by a
  * tail call: dynamic mode's fast way, else the full way (dynamic.c). */
 void *_corral_dyn_new(size_t n);

@@ -3,7 +3,7 @@
  * identification; everything not grouped goes to the next allocator.
  * C++ operators are in new.cc, dlopen in dlopen.c. */
 #include "entry.h"
-#include "stub_decide.h"
+#include "ways.h"
 
 #include <errno.h>
 #include <string.h>
@@ -160,20 +160,6 @@ __attribute__((noinline)) void *_corral_malloc_rest(size_t size)
   return _corral_alloc_at(size, 0, __builtin_return_address(0), __builtin_frame_address(0), 0);
 }
 
-/* malloc_stubbed's way on, out of line so that its own saves no registers
- * for this one: group g decided (-1: ungrouped) but its pool's current
- * chunk is empty, or g == UNDECIDED when the notes could not decide. */
-#define UNDECIDED (-2)
-static __attribute__((noinline, cold)) void *malloc_at(size_t size, int g, void *ret0, void *fp0)
-{
-  if (g == UNDECIDED) g = _corral_identify_after_stubs(ret0, fp0);
-  if (g >= 0 && g < (int)_corral_ngroups) {
-    void *p = _corral_group_alloc((unsigned)g, size, 0);
-    if (CORRAL_LIKELY(p != NULL)) return p;
-  }
-  return _corral_enomem_if_null(_corral_next.malloc(size));
-}
-
 /* Random pools without statistics (CORRAL_GATE_RANDOM): the request is
  * below max_size (forward_from), so a pool's pop is all it takes; an empty
  * list is refilled from the same pool's chunks, and only when group memory
@@ -188,94 +174,32 @@ static __attribute__((noinline)) void *malloc_random(size_t size)
   return _corral_malloc_rest(size);
 }
 
-/* A plan that needs no walk, a frame 0 not in the direct table, and a stub
- * site noted live: the stubs decide here, without the way through
- * identification's entry. Entered by a tail call, like _corral_malloc_rest. */
+/* malloc's steps of the ways past its gate (ways.h), with malloc's ends:
+ * the allocator underneath's malloc and _corral_malloc_rest. Entered by tail
+ * calls, so that their return and frame address are the program's call. */
+static void *next_malloc(size_t size) { return _corral_next.malloc(size); }
+
+static __attribute__((noinline, cold)) void *malloc_at(size_t size, int g, void *ret0, void *fp0)
+{
+  return _corral_way_at(size, g, ret0, fp0, next_malloc);
+}
+
 static __attribute__((noinline)) void *malloc_stubbed(size_t size, const corral_ident_tables_t *t)
 {
-  void *ret0 = __builtin_return_address(0), *fp0 = __builtin_frame_address(0);
-  int g;
-  if (CORRAL_LIKELY(_corral_stub_decide(t, (uintptr_t)fp0, &g))) {
-    if (g < 0) return _corral_next.malloc(size);
-    void *p = _corral_pool_pop((unsigned)g * CORRAL_SIZE_CLASSES, size);
-    if (CORRAL_LIKELY(p != NULL)) return p;
-  } else {
-    g = UNDECIDED;
-  }
-  void *p = malloc_at(size, g, ret0, fp0);
-  CORRAL_KEEP_FRAME(p);
-  return p;
+  return _corral_way_stubbed(size, t, __builtin_return_address(0), __builtin_frame_address(0), next_malloc,
+                             malloc_at);
 }
 
-/* Several stub sites noted, none recursive, malloc's gate closed: the
- * notes left behind by calls of other functions that have returned are
- * dropped here (the stubs drop those of the same function themselves), so
- * that one site found live decides as in one_site, and several live sites
- * none of which is in a clause of more than one site decide among their
- * one-site clauses (nested clause sites of a plan's groups). Entered by a
- * tail call (its frame address is malloc's); malloc_stubbed decides the
- * rest: a clause of several sites, an empty free list. */
 static __attribute__((noinline)) void *malloc_noted(size_t size, const corral_ident_tables_t *t)
 {
-  uintptr_t lo = (uintptr_t)__builtin_frame_address(0) + 8;    /* malloc's return address slot */
-  const corral_thread_stack_t *s = &_corral_thread_stack;
-  uint64_t live = _corral_stub_notes.live;
-  if (lo < s->lo || lo >= s->hi) return malloc_stubbed(size, t);  /* a signal stack; bounds unknown */
-  int32_t pool;
-  uint64_t alive = _corral_stub_alive_solo(t, live, lo, s->hi, &pool);
-  if (alive != live) _corral_stub_notes.live = alive;
-  if ((alive & (alive - 1)) && (alive & t->stub_multi)) return malloc_stubbed(size, t);
-  if (pool < 0) return _corral_next.malloc(size);
-  void *p = _corral_pool_pop((size_t)pool, size);
-  return CORRAL_LIKELY(p != NULL) ? p : malloc_stubbed(size, t);
-}
-
-/* One stub site noted live and malloc's gate closed (so no frame 0 that
- * reaches malloc is in the direct table, and no allocation needs a walk):
- * when that site is not recursive it alone decides. Live while the slot
- * its stub saw lies at or above this call's own return address slot (rsp:
- * malloc has no frame) within the thread's stack and still holds the
- * site's return address. Dead, its note is dropped and nothing is live;
- * that is only sure while malloc runs on the thread's stack, not on an
- * alternate signal stack. 0 when this cannot tell (a recursive site, the
- * stack's bounds not known yet, a signal stack, an empty free list):
- * malloc_stubbed then decides. */
-static inline __attribute__((always_inline)) int one_site(const corral_ident_tables_t *t, uint64_t live, size_t size,
-                                                        void **out)
-{
-  size_t k = (unsigned)__builtin_ctzll(live);
-  uintptr_t sp = _corral_stub_notes.sp[k], rsp;
-  __asm__("mov %%rsp, %0" : "=r"(rsp));
-  const corral_thread_stack_t *s = &_corral_thread_stack;
-  if (CORRAL_UNLIKELY(!(live & t->stub_alone) || rsp < s->lo)) return 0;
-  if (sp < rsp || sp >= s->hi || *(const uintptr_t *)sp != t->stub_ret[k]) {
-    if (CORRAL_UNLIKELY(rsp >= s->hi)) return 0;     /* hi is 0 until the bounds are known */
-    _corral_stub_notes.live = 0;
-    *out = _corral_next.malloc(size);
-    return 1;
-  }
-  int32_t pool = t->stub_solo_pool[k];
-  if (pool < 0) {
-    *out = _corral_next.malloc(size);
-    return 1;
-  }
-  *out = _corral_pool_pop((size_t)pool, size);
-  return *out != NULL;
+  return _corral_way_noted(size, t, (uintptr_t)__builtin_frame_address(0) + 8, next_malloc, malloc_stubbed);
 }
 
 /* Small requests first test the gate and this thread's stub notes: with
- * both clear nothing of corral is concerned. With the gate closed and a
- * stub site noted live, the notes decide (one_site or malloc_noted, else
- * malloc_stubbed).
- * With the gate open to the probe, frame 0 is decided here when the direct
- * table's first probe has it: an ungrouped site goes on to the next
- * allocator, a grouped one pops its pool's current chunk. A frame 0 not in
- * the table (its slot is empty) is ungrouped at once when the plan needs no
- * walk and no stub site is live. Anything else (a collision, a live site,
- * an empty list, a full gate) takes _corral_malloc_rest, which decides
- * again from scratch. Kept free of calls other than tail calls, so that it
- * needs no frame. An empty table has one zeroed slot (direct_mask 0), which
- * no return address matches. */
+ * both clear nothing of corral is concerned. Past a negative gate, dynamic
+ * mode's way, random pools' or the full way; past the others, the ways of
+ * ways.h. Kept free of calls other than tail calls, so that it needs no
+ * frame. */
 CORRAL_EXPORT void *malloc(size_t size)
 {
   if (CORRAL_LIKELY(size >= __atomic_load_n(&_corral_gates.forward_from, __ATOMIC_ACQUIRE))) {
@@ -291,33 +215,8 @@ CORRAL_EXPORT void *malloc(size_t size)
     if (gate == CORRAL_GATE_RANDOM) return malloc_random(size);
     return _corral_malloc_rest(size);                            /* CORRAL_GATE_FULL */
   }
-  const corral_ident_tables_t *t = __atomic_load_n(&_corral_direct_tables, __ATOMIC_ACQUIRE);
-  if (gate == CORRAL_GATE_CLOSED) {               /* a stub site is noted live */
-    if (CORRAL_UNLIKELY(t == NULL)) return _corral_malloc_rest(size);
-    void *p;
-    if (!(live & (live - 1))) {
-      if (CORRAL_LIKELY(one_site(t, live, size, &p))) return p;
-    } else if (!(live & ~t->stub_alone)) {
-      return malloc_noted(size, t);
-    }
-    return malloc_stubbed(size, t);
-  }
-  if (CORRAL_LIKELY(t != NULL)) {                 /* CORRAL_GATE_PROBE */
-    uintptr_t ret0 = (uintptr_t)__builtin_return_address(0);
-    const corral_direct_entry_t *e = _corral_direct_first(t, ret0);
-    if (CORRAL_LIKELY(e->key == ret0)) {
-      if (e->pool < 0) return _corral_next.malloc(size);     /* size <= max_size: errno is the next's */
-      void *p = _corral_pool_pop((size_t)e->pool, size);
-      if (CORRAL_LIKELY(p != NULL)) return p;
-    } else if (e->key == 0 && t->no_walk) {
-      if (!(live & t->stub_installed)) {
-        if (CORRAL_UNLIKELY(live)) _corral_stub_notes.live = 0;   /* sites the tables no longer have */
-        return _corral_next.malloc(size);
-      }
-      return malloc_stubbed(size, t);
-    }
-  }
-  return _corral_malloc_rest(size);
+  return _corral_way_gated(size, live, gate, __atomic_load_n(&_corral_direct_tables, __ATOMIC_ACQUIRE),
+                           next_malloc, _corral_malloc_rest, malloc_stubbed, malloc_noted);
 }
 
 CORRAL_EXPORT void free(void *p) __attribute__((alias("_corral_free")));

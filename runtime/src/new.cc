@@ -95,8 +95,10 @@ inline void *new_at(std::size_t size, std::size_t align, void *ret0, void *fp0, 
 
 // The unaligned operators take malloc's short way (interpose.c): a size
 // corral cannot group goes straight to the next allocator. The rest, and a
-// request that failed there, continue in _corral_new_rest, entered by a tail call so
-// that its return and frame address are the program's call. The nothrow
+// request that failed there, continue in malloc's ways past the gate
+// (_corral_new_gated, new_ways.c) or its full way (_corral_new_rest),
+// entered by a tail call so that its return and frame address are the
+// program's call. The nothrow
 // forms have a noexcept twin: a noexcept caller could not jump to a callee
 // that may throw.
 
@@ -130,25 +132,25 @@ CORRAL_EXPORT void *operator new(std::size_t n)
 {
   if (void *p = from_next(n)) return p;
   if (dynamic_gate()) return _corral_dyn_new(n);
-  return _corral_new_rest(n);
+  return _corral_new_gated(n);
 }
 CORRAL_EXPORT void *operator new[](std::size_t n)
 {
   if (void *p = from_next(n)) return p;
   if (dynamic_gate()) return _corral_dyn_new(n);
-  return _corral_new_rest(n);
+  return _corral_new_gated(n);
 }
 CORRAL_EXPORT void *operator new(std::size_t n, const std::nothrow_t &) noexcept
 {
   if (void *p = from_next(n)) return p;
   if (dynamic_gate()) return _corral_dyn_new_nothrow(n);
-  return _corral_new_rest_nothrow(n);
+  return _corral_new_gated_nothrow(n);
 }
 CORRAL_EXPORT void *operator new[](std::size_t n, const std::nothrow_t &) noexcept
 {
   if (void *p = from_next(n)) return p;
   if (dynamic_gate()) return _corral_dyn_new_nothrow(n);
-  return _corral_new_rest_nothrow(n);
+  return _corral_new_gated_nothrow(n);
 }
 CORRAL_EXPORT void *operator new(std::size_t n, std::align_val_t a) { return new_at(n, ALIGN(a), RET0, FP0, false); }
 CORRAL_EXPORT void *operator new[](std::size_t n, std::align_val_t a) { return new_at(n, ALIGN(a), RET0, FP0, false); }

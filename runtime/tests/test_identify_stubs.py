@@ -173,3 +173,41 @@ def test_nested_one_site_clauses_are_decided_in_malloc_itself(tmp_path):
     # 5,000 nest rounds each with one allocation under both nest sites; the
     # pair rounds' 5,000 allocations under three live sites take it
     assert 5000 <= stubbed < 5000 + 500, stubbed
+
+
+
+def test_operator_new_is_decided_where_malloc_is(tmp_path):
+    """Counted by callgrind, so deterministic: with every clause stubbed (no
+    walk), operator new and its nothrow form are decided past new's gate,
+    by the ways malloc takes (ways.h: one live site, several one-site
+    clauses, a clause of two sites), not on new's full way, which each of
+    them took before (about 175 instructions a call on Xalan-C)."""
+    prog = compile_c(tmp_path / "ident_new_ways", [HERE / "ident_new_ways.cc"], [*FP, f"-I{HERE}"], cxx=True)
+
+    def site(caller, callee):
+        return f"0+{call_returns(prog, caller, callee)[0]:#x}"
+    plan = tmp_path / "new.plan"
+    plan.write_text(plan_text(modules=[(prog, True)], groups={0: "outer", 1: "nest_out", 2: "nest_in", 3: "pair"},
+                              clauses=[(0, [site("outer", "middle")]),
+                                       (1, [site("nest_outer", "nest_mid")]),
+                                       (2, [site("nest_mid", "nest_inner")]),
+                                       (3, [site("pair_outer", "pair_mid"), site("pair_mid", "leaf")])],
+                              options=[("depth", 8), ("first_match", 1)]))
+    stats = tmp_path / "stats.json"
+    r = run_with_stats([prog, 200], stats, plan=plan)
+    assert r.returncode == 0 and r.stdout == "checked 1200 wrong 0\n", r.stdout + r.stderr
+    out = tmp_path / "callgrind.out"
+    env = dict(os.environ, LD_PRELOAD=str(LIB), CORRAL_PLAN=str(plan))
+    done = run_callgrind([prog, 2000], env, out)
+    assert done.returncode == 0 and done.stdout == "checked 12000 wrong 0\n", done.stdout + done.stderr
+    calls = calls_of(out, ["_corral_new_gated", "_corral_new_gated_nothrow", "_corral_new_rest",
+                           "_corral_new_rest_nothrow"])
+    # 12,000 allocations, each under a live site: half of each form
+    assert calls["_corral_new_gated"] >= 6000 and calls["_corral_new_gated_nothrow"] >= 6000, calls
+    # the full way only when the allocator underneath fails: never here
+    assert calls["_corral_new_rest"] + calls["_corral_new_rest_nothrow"] == 0, calls
+    # where it does fail, C++'s failure semantics hold on these ways too
+    for base in BASES:
+        r = run([prog, 10, "oom"], plan=plan, env_extra=corral_env(base))
+        assert r.returncode == 0, (base, r.stdout + r.stderr)
+        assert r.stdout == "oom handler 2 thrown 1 nothrow null 1\nchecked 60 wrong 0\n", (base, r.stdout)

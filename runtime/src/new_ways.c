@@ -1,0 +1,75 @@
+/* The unaligned operator new's and new[]'s ways past their gate (ways.h),
+ * for new.cc: written in C, since the ways inline the group heap's C
+ * atomics. Their ends: the allocator underneath's malloc, which must not
+ * hand operator new a NULL (on failure the full way takes over: the
+ * new-handler, std::bad_alloc or nullptr), and operator new's full way. */
+#include "ways.h"
+
+static void *next_new(size_t size)
+{
+  void *p = _corral_next.malloc(size);
+  return CORRAL_LIKELY(p != NULL) ? p : _corral_new_rest(size);
+}
+
+static void *next_new_nothrow(size_t size)
+{
+  void *p = _corral_next.malloc(size);
+  return CORRAL_LIKELY(p != NULL) ? p : _corral_new_rest_nothrow(size);
+}
+
+static __attribute__((noinline, cold)) void *new_at(size_t size, int g, void *ret0, void *fp0)
+{
+  return _corral_way_at(size, g, ret0, fp0, next_new);
+}
+
+static __attribute__((noinline, cold)) void *new_at_nothrow(size_t size, int g, void *ret0, void *fp0)
+{
+  return _corral_way_at(size, g, ret0, fp0, next_new_nothrow);
+}
+
+static __attribute__((noinline)) void *new_stubbed(size_t size, const corral_ident_tables_t *t)
+{
+  return _corral_way_stubbed(size, t, __builtin_return_address(0), __builtin_frame_address(0), next_new, new_at);
+}
+
+static __attribute__((noinline)) void *new_stubbed_nothrow(size_t size, const corral_ident_tables_t *t)
+{
+  return _corral_way_stubbed(size, t, __builtin_return_address(0), __builtin_frame_address(0), next_new_nothrow,
+                             new_at_nothrow);
+}
+
+static __attribute__((noinline)) void *new_noted(size_t size, const corral_ident_tables_t *t)
+{
+  return _corral_way_noted(size, t, (uintptr_t)__builtin_frame_address(0) + 8, next_new, new_stubbed);
+}
+
+static __attribute__((noinline)) void *new_noted_nothrow(size_t size, const corral_ident_tables_t *t)
+{
+  return _corral_way_noted(size, t, (uintptr_t)__builtin_frame_address(0) + 8, next_new_nothrow,
+                           new_stubbed_nothrow);
+}
+
+/* Entered by a tail call from operator new once its first test did not
+ * serve the request: a size it forwards whose block the allocator
+ * underneath could not give, or an open gate with no stub site live (the
+ * same failure), go to the full way; otherwise as malloc past its gate. */
+CORRAL_INLINE void *new_gated(size_t size, corral_end_fn next, corral_end_fn rest, corral_decide_fn stubbed,
+                              corral_decide_fn noted)
+{
+  if (CORRAL_UNLIKELY(size >= __atomic_load_n(&_corral_gates.forward_from, __ATOMIC_ACQUIRE))) return rest(size);
+  uint64_t live = _corral_stub_notes.live;
+  int64_t gate = __atomic_load_n(&_corral_gates.on_new, __ATOMIC_RELAXED);
+  if (gate < 0 || (gate == CORRAL_GATE_CLOSED && !live)) return rest(size);
+  return _corral_way_gated(size, live, gate, __atomic_load_n(&_corral_direct_tables, __ATOMIC_ACQUIRE), next,
+                           rest, stubbed, noted);
+}
+
+void *_corral_new_gated(size_t size)
+{
+  return new_gated(size, next_new, _corral_new_rest, new_stubbed, new_noted);
+}
+
+void *_corral_new_gated_nothrow(size_t size)
+{
+  return new_gated(size, next_new_nothrow, _corral_new_rest_nothrow, new_stubbed_nothrow, new_noted_nothrow);
+}
