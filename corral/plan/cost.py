@@ -7,7 +7,9 @@ pairs a shared line can serve, line_share) that the allocator underneath
 does not already keep together
 (the profiler's placement model, placement.together_share), times the share
 of such pairs that would miss, times what a miss costs at the level the
-program's heap overflows (none when the heap fits the first-level cache).
+program's heap overflows (none when the heap fits the first-level cache),
+or a nearer one when the group's lines are used again before the run can
+have touched that much of the heap (reuse_bytes).
 The pairs the base does keep together gain too when the pool packs the
 objects tighter than the base (slots.packing_ratio: a walk over 24-byte
 objects in 24-byte slots touches three quarters of the lines it touches in
@@ -64,6 +66,28 @@ def miss_cycles(heap_peak_bytes: int) -> int:
     if heap_peak_bytes <= D1_BYTES:
         return 0
     return L1_MISS_CYCLES if heap_peak_bytes <= LL_BYTES else LL_MISS_CYCLES
+
+
+def reuse_bytes(doc: dict, members: list[int]) -> float:
+    """At most how many bytes of the heap a run touches between two uses of
+    one of the group's lines, on average: a line of a group whose live
+    objects peak at F bytes, and that takes U of the run's A heap accesses,
+    is used again after about (F / line) * A / U accesses, and no interval
+    of k accesses touches more than k lines. A small group used that often
+    stays in a cache that holds this many bytes however far the heap
+    around it overflows, and its pairs share lines there whatever the
+    layout. Capped at the heap's peak; no bound (the peak) without access
+    counts or the contexts' own peaks (`max_bytes`: profiles of older
+    tools plan as before)."""
+    totals, contexts = doc["totals"], doc["contexts"]
+    heap = totals.get("peak_bytes") or totals.get("bytes", 0)
+    uses = sum(contexts[m].get("reads", 0) + contexts[m].get("writes", 0) for m in members)
+    accesses = totals.get("accesses", 0)
+    if uses <= 0 or accesses <= 0 or any("max_bytes" not in contexts[m] for m in members):
+        return heap
+    footprint = sum(contexts[m]["max_bytes"] for m in members)
+    lines = max(footprint / LINE_BYTES, 1.0)
+    return min(heap, lines * accesses / uses * LINE_BYTES)
 
 
 def line_share(size_a: float, size_b: float) -> float:
@@ -131,7 +155,7 @@ def estimate(doc: dict, members: list[int], direct_members: set[int], together: 
     internal = internal_affinity(doc, members)
     pairs = internal * (1.0 - (together or 0.0))
     denser = internal * (together or 0.0) * (1.0 - packing)
-    per_miss = miss_cycles(doc["totals"].get("peak_bytes") or doc["totals"].get("bytes", 0))
+    per_miss = miss_cycles(reuse_bytes(doc, members))
     gain = (pairs + denser) * miss_share * per_miss
     contexts = doc["contexts"]
     if deltas is None:
