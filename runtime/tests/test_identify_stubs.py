@@ -42,21 +42,24 @@ def build(tmp_path, flags, pie):
     return prog, libs
 
 
+def site(path, caller, callee, module=0):
+    """The plan's name of `caller`'s call of `callee` in the module at `path`."""
+    return f"{module}+{call_returns(path, caller, callee)[0]:#x}"
+
+
 def write_plan(tmp_path, prog, libs, indirect=True):
-    def site(module, path, caller, callee):
-        return f"{module}+{call_returns(path, caller, callee)[0]:#x}"
     clauses = [
-        (0, [site(0, prog, "outer", "middle")]),
-        (1, [site(0, prog, "rec", "rec")]),
-        (2, [site(0, prog, "jump_outer", "jump_inner")]),
-        (3, [site(0, prog, "sig_outer", "sig_inner")]),
-        (4, [site(1, libs["a"], "lib_a_outer", "lib_a_middle")]),
+        (0, [site(prog, "outer", "middle")]),
+        (1, [site(prog, "rec", "rec")]),
+        (2, [site(prog, "jump_outer", "jump_inner")]),
+        (3, [site(prog, "sig_outer", "sig_inner")]),
+        (4, [site(libs["a"], "lib_a_outer", "lib_a_middle", 1)]),
         (5, [f"0+{indirect_call_return(prog, 'indirect_outer'):#x}"]),
-        (6, [site(0, prog, "throw_outer", "throw_inner")]),
-        (7, [site(2, libs["b"], "lib_b_outer", "lib_b_middle")]),
-        (8, [site(0, prog, "sibling_rounds", "middle")]),
-        (8, [site(0, prog, "sib_elsewhere", "leaf")]),
-        (9, [site(0, prog, "sibling_rounds", "leaf")]),
+        (6, [site(prog, "throw_outer", "throw_inner")]),
+        (7, [site(libs["b"], "lib_b_outer", "lib_b_middle", 2)]),
+        (8, [site(prog, "sibling_rounds", "middle")]),
+        (8, [site(prog, "sib_elsewhere", "leaf")]),
+        (9, [site(prog, "sibling_rounds", "leaf")]),
     ]
     if not indirect:
         clauses = [c for c in clauses if c[0] != 5]
@@ -131,15 +134,12 @@ def test_plan_of_stubbed_sites_only_walks_for_recursion(tmp_path, base):
 
 def _nested_plan(tmp_path, first_match, flags=FP):
     prog = compile_c(tmp_path / "ident_nested", [HERE / "ident_nested.c"], [*flags, f"-I{HERE}"])
-
-    def site(caller, callee):
-        return f"0+{call_returns(prog, caller, callee)[0]:#x}"
     plan = tmp_path / f"nested{first_match}.plan"
     plan.write_text(plan_text(modules=[(prog, True)], groups={0: "nest_out", 1: "nest_in", 2: "top", 3: "pair"},
-                              clauses=[(0, [site("nest_outer", "nest_mid")]),
-                                       (1, [site("nest_mid", "nest_inner")]),
-                                       (2, [site("pair_top", "pair_outer")]),
-                                       (3, [site("pair_outer", "pair_mid"), site("pair_mid", "leaf")])],
+                              clauses=[(0, [site(prog, "nest_outer", "nest_mid")]),
+                                       (1, [site(prog, "nest_mid", "nest_inner")]),
+                                       (2, [site(prog, "pair_top", "pair_outer")]),
+                                       (3, [site(prog, "pair_outer", "pair_mid"), site(prog, "pair_mid", "leaf")])],
                               options=[("depth", 8), ("first_match", first_match)]))
     return prog, plan
 
@@ -175,7 +175,6 @@ def test_nested_one_site_clauses_are_decided_in_malloc_itself(tmp_path):
     assert 5000 <= stubbed < 5000 + 500, stubbed
 
 
-
 def test_operator_new_is_decided_where_malloc_is(tmp_path):
     """Counted by callgrind, so deterministic: with every clause stubbed (no
     walk), operator new and its nothrow form are decided past new's gate,
@@ -183,15 +182,12 @@ def test_operator_new_is_decided_where_malloc_is(tmp_path):
     clauses, a clause of two sites), not on new's full way, which each of
     them took before (about 175 instructions a call on Xalan-C)."""
     prog = compile_c(tmp_path / "ident_new_ways", [HERE / "ident_new_ways.cc"], [*FP, f"-I{HERE}"], cxx=True)
-
-    def site(caller, callee):
-        return f"0+{call_returns(prog, caller, callee)[0]:#x}"
     plan = tmp_path / "new.plan"
     plan.write_text(plan_text(modules=[(prog, True)], groups={0: "outer", 1: "nest_out", 2: "nest_in", 3: "pair"},
-                              clauses=[(0, [site("outer", "middle")]),
-                                       (1, [site("nest_outer", "nest_mid")]),
-                                       (2, [site("nest_mid", "nest_inner")]),
-                                       (3, [site("pair_outer", "pair_mid"), site("pair_mid", "leaf")])],
+                              clauses=[(0, [site(prog, "outer", "middle")]),
+                                       (1, [site(prog, "nest_outer", "nest_mid")]),
+                                       (2, [site(prog, "nest_mid", "nest_inner")]),
+                                       (3, [site(prog, "pair_outer", "pair_mid"), site(prog, "pair_mid", "leaf")])],
                               options=[("depth", 8), ("first_match", 1)]))
     stats = tmp_path / "stats.json"
     r = run_with_stats([prog, 200], stats, plan=plan)
