@@ -4,11 +4,23 @@
  * frame 0 (grouped_rounds), group another by a frame further up
  * (walked_rounds, reached through hop1..hop5: the call in hop1 is frame 1,
  * the one in hop5 frame 5) and leave the third (other_rounds) alone.
+ * Compiled as C++ (pairs_new_*), the same loops pair operator new with
+ * operator delete.
  * usage: pairs grouped|other|deep [pairs] -> prints "ns_per_pair N" */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#ifdef __cplusplus
+#include <new>
+#define ALLOC(n) static_cast<char *>(operator new(n))
+#define RELEASE(p) operator delete(p)
+extern "C" {      /* unmangled names: run.py finds the calls by function */
+#else
+#define ALLOC(n) ((char *)malloc(n))
+#define RELEASE(p) free(p)
+#endif
 
 #define BATCH 32
 
@@ -19,17 +31,17 @@ static void *volatile sink;
   do {                                                     \
     void *batch[BATCH];                                    \
     for (unsigned i = 0; i < BATCH; i++) {                 \
-      char *p = malloc(sizes[(iter + i) & 255]);           \
+      char *p = ALLOC(sizes[(iter + i) & 255]);            \
       p[0] = (char)i;                                      \
       sink = p;                                            \
-      free(p);                                             \
+      RELEASE(p);                                          \
     }                                                      \
     for (unsigned i = 0; i < BATCH; i++) {                 \
-      char *p = malloc(sizes[(iter * 7 + i) & 255]);       \
+      char *p = ALLOC(sizes[(iter * 7 + i) & 255]);        \
       p[0] = (char)i;                                      \
       batch[i] = p;                                        \
     }                                                      \
-    for (unsigned i = 0; i < BATCH; i++) free(batch[i]);   \
+    for (unsigned i = 0; i < BATCH; i++) RELEASE(batch[i]); \
   } while (0)
 
 __attribute__((noinline)) void grouped_rounds(unsigned long rounds)
@@ -81,3 +93,7 @@ int main(int argc, char **argv)
   printf("ns_per_pair %.2f\n", (t1 - t0) / (double)(rounds * 2 * BATCH));
   return 0;
 }
+
+#ifdef __cplusplus
+}
+#endif

@@ -33,6 +33,8 @@ from corral.allocators import BASE_LIBRARIES
 
 BUILDS = ("fp", "nofp")
 DEPTHS = (2, 6)
+# Which call the loops make: pairs.c as C, or as C++ (pairs_new_*).
+CALLEES = {"malloc": "malloc@plt", "new": "_Znwm@plt"}
 
 
 @dataclass(frozen=True)
@@ -44,10 +46,11 @@ class Config:
     mode: str              # pairs.c's argument: which copy of the loop runs
     extra: tuple = ()      # more environment, (name, value) pairs
     grouped: bool = False  # every allocation of the loop must land in a group
+    entry: str = "malloc"  # key of CALLEES
 
     @property
     def ref(self) -> str:
-        return f"{self.base} alone"
+        return f"{self.base} alone" + ("" if self.entry == "malloc" else f" ({self.entry})")
 
 
 def configs() -> list[Config]:
@@ -70,6 +73,20 @@ def configs() -> list[Config]:
             Config(f"{c}, grouped by 2 nested one-site clauses", base, True, "nested", "deep", grouped=True),
             Config(f"{c}, grouped by a clause of 2 sites", base, True, "pair", "deep", grouped=True),
         ]
+    # operator new takes malloc's ways (runtime/src/ways.h): the planner's
+    # cost model prices both by malloc's figures, which these check.
+    c = "corral/mimalloc"
+    out += [Config(label + " (new)", base, lib, plan, mode, grouped=grouped, entry="new") for label, base, lib, plan,
+            mode, grouped in (("mimalloc alone", "mimalloc", False, None, "other", False),
+                              (f"{c}, no plan", "mimalloc", True, None, "other", False),
+                              (f"{c}, plan, site listed direct -", "mimalloc", True, "plan-", "other", False),
+                              (f"{c}, plan with a stub site, site not in it", "mimalloc", True, "deep2", "other",
+                               False),
+                              (f"{c}, grouped by frame 0 (direct)", "mimalloc", True, "plan", "grouped", True),
+                              (f"{c}, grouped at depth 2 (stub)", "mimalloc", True, "deep2", "deep", True),
+                              (f"{c}, grouped by 2 nested one-site clauses", "mimalloc", True, "nested", "deep",
+                               True),
+                              (f"{c}, grouped by a clause of 2 sites", "mimalloc", True, "pair", "deep", True))]
     return out
 
 
@@ -91,9 +108,9 @@ def one_group_lines(binary: Path, group: str, sites: list[int]) -> list[str]:
             [f"clause 0 0+{a:#x}" for a in sites] + [f"direct 0+{a:#x} 0" for a in sites])
 
 
-def plans(binary: Path, folder: Path) -> dict[str, str]:
-    """Hand-written plans for `binary`: name -> path.
-    plan:   grouped_rounds' malloc sites form group 0, as `direct` entries
+def plans(binary: Path, folder: Path, callee: str) -> dict[str, str]:
+    """Hand-written plans for `binary`, whose loops call `callee`: name -> path.
+    plan:   grouped_rounds' allocation sites form group 0, as `direct` entries
             (and as one-site clauses); other_rounds is not in the plan, so
             its allocations are walked and match nothing.
     plan-:  the same, with other_rounds' sites listed `direct SITE -`, as
@@ -104,11 +121,11 @@ def plans(binary: Path, folder: Path) -> dict[str, str]:
             both on walked_rounds' chain: two stub sites are live at each
             of its allocations (as where a group's clause sites nest).
     pair:   group 0 is one clause of those two sites: the general decision."""
-    direct = one_group_lines(binary, "bench_pairs", call_returns(binary, "grouped_rounds", "malloc@plt"))
+    direct = one_group_lines(binary, "bench_pairs", call_returns(binary, "grouped_rounds", callee))
     header = direct[:3]
     texts = {
         "plan": direct,
-        "plan-": direct + [f"direct 0+{a:#x} -" for a in call_returns(binary, "other_rounds", "malloc@plt")],
+        "plan-": direct + [f"direct 0+{a:#x} -" for a in call_returns(binary, "other_rounds", callee)],
     }
     for d in DEPTHS:
         caller, callee = f"hop{d - 1}", "walked_rounds" if d == 2 else f"hop{d - 2}"
@@ -174,30 +191,32 @@ def main():
     args = ap.parse_args()
     build = Path(args.build).resolve()
     lib = build / "runtime" / "libcorral.so"
-    binaries = {k: build / "runtime-bench" / f"pairs_{k}" for k in BUILDS}
+    binaries = {(e, k): build / "runtime-bench" / (f"pairs_{k}" if e == "malloc" else f"pairs_{e}_{k}")
+                for e in CALLEES for k in BUILDS}
     table = configs()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         envs = {}
-        for kind, binary in binaries.items():
-            plan_paths = plans(binary, folder)
-            for c in table:
+        for (entry, kind), binary in binaries.items():
+            plan_paths = plans(binary, folder, CALLEES[entry])
+            for c in (c for c in table if c.entry == entry):
                 envs[(c.label, kind)] = environment(lib, c, plan_paths)
                 if c.grouped:
                     share = grouped_share(binary, c, envs[(c.label, kind)], folder)
                     # the program's own few allocations (stdio) are not the loop's
                     assert share > 0.99, f"{c.label} ({kind}) groups only {100 * share:.1f}%"
-        instr = {(c.label, k): per_pair(b, c, envs[(c.label, k)], args.pairs) for c in table
-                 for k, b in binaries.items()}
+        instr = {(c.label, k): per_pair(binaries[(c.entry, k)], c, envs[(c.label, k)], args.pairs) for c in table
+                 for k in BUILDS}
         ns = {}
         if not args.no_time:
             samples = {key: [] for key in instr}
             for _ in range(args.runs):
                 for c in table:
-                    for k, b in binaries.items():
-                        samples[(c.label, k)].append(nanoseconds(b, c, envs[(c.label, k)], args.time_pairs))
+                    for k in BUILDS:
+                        samples[(c.label, k)].append(nanoseconds(binaries[(c.entry, k)], c, envs[(c.label, k)],
+                                                                 args.time_pairs))
             ns = {key: statistics.median(v) for key, v in samples.items()}
-    print(f"per malloc+free pair, 16..256 bytes: instructions (cachegrind, {args.pairs} vs {2 * args.pairs} "
+    print(f"per malloc+free (or new+delete) pair, 16..256 bytes: instructions (cachegrind, {args.pairs} vs {2 * args.pairs} "
           f"pairs)" + ("" if args.no_time else f", ns (median of {args.runs} alternating runs)"))
     print(f"{'configuration':50} {'instr fp':>9} {'no-fp':>7} {'x base':>7}" + ("" if args.no_time else
                                                                                  f" {'ns fp':>7} {'no-fp':>7}"))
@@ -211,7 +230,7 @@ def main():
     if args.json:
         Path(args.json).write_text(json.dumps(
             {"pairs": args.pairs, "configs": [
-                {"label": c.label, "base": c.base,
+                {"label": c.label, "base": c.base, "entry": c.entry,
                  "instructions": {k: instr[(c.label, k)] for k in BUILDS},
                  "ns": {k: ns[(c.label, k)] for k in BUILDS} if ns else None} for c in table]}, indent=1))
 

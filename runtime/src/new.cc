@@ -94,25 +94,20 @@ inline void *new_at(std::size_t size, std::size_t align, void *ret0, void *fp0, 
 }
 
 // The unaligned operators take malloc's short way (interpose.c): a size
-// corral cannot group goes straight to the next allocator. The rest, and a
-// request that failed there, continue in malloc's ways past the gate
-// (_corral_new_gated, new_ways.c) or its full way (_corral_new_rest),
-// entered by a tail call so that its return and frame address are the
-// program's call. The nothrow
+// corral cannot group goes straight to the next allocator, and only a
+// request it failed continues in the full way (_corral_new_rest). Any other
+// goes past the gate by a tail call (_corral_new_gated, new_ways.c), which
+// reads the gate once: dynamic mode's way, malloc's ways or the full way.
+// Their return and frame address are then the program's call. The nothrow
 // forms have a noexcept twin: a noexcept caller could not jump to a callee
 // that may throw.
 
-// The next allocator's block; nullptr when corral may group n or it failed.
-inline void *from_next(std::size_t n)
+// Whether n goes straight to the next allocator.
+inline bool forwarded(std::size_t n)
 {
-  if (CORRAL_LIKELY(n >= __atomic_load_n(&_corral_gates.forward_from, __ATOMIC_ACQUIRE) ||
-                    _corral_gate_open(&_corral_gates.on_new)))
-    return _corral_next.malloc(n);
-  return nullptr;
+  return CORRAL_LIKELY(n >= __atomic_load_n(&_corral_gates.forward_from, __ATOMIC_ACQUIRE) ||
+                       _corral_gate_open(&_corral_gates.on_new));
 }
-
-// Dynamic mode decides the rest on its own fast way (dynamic.c).
-inline bool dynamic_gate() { return __atomic_load_n(&_corral_gates.on_new, __ATOMIC_RELAXED) == CORRAL_GATE_DYNAMIC; }
 
 // free's way, which hands the next allocator's pointers over first.
 inline void delete_at(void *p) noexcept { _corral_free(p); }
@@ -130,26 +125,34 @@ extern "C" __attribute__((noinline)) void *_corral_new_rest_nothrow(std::size_t 
 
 CORRAL_EXPORT void *operator new(std::size_t n)
 {
-  if (void *p = from_next(n)) return p;
-  if (dynamic_gate()) return _corral_dyn_new(n);
+  if (forwarded(n)) {
+    if (void *p = _corral_next.malloc(n)) return p;
+    return _corral_new_rest(n);
+  }
   return _corral_new_gated(n);
 }
 CORRAL_EXPORT void *operator new[](std::size_t n)
 {
-  if (void *p = from_next(n)) return p;
-  if (dynamic_gate()) return _corral_dyn_new(n);
+  if (forwarded(n)) {
+    if (void *p = _corral_next.malloc(n)) return p;
+    return _corral_new_rest(n);
+  }
   return _corral_new_gated(n);
 }
 CORRAL_EXPORT void *operator new(std::size_t n, const std::nothrow_t &) noexcept
 {
-  if (void *p = from_next(n)) return p;
-  if (dynamic_gate()) return _corral_dyn_new_nothrow(n);
+  if (forwarded(n)) {
+    if (void *p = _corral_next.malloc(n)) return p;
+    return _corral_new_rest_nothrow(n);
+  }
   return _corral_new_gated_nothrow(n);
 }
 CORRAL_EXPORT void *operator new[](std::size_t n, const std::nothrow_t &) noexcept
 {
-  if (void *p = from_next(n)) return p;
-  if (dynamic_gate()) return _corral_dyn_new_nothrow(n);
+  if (forwarded(n)) {
+    if (void *p = _corral_next.malloc(n)) return p;
+    return _corral_new_rest_nothrow(n);
+  }
   return _corral_new_gated_nothrow(n);
 }
 CORRAL_EXPORT void *operator new(std::size_t n, std::align_val_t a) { return new_at(n, ALIGN(a), RET0, FP0, false); }

@@ -49,27 +49,29 @@ static __attribute__((noinline)) void *new_noted_nothrow(size_t size, const corr
                            new_stubbed_nothrow);
 }
 
-/* Entered by a tail call from operator new once its first test did not
- * serve the request: a size it forwards whose block the allocator
- * underneath could not give, or an open gate with no stub site live (the
- * same failure), go to the full way; otherwise as malloc past its gate. */
-CORRAL_INLINE void *new_gated(size_t size, corral_end_fn next, corral_end_fn rest, corral_decide_fn stubbed,
-                              corral_decide_fn noted)
+/* Entered by a tail call from operator new once its first test found the
+ * request concerns corral (gates.h): past a negative gate dynamic mode's
+ * way or the full way, past the others malloc's ways. The gate is read
+ * once here; the first test's own read may be a moment older, which only
+ * sends a request the way it would have gone a moment earlier. */
+CORRAL_INLINE void *new_gated(size_t size, corral_end_fn next, corral_end_fn rest, corral_end_fn dynamic,
+                              corral_decide_fn stubbed, corral_decide_fn noted)
 {
-  if (CORRAL_UNLIKELY(size >= __atomic_load_n(&_corral_gates.forward_from, __ATOMIC_ACQUIRE))) return rest(size);
   uint64_t live = _corral_stub_notes.live;
   int64_t gate = __atomic_load_n(&_corral_gates.on_new, __ATOMIC_RELAXED);
-  if (gate < 0 || (gate == CORRAL_GATE_CLOSED && !live)) return rest(size);
+  if (gate < 0) return gate == CORRAL_GATE_DYNAMIC ? dynamic(size) : rest(size);
+  if (CORRAL_UNLIKELY(gate == CORRAL_GATE_CLOSED && !live)) return next(size);   /* both changed since */
   return _corral_way_gated(size, live, gate, __atomic_load_n(&_corral_direct_tables, __ATOMIC_ACQUIRE), next,
                            rest, stubbed, noted);
 }
 
 void *_corral_new_gated(size_t size)
 {
-  return new_gated(size, next_new, _corral_new_rest, new_stubbed, new_noted);
+  return new_gated(size, next_new, _corral_new_rest, _corral_dyn_new, new_stubbed, new_noted);
 }
 
 void *_corral_new_gated_nothrow(size_t size)
 {
-  return new_gated(size, next_new_nothrow, _corral_new_rest_nothrow, new_stubbed_nothrow, new_noted_nothrow);
+  return new_gated(size, next_new_nothrow, _corral_new_rest_nothrow, _corral_dyn_new_nothrow, new_stubbed_nothrow,
+                   new_noted_nothrow);
 }

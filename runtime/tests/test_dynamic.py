@@ -330,6 +330,26 @@ def test_operator_new_takes_the_fast_way_and_keeps_its_failures(tmp_path):
     assert d["pools"] == 3 and d["unpooled_why"] == ["small"] and d["calls_to_none"] == 1, d
 
 
+def test_operator_new_reaches_the_fast_way_past_its_gate(tmp_path):
+    """Counted by callgrind, with stubs off so that no call is pointed at a
+    slot or the none way: each of the 600,000 small requests of dyn_new's
+    `new`, nothrow `new` and `new[]` enters dynamic mode's own way from
+    operator new's gated way; only the warm-up (each context's allocations
+    before its pool is settled), the steady samples (1 in 512 pooled
+    allocations) and the two failing requests, about 3,000, continue in
+    operator new's full way."""
+    from corral import launch
+    prog = build(tmp_path, "dyn_new")
+    out = tmp_path / "callgrind.out"
+    env = launch.environment(base="glibc", extra=dict(launch.dynamic_extra(str(prog)), CORRAL_STUBS="0"))
+    done = run_callgrind([prog], env, out)
+    _ok(done)
+    names = ["_corral_dyn_new", "_corral_dyn_new_nothrow", "_corral_new_rest", "_corral_new_rest_nothrow"]
+    calls = calls_of(out, names)
+    assert calls["_corral_dyn_new"] >= 400_000 and calls["_corral_dyn_new_nothrow"] >= 200_000, calls
+    assert calls["_corral_new_rest"] + calls["_corral_new_rest_nothrow"] < 6_000, calls
+
+
 def _threads_call_displacement(prog):
     """Where the displacement of scratch_loop's call to malloc lies."""
     text = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(prog)], capture_output=True, text=True,
