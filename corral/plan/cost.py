@@ -25,7 +25,7 @@ the clauses, each context is priced by its own chain (allocation_delta);
 before, a member is priced as decided by frame 0 or by one stub. The
 deltas are the runtime's measured instruction counts (runtime/bench,
 `make -C runtime/bench run`, against mimalloc's 116.1 per pair,
-2026-11-24); operator new's ways measure within 8 instructions of
+2026-11-24); operator new's ways measure within 5 instructions of
 malloc's there, so one set prices both; docs/planner.md, "Cost model".
 Gain and cost are both counted over the profiled run, so the run's length
 cancels out: what matters is allocations against uses.

@@ -76,17 +76,15 @@ def configs() -> list[Config]:
     # operator new takes malloc's ways (runtime/src/ways.h): the planner's
     # cost model prices both by malloc's figures, which these check.
     c = "corral/mimalloc"
-    out += [Config(label + " (new)", base, lib, plan, mode, grouped=grouped, entry="new") for label, base, lib, plan,
-            mode, grouped in (("mimalloc alone", "mimalloc", False, None, "other", False),
-                              (f"{c}, no plan", "mimalloc", True, None, "other", False),
-                              (f"{c}, plan, site listed direct -", "mimalloc", True, "plan-", "other", False),
-                              (f"{c}, plan with a stub site, site not in it", "mimalloc", True, "deep2", "other",
-                               False),
-                              (f"{c}, grouped by frame 0 (direct)", "mimalloc", True, "plan", "grouped", True),
-                              (f"{c}, grouped at depth 2 (stub)", "mimalloc", True, "deep2", "deep", True),
-                              (f"{c}, grouped by 2 nested one-site clauses", "mimalloc", True, "nested", "deep",
-                               True),
-                              (f"{c}, grouped by a clause of 2 sites", "mimalloc", True, "pair", "deep", True))]
+    out.append(Config("mimalloc alone (new)", "mimalloc", False, None, "other", entry="new"))
+    out += [Config(f"{c}, {what} (new)", "mimalloc", True, plan, mode, grouped=mode != "other", entry="new")
+            for what, plan, mode in (("no plan", None, "other"),
+                                     ("plan, site listed direct -", "plan-", "other"),
+                                     ("plan with a stub site, site not in it", "deep2", "other"),
+                                     ("grouped by frame 0 (direct)", "plan", "grouped"),
+                                     ("grouped at depth 2 (stub)", "deep2", "deep"),
+                                     ("grouped by 2 nested one-site clauses", "nested", "deep"),
+                                     ("grouped by a clause of 2 sites", "pair", "deep"))]
     return out
 
 

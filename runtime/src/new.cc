@@ -109,6 +109,14 @@ inline bool forwarded(std::size_t n)
                        _corral_gate_open(&_corral_gates.on_new));
 }
 
+// A forwarded request's block; a request the next allocator failed goes on
+// to the full way `rest` (new_ways.c's next_new is the C twin).
+inline void *next_or(std::size_t n, void *(*rest)(std::size_t))
+{
+  if (void *p = _corral_next.malloc(n)) return p;
+  return rest(n);
+}
+
 // free's way, which hands the next allocator's pointers over first.
 inline void delete_at(void *p) noexcept { _corral_free(p); }
 
@@ -125,34 +133,22 @@ extern "C" __attribute__((noinline)) void *_corral_new_rest_nothrow(std::size_t 
 
 CORRAL_EXPORT void *operator new(std::size_t n)
 {
-  if (forwarded(n)) {
-    if (void *p = _corral_next.malloc(n)) return p;
-    return _corral_new_rest(n);
-  }
+  if (forwarded(n)) return next_or(n, _corral_new_rest);
   return _corral_new_gated(n);
 }
 CORRAL_EXPORT void *operator new[](std::size_t n)
 {
-  if (forwarded(n)) {
-    if (void *p = _corral_next.malloc(n)) return p;
-    return _corral_new_rest(n);
-  }
+  if (forwarded(n)) return next_or(n, _corral_new_rest);
   return _corral_new_gated(n);
 }
 CORRAL_EXPORT void *operator new(std::size_t n, const std::nothrow_t &) noexcept
 {
-  if (forwarded(n)) {
-    if (void *p = _corral_next.malloc(n)) return p;
-    return _corral_new_rest_nothrow(n);
-  }
+  if (forwarded(n)) return next_or(n, _corral_new_rest_nothrow);
   return _corral_new_gated_nothrow(n);
 }
 CORRAL_EXPORT void *operator new[](std::size_t n, const std::nothrow_t &) noexcept
 {
-  if (forwarded(n)) {
-    if (void *p = _corral_next.malloc(n)) return p;
-    return _corral_new_rest_nothrow(n);
-  }
+  if (forwarded(n)) return next_or(n, _corral_new_rest_nothrow);
   return _corral_new_gated_nothrow(n);
 }
 CORRAL_EXPORT void *operator new(std::size_t n, std::align_val_t a) { return new_at(n, ALIGN(a), RET0, FP0, false); }

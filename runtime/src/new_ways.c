@@ -60,7 +60,6 @@ CORRAL_INLINE void *new_gated(size_t size, corral_end_fn next, corral_end_fn res
   uint64_t live = _corral_stub_notes.live;
   int64_t gate = __atomic_load_n(&_corral_gates.on_new, __ATOMIC_RELAXED);
   if (gate < 0) return gate == CORRAL_GATE_DYNAMIC ? dynamic(size) : rest(size);
-  if (CORRAL_UNLIKELY(gate == CORRAL_GATE_CLOSED && !live)) return next(size);   /* both changed since */
   return _corral_way_gated(size, live, gate, __atomic_load_n(&_corral_direct_tables, __ATOMIC_ACQUIRE), next,
                            rest, stubbed, noted);
 }

@@ -102,10 +102,13 @@ static inline __attribute__((always_inline)) void *_corral_way_noted(size_t size
 static inline __attribute__((always_inline)) int _corral_way_one_site(const corral_ident_tables_t *t, uint64_t live,
                                                                      size_t size, void **out, corral_end_fn next)
 {
-  size_t k = (unsigned)__builtin_ctzll(live);
-  uintptr_t sp = _corral_stub_notes.sp[k], rsp = (uintptr_t)__builtin_dwarf_cfa() - 8;
+  uintptr_t rsp = (uintptr_t)__builtin_dwarf_cfa() - 8;
   const corral_thread_stack_t *s = &_corral_thread_stack;
+  /* Also no site at all: the gate and the notes the entry read may both
+   * have changed since its first test, and ctz of 0 is undefined. */
   if (CORRAL_UNLIKELY(!(live & t->stub_alone) || rsp < s->lo)) return 0;
+  size_t k = (unsigned)__builtin_ctzll(live);
+  uintptr_t sp = _corral_stub_notes.sp[k];
   if (sp < rsp || sp >= s->hi || *(const uintptr_t *)sp != t->stub_ret[k]) {
     if (CORRAL_UNLIKELY(rsp >= s->hi)) return 0;     /* hi is 0 until the bounds are known */
     _corral_stub_notes.live = 0;
