@@ -4,10 +4,10 @@
 #include "stubs.h"
 
 #include <elf.h>
-#include <fcntl.h>
 #include <link.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -389,21 +389,17 @@ static void register_unwind(stub_page_t *pg)
 
 /* ---- patching --------------------------------------------------------------- */
 
-/* 1 if this process runs one thread (from /proc; 0 when unsure). */
+/* 1 if this process runs one thread now; 0 when unsure. Asked before each
+ * patch, so it must be cheap: /proc/PID/task's link count is 2 plus the
+ * threads, one stat where reading /proc/self/status formats the whole
+ * status. glibc's __libc_single_threaded would cost nothing but cannot
+ * serve: it stays clear once a thread has run, and knows nothing of a
+ * thread made by a raw clone. */
 static int single_threaded(void)
 {
-  int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  char buf[2048];
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return 0;
-  buf[n] = 0;
-  const char *t = strstr(buf, "\nThreads:");
-  if (!t) return 0;
-  t += 9;
-  while (*t == ' ' || *t == '\t') t++;
-  return t[0] == '1' && (t[1] == '\n' || t[1] == 0);
+  struct stat st;
+  if (stat("/proc/self/task", &st) != 0) return 0;
+  return st.st_nlink == 3;
 }
 
 /* Points the call returning to ret at stub. Another thread may be running

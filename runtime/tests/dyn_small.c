@@ -8,13 +8,17 @@
  * pools are given back, the brief one by its eager samples alone; the list's pool stays, though its first samples
  * saw it under a page. With `threads`, two threads run the scratch loop at
  * once, so that the call is pointed at the none way while the other thread
- * may be executing it. Prints where the last objects landed. */
+ * may be executing it; `hidden` does the same with glibc told that the
+ * process has one thread (as a thread made by a raw clone leaves it);
+ * `alone` runs the loop once, in the only thread. Prints where the last
+ * objects landed. */
 #include "../include/corral.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/single_threaded.h>
 
 #define NOIPA __attribute__((noipa))
 #define ROUNDS 200000
@@ -39,8 +43,11 @@ NOIPA struct node *make_node(struct node *next, long v) {
 
 struct worker { unsigned long hash; int pooled; };
 
+static int started;
+
 static void *scratch_loop(void *arg) {
   struct worker *w = arg;
+  while (!__atomic_load_n(&started, __ATOMIC_ACQUIRE)) {}
   for (long i = 0; i < ROUNDS; i++) {
     __asm__ volatile(".rept " STR(PAD) "\n nop\n .endr");
     char *s = malloc(40);                /* a thread function's own call, not a wrapper's */
@@ -52,11 +59,14 @@ static void *scratch_loop(void *arg) {
   return NULL;
 }
 
-static int threads(void) {
+static int threads(int n, int hidden) {
   struct worker w[2] = {{0, 0}, {0, 0}};
   pthread_t t[2];
-  for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, scratch_loop, &w[i]);
-  for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+  for (int i = 0; i < n; i++) pthread_create(&t[i], NULL, scratch_loop, &w[i]);
+  if (hidden) __libc_single_threaded = 1;
+  __atomic_store_n(&started, 1, __ATOMIC_RELEASE);
+  if (n == 0) scratch_loop(&w[0]);
+  for (int i = 0; i < n; i++) pthread_join(t[i], NULL);
   fprintf(stderr, "last scratch_pooled=%d\n", w[0].pooled + w[1].pooled);
   printf("hash %lu %lu\n", w[0].hash, w[1].hash);
   return 0;
@@ -86,7 +96,9 @@ NOIPA int brief_scratch(void) {
 }
 
 int main(int argc, char **argv) {
-  if (argc > 1 && strcmp(argv[1], "threads") == 0) return threads();
+  if (argc > 1 && strcmp(argv[1], "threads") == 0) return threads(2, 0);
+  if (argc > 1 && strcmp(argv[1], "hidden") == 0) return threads(2, 1);
+  if (argc > 1 && strcmp(argv[1], "alone") == 0) return threads(0, 0);
   int brief_pooled = brief_scratch();
   struct node *list = NULL;
   unsigned long hash = 0;
