@@ -6,9 +6,13 @@ for glibc); "corral": libcorral.so with the workload's plan over the base;
 four pools at random (CORRAL_RANDOM_POOLS=4, HALO's Figure 15 control: if
 random grouping changes the time too, the workload is layout-sensitive at
 all); "dynamic": libcorral.so in dynamic mode (no plan); "safe":
-libcorral.so in safe mode (docs/safe.md), whose cost is what it measures.
+libcorral.so in safe mode (docs/safe.md), whose cost is what it measures;
+"preload": libcorral.so with no plan and no mode, forwarding every call to
+the base: what being preloaded costs by itself, the floor under dynamic
+mode (which must see every allocation) on a program where no pool pays.
 """
 
+import os
 from dataclasses import dataclass
 
 from corral import launch
@@ -22,7 +26,7 @@ RANDOM_POOLS = "4"
 class Config:
     name: str
     base: str
-    mode: str   # "base" | "corral" | "random4" | "dynamic" | "safe"
+    mode: str   # "base" | "corral" | "random4" | "dynamic" | "safe" | "preload"
 
     @property
     def needs_plan(self) -> bool:
@@ -36,6 +40,12 @@ class Config:
         """The child environment for running `program` in this configuration."""
         if self.mode == "base":
             return launch.base_environment(self.base, env)
+        if self.mode == "preload":
+            # Any CORRAL_ setting left in the caller's environment could give
+            # the runtime work: a plan, a mode, statistics not asked for here.
+            quiet = {k: v for k, v in (os.environ if env is None else env).items()
+                     if not k.startswith("CORRAL_")}
+            return launch.environment(base=self.base, stats=stats, env=quiet)
         extra = {}
         if self.mode == "random4":
             extra["CORRAL_RANDOM_POOLS"] = RANDOM_POOLS
@@ -54,12 +64,13 @@ CONFIGS: dict[str, Config] = {c.name: c for c in [
     Config("random4+glibc", "glibc", "random4"),
     *(Config(f"dynamic+{b}", b, "dynamic") for b in BASES),
     *(Config(f"safe+{b}", b, "safe") for b in BASES),
+    *(Config(f"preload+{b}", b, "preload") for b in BASES),
 ]}
 
-# Dynamic and safe mode are asked for by name for our workloads; the public
-# suite measures plan mode and dynamic mode over every base.
-DEFAULT_CONFIGS = tuple(n for n in CONFIGS if CONFIGS[n].mode not in ("dynamic", "safe"))
-SUITE_CONFIGS = tuple(n for n in CONFIGS if CONFIGS[n].mode not in ("random4", "safe"))
+# Dynamic, safe and preload are asked for by name for our workloads; the
+# public suite measures plan mode and dynamic mode over every base.
+DEFAULT_CONFIGS = tuple(n for n in CONFIGS if CONFIGS[n].mode not in ("dynamic", "safe", "preload"))
+SUITE_CONFIGS = tuple(n for n in CONFIGS if CONFIGS[n].mode not in ("random4", "safe", "preload"))
 BASELINE = "glibc"
 
 

@@ -127,3 +127,28 @@ def test_first_run_of_a_runtime_configuration_writes_statistics(tmp_path):
     assert entry["stats"]["corralStats"] == 1
     assert entry["stats_summary"]["grouped_objects_share"] == 0.75
     assert doc["workloads"][0]["configs"]["glibc"]["stats"] is None
+
+
+def test_preload_runs_the_runtime_with_nothing_to_do_and_is_compared_with_the_fastest_base(tmp_path):
+    """preload+BASE is what being preloaded costs alone: libcorral.so before
+    the base, no plan, no mode switched on, whatever the caller's environment
+    held; it is set against its own base and against the fastest one."""
+    stray = {"CORRAL_PLAN": "/x.plan", "CORRAL_DYNAMIC": "1", "CORRAL_STATS": "/s.json", "HOME": "/root"}
+    env = CONFIGS["preload+jemalloc"].environment("/bin/true", env=dict(stray))
+    preload = env["LD_PRELOAD"].split()
+    assert preload[0].endswith("libcorral.so") and preload[1:] == [JE]
+    assert env["HOME"] == "/root"
+    assert not [k for k in env if k.startswith("CORRAL_")]
+    assert CONFIGS["preload+glibc"].environment("/bin/true", stats="/t.json", env=dict(stray))["CORRAL_STATS"] \
+        == "/t.json"
+    assert "preload+glibc" not in [c.name for c in select(None)], "asked for by name only"
+
+    pre = " ".join(CONFIGS["preload+jemalloc"].environment("fake", env={})["LD_PRELOAD"].split())
+    runner = ScriptedRunner({GLIBC: [1.0, 1.0, 1.0], JE: [2.0, 2.0, 2.0], pre: [2.5, 2.5, 2.5]})
+    doc = harness.run_suite([FakeWorkload()], [CONFIGS[n] for n in ("glibc", "jemalloc", "preload+jemalloc")],
+                            pairs=2, warmup=1, misses=False, runner=runner, work_dir=str(tmp_path))
+    w = doc["workloads"][0]
+    assert w["fastest_base"] == "glibc" and w["configs"]["preload+jemalloc"]["mode"] == "preload"
+    ratios = {(c["config"], c["against"]): c["ratio_median"] for c in w["comparisons"]}
+    assert ratios[("preload+jemalloc", "jemalloc")] == pytest.approx(0.8)
+    assert ratios[("preload+jemalloc", "glibc")] == pytest.approx(0.4)
