@@ -242,8 +242,7 @@ def make_plan(doc: dict, options: PlanOptions, exclude: frozenset = frozenset(),
                    by_size=[lay.by_size for lay in layouts])
     return PlanResult(doc, contexts, graph, kept, members, rejected, unidentifiable, unprofitable,
                       placed_already, selectors, direct, depth, first_match, report, plan, layouts,
-                      estimates, costly, overhead, excluded, [closures.get(g) for g in kept],
-                      unstubbed if kept else [])
+                      estimates, costly, overhead, excluded, [closures.get(g) for g in kept], unstubbed)
 
 
 def site_names(contexts: list[Context]) -> dict[Site, str]:
