@@ -33,13 +33,19 @@ def base_environment(base="glibc", env=None) -> dict:
     return env
 
 
-def environment(plan=None, base="glibc", stats=None, extra=None, env=None) -> dict:
+def environment(plan=None, base="glibc", stats=None, extra=None, env=None, program=None) -> dict:
     """The environment that makes a child process run under corral; with a
     plan that has no groups (and no statistics asked for), the one that runs
-    it on the base allocator alone."""
+    it on the base allocator alone; with a plan that says `mode dynamic`,
+    dynamic mode for `program`."""
     if plan and not os.path.exists(plan):
         raise CorralError(f"plan file {plan} does not exist")
     parsed = _parsed(plan) if plan else None
+    if parsed is not None and parsed.mode == "dynamic":
+        if program is None:
+            raise CorralError(f"the plan {plan} says dynamic mode, which needs the program's name")
+        extra = {**dynamic_extra(program), **(extra or {})}
+        plan = parsed = None
     if parsed is not None and not parsed.groups and not stats and not extra:
         return base_environment(base, env)
     env = dict(os.environ if env is None else env)

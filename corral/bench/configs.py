@@ -55,7 +55,8 @@ class Config:
             extra.update(launch.dynamic_extra(str(program), switch="CORRAL_SAFE"))
         if self.mode == "corral" and plan is None:
             raise CorralError(f"configuration {self.name} needs a plan")
-        return launch.environment(plan=plan, base=self.base, stats=stats, extra=extra, env=env)
+        return launch.environment(plan=plan, base=self.base, stats=stats, extra=extra, env=env,
+                                  program=str(program))
 
 
 CONFIGS: dict[str, Config] = {c.name: c for c in [

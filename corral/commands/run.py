@@ -41,17 +41,21 @@ def run(args) -> int:
         raise CorralError(f"{' and '.join(modes)} exclude each other: choose one mode")
     extra = (dynamic_extra(command[0], args.wrappers_from) if args.dynamic
              else dynamic_extra(command[0], args.wrappers_from, switch="CORRAL_SAFE") if args.safe else None)
-    plan, recorded_base = args.plan, None
+    plan, recorded_base, recorded_mode = args.plan, None, None
     if plan:
         try:
-            recorded_base = planfile.read(plan).base
+            parsed = planfile.read(plan)
+            recorded_base, recorded_mode = parsed.base, parsed.mode
         except CorralError as e:
             # The program runs on, as the runtime would run it on a bad plan.
             print(f"corral: warning: {e}; running {command[0]} without a plan", file=sys.stderr)
             plan = None
     base = args.base or recorded_base or "glibc"
-    env = environment(plan=plan, base=base, stats=args.stats, extra=extra)
-    if plan and "CORRAL_PLAN" not in env:
+    env = environment(plan=plan, base=base, stats=args.stats, extra=extra, program=command[0])
+    if recorded_mode == "dynamic":
+        print(f"corral: the plan {args.plan} chose dynamic mode (faster than its groups on the "
+              f"training run); running {command[0]} in dynamic mode over {base}", file=sys.stderr)
+    elif plan and "CORRAL_PLAN" not in env:
         print(f"corral: the plan {args.plan} has no groups; running {command[0]} on {base} "
               "alone", file=sys.stderr)
     sys.stdout.flush()

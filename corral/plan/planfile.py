@@ -64,9 +64,13 @@ class Plan:
     # Made from a profile that followed the command's children (`children`):
     # the plan is for a program the command starts, not the command itself.
     children: bool = False
+    # `mode dynamic`: validation found dynamic mode faster than the groups
+    # and the base alone; `corral run --plan` runs dynamic mode (no groups).
+    mode: str | None = None
 
 
 BASES = ("glibc", "jemalloc", "mimalloc")
+MODES = ("dynamic",)
 
 
 def group_name(text: str) -> str:
@@ -81,6 +85,7 @@ def format_plan(plan: Plan) -> str:
     lines += [f"option {k} {v}" for k, v in plan.options.items()]
     lines += [f"base {plan.base}"] if plan.base else []
     lines += ["children"] if plan.children else []
+    lines += [f"mode {plan.mode}"] if plan.mode else []
     lines += [f"module {i} {m.buildid or '-'} {m.path}" for i, m in enumerate(plan.modules)]
     for g in plan.groups:
         lines.append(f"group {g.gid} {group_name(g.name)}")
@@ -158,6 +163,10 @@ def parse(text: str, source="plan") -> Plan:
                 if len(fields) != 1 or fields[0] not in BASES:
                     raise CorralError(f"{where}: base must be one of {', '.join(BASES)}")
                 plan.base = fields[0]
+            elif kind == "mode":
+                if len(fields) != 1 or fields[0] not in MODES:
+                    raise CorralError(f"{where}: mode must be one of {', '.join(MODES)}")
+                plan.mode = fields[0]
             elif kind == "children":
                 if fields:
                     raise CorralError(f"{where}: children takes no fields")
@@ -204,6 +213,8 @@ def parse(text: str, source="plan") -> Plan:
 
 
 def _check_limits(plan: Plan, source) -> None:
+    if plan.mode == "dynamic" and plan.groups:
+        raise CorralError(f"{source}: a plan in dynamic mode has no groups")
     for g in plan.groups:
         for clause in g.clauses:
             for s in clause:

@@ -158,9 +158,14 @@ def print_summary(result: PlanResult, console: Console | None = None, verbose: b
     if result.costly and not result.groups and result.overhead:
         console.print(f"  (the groups' net gain must also pay {_cycles(result.overhead)} that loading "
                       "a plan costs the allocations it does not group)")
+    dynamic = result.plan.mode == "dynamic"
     for group in result.excluded:
-        console.print(f"not grouped (validation: it made the training run slower): "
-                      f"contexts {contexts_text(group)}")
+        why = ("validation chose dynamic mode, which ran faster" if dynamic
+               else "validation: it did not make the training run faster beyond noise")
+        console.print(f"not grouped ({why}): contexts {contexts_text(group)}")
+    if dynamic:
+        console.print("mode: dynamic (validation found dynamic mode's pools faster than the groups "
+                      "and the base alone on the training run; `corral run --plan` runs it)")
     for group in result.unidentifiable:
         console.print(f"not grouped (no call sites tell them apart at run time): "
                       f"contexts {contexts_text(group)}")

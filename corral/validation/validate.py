@@ -1,53 +1,66 @@
 """Validation: before `corral optimize` writes a plan, it runs the training
-command again, on each base allocator alone and with the plan, and keeps
-only what made the run faster.
+command again under each candidate layout and keeps the one the evidence
+says is fastest; nothing it cannot tell from noise.
 
-1. Each installed base allocator runs the training command under cachegrind
-   (cycles of the stated cache model, corral/bench/cachegrind.py). When the
-   run is long enough to time (MIN_SECONDS of CPU on glibc), the bases are
-   also timed in alternation and the median CPU time decides: a short run
-   is repeated until each configuration has had about TIME_BUDGET seconds,
-   since cachegrind's model can rank two allocators the other way round
-   from the clock (Olden tsp: mimalloc 4% fewer simulated cycles than
-   glibc, 1.6% slower in time). The fastest base is chosen only if it
-   beats glibc by the margin; it is recorded in the plan (`base NAME`),
-   with the figures as comments.
-2. The plan runs over the chosen base under cachegrind. If it is not
-   cheaper than the base alone by the margin, each group is tried alone and
-   only those that pay are kept; the survivors are checked together again.
-3. When the run is long enough to time, the plan and the base alone are
-   timed in alternation; a plan whose median is slower loses its groups.
-4. A plan that changes what the program prints loses its groups.
-5. A plan that kept groups runs over the other bases too (timed when the
-   run is, else under cachegrind): its pools are the same whatever the
-   base, but the objects it leaves to the base, and the base's own speed,
-   are not, so the fastest base alone need not be the fastest under the
-   plan (Olden bisort: glibc and mimalloc alone within 0.5%, the plan over
-   mimalloc faster, its 24-byte objects being packed where mimalloc's
-   class is 32). Another base is chosen only if the plan over it beats the
-   plan over the first choice by the margin: it then beats every base
-   alone too.
+The candidates: each base allocator alone; the plan's groups over the
+chosen base (HALO); dynamic mode over it (the pools `corral run --dynamic`
+would make, decided while the program runs). A plan never does worse than
+dynamic mode where validation can see the difference: when dynamic mode
+wins, the plan says so (`mode dynamic`) and `corral run --plan` runs it.
 
-So a written plan never made the training run slower on either measure.
+How a verdict is reached (corral/validation/evidence.py):
+
+- A run of at least TIME_FROM CPU seconds is *timed*: the configurations
+  run in alternation, round after round, and a pair's ratio decides only
+  when the sign test over the pairs is conclusive. libcorral.so's own
+  start-up (about half a millisecond with a plan or in dynamic mode)
+  would be a fixed cost of several percent on a 20 ms run that the real
+  run does not pay, so shorter runs are not timed.
+- Shorter runs, and any comparison the clock leaves within noise, are
+  *simulated* under cachegrind (cycles of the stated cache model, counted
+  from the program's start: corral/bench/cachegrind.py), in parallel on
+  the cores there are. A long run is simulated only when its timing was
+  inconclusive.
+
+The steps:
+
+1. The base: the fastest base allocator alone, unless glibc is within
+   noise of it (the plan says when bases were).
+2. The plan's groups over that base. If the whole plan does not win, each
+   group is tried alone (by simulation) and the survivors together.
+3. Dynamic mode over that base. It is chosen over the plan only when it
+   beats the plan; either is chosen only when it beats the base alone.
+4. A layout that changes what the program prints is never chosen.
+5. A chosen layout runs over the other bases too: its pools are the same
+   whatever the base, but what it leaves to the base is not (Olden
+   bisort: 24-byte objects packed where mimalloc's class is 32). Another
+   base is taken only when the layout over it beats the first choice.
 """
 
 import functools
 import math
+import os
 import statistics
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from corral import launch
 from corral.allocators import BASE_LIBRARIES
+from corral.errors import CorralError
 from corral.plan import planfile
-from corral.validation import runs
+from corral.validation import evidence, runs
+from corral.validation.evidence import FASTER, NOISE, SLOWER
 
-MARGIN = 0.005          # a change smaller than this is noise (ASLR moves cachegrind's misses a little)
-MIN_SECONDS = 0.01      # shorter training runs are not timed: start-up and the clock's grain dominate
-ROUNDS = 5              # timed rounds at least, each runs every configuration once
-MAX_ROUNDS = 61         # and at most
-TIME_BUDGET = 1.0       # CPU seconds a configuration is timed for, over its rounds
+TIME_FROM = 0.1         # CPU seconds on glibc from which runs under libcorral.so are timed
+BASE_TIME_FROM = 0.01   # and from which the bases alone are (their start-ups differ by ~0.15 ms)
+ROUNDS = 5              # timed rounds at least: five pairs in one direction are the sign test's 3%
+MAX_ROUNDS = 15
+TIME_BUDGET = 1.5       # CPU seconds a configuration is timed for, over its rounds
+# The modelled last level (corral/bench/cachegrind.py): a training heap
+# smaller than this cannot show a layout gain that needs a heap past it.
+SMALL_HEAP = 1 << 20
 
 
 def installed_bases() -> list[str]:
@@ -57,158 +70,285 @@ def installed_bases() -> list[str]:
 @dataclass
 class Outcome:
     base: str
+    mode: str = "plan"                                  # "plan" (groups, or none) or "dynamic"
     lines: list[str] = field(default_factory=list)     # what was measured and decided, for the user
     excluded: frozenset = frozenset()                   # groups (member tuples) validation dropped
 
 
 class Validator:
-    """Runs and decisions of one validation; `simulate` and `timer` can be
-    replaced (the tests script them)."""
+    """Runs and decisions of one validation; `simulate`, `timer` and
+    `dynamic` (base -> dynamic mode's environment, or None without it) can
+    be replaced (the tests script them)."""
 
     def __init__(self, argv, stdin=None, bases=None, simulate=runs.simulate, timer=runs.cpu_seconds,
-                 margin=MARGIN, min_seconds=MIN_SECONDS, rounds=ROUNDS, budget=TIME_BUDGET, say=print):
+                 dynamic=None, margin=evidence.MARGIN, time_from=TIME_FROM, base_time_from=BASE_TIME_FROM,
+                 rounds=ROUNDS,
+                 budget=TIME_BUDGET, jobs=None, say=print):
         self.argv, self.stdin = list(argv), stdin
         self.bases = bases or installed_bases()
         self.simulate, self.timer = simulate, timer
-        self.margin, self.min_seconds, self.rounds, self.budget = margin, min_seconds, rounds, budget
+        self.dynamic = dynamic
+        self.margin, self.rounds, self.budget = margin, rounds, budget
+        self.time_from, self.base_time_from = time_from, base_time_from
+        self.jobs = jobs or os.cpu_count() or 1
         self.say = say
         self.lines: list[str] = []
-        self.timed = False
-        self._plan_sims: dict[tuple[str, str], runs.Simulated] = {}
+        self.timed = self.timed_bases = False
+        self.reference_outputs: set[str] = set()
+        self._sims: dict[tuple, runs.Simulated] = {}
+        self._folder = tempfile.TemporaryDirectory(prefix="corral-validate-")
+
+    def close(self) -> None:
+        self._folder.cleanup()
 
     def _note(self, text: str) -> None:
         self.lines.append(text)
         self.say(f"validation: {text}")
 
-    # ---- configurations ----
+    # ---- configurations: (key, environment); the key names what runs ----
 
-    def _base_env(self, base):
-        return launch.base_environment(base)
+    def base_config(self, base):
+        return ("base", base), launch.base_environment(base)
 
-    def _plan_env(self, plan: planfile.Plan, base, folder):
-        path = Path(folder) / f"try{len(list(Path(folder).iterdir()))}.plan"
-        planfile.write(plan, path)
-        return launch.environment(plan=str(path), base=base)
+    def plan_config(self, plan: planfile.Plan, base):
+        text = planfile.format_plan(plan)
+        path = Path(self._folder.name) / f"try{abs(hash(text)) % 10**12}.plan"
+        path.write_text(text)
+        return ("plan", text, base), launch.environment(plan=str(path), base=base)
 
-    def _simulate_plan(self, plan: planfile.Plan, base, folder) -> runs.Simulated:
-        """The plan over `base` under cachegrind, run once per plan text and
-        base: step 5 asks again for the plan step 2 settled on."""
-        key = (planfile.format_plan(plan), base)
-        if key not in self._plan_sims:
-            self._plan_sims[key] = self.simulate(self.argv, self._plan_env(plan, base, folder), self.stdin)
-        return self._plan_sims[key]
+    def dynamic_config(self, base):
+        env = self.dynamic(base) if self.dynamic else None
+        return (("dynamic", base), env) if env is not None else None
 
-    def _time(self, envs: dict) -> dict[str, float]:
-        """Median CPU seconds per configuration, run in alternation."""
-        times = {name: [] for name in envs}
+    # ---- measuring ----
+
+    def simulate_all(self, configs) -> dict:
+        """Key -> Simulated, each configuration simulated once (memo by
+        key), those not yet run in parallel."""
+        todo = {key: env for key, env in configs if key not in self._sims}
+        if todo:
+            with ThreadPoolExecutor(max_workers=min(self.jobs, len(todo))) as pool:
+                futures = {key: pool.submit(self.simulate, self.argv, env, self.stdin)
+                           for key, env in todo.items()}
+                for key, future in futures.items():
+                    self._sims[key] = future.result()
+        return {key: self._sims[key] for key, _ in configs}
+
+    def time_all(self, configs) -> dict:
+        """Key -> (CPU seconds per round, output hashes), in alternation."""
+        times = {key: ([], set()) for key, _ in configs}
         for _ in range(self.rounds):
-            for name, env in envs.items():
-                times[name].append(self.timer(self.argv, env, self.stdin)[0])
-        return {name: statistics.median(t) for name, t in times.items()}
+            for key, env in configs:
+                seconds, output = self.timer(self.argv, env, self.stdin)
+                times[key][0].append(seconds)
+                times[key][1].add(output)
+        return times
+
+    def compare(self, reference, candidates, timed_run=None) -> dict:
+        """Each candidate configuration against `reference`: key ->
+        (Verdict, output unchanged). Timed runs first when the run is long
+        enough (`timed_run`, default: long enough for libcorral.so);
+        simulation where they are inconclusive or the run short."""
+        everything = [reference, *candidates]
+        verdicts, timed = {}, {}
+        times = {}
+        if self.timed if timed_run is None else timed_run:
+            times = self.time_all(everything)
+            for key, (_, outputs) in times.items():
+                if key[0] == "base":
+                    self.reference_outputs |= outputs
+            ref_times = times[reference[0]][0]
+            for key, _ in candidates:
+                timed[key] = evidence.timed(ref_times, times[key][0])
+        unsettled = [c for c in candidates if c[0] not in timed or timed[c[0]].verdict == NOISE]
+        sims = self.simulate_all([reference, *unsettled]) if unsettled else {}
+        for key, sim in sims.items():
+            if key[0] == "base":
+                self.reference_outputs.add(sim.output)
+        for key, _ in candidates:
+            change = None
+            if key in sims:
+                change = sims[key].cycles / sims[reference[0]].cycles - 1
+            outputs = set(times[key][1]) if key in times else set()
+            outputs |= {sims[key].output} if key in sims else set()
+            same = outputs <= self.reference_outputs
+            verdicts[key] = (evidence.decide(change, timed.get(key), self.margin), same)
+        return verdicts
 
     # ---- 1. the base ----
 
-    def choose_base(self) -> str:
-        sims = {b: self.simulate(self.argv, self._base_env(b), self.stdin) for b in self.bases}
-        self.base_sims = sims
-        self.reference_outputs = {s.output for s in sims.values()}
-        first, _ = self.timer(self.argv, self._base_env("glibc"), self.stdin)
-        self.timed = first >= self.min_seconds
-        if self.timed:
+    def start(self) -> None:
+        first, output = self.timer(self.argv, launch.base_environment("glibc"), self.stdin)
+        self.seconds = first
+        self.reference_outputs.add(output)
+        self.timed = first >= self.time_from
+        self.timed_bases = first >= self.base_time_from
+        if self.timed_bases:
             self.rounds = max(self.rounds, min(MAX_ROUNDS, math.ceil(self.budget / first)))
-        figures = ", ".join(f"{b} {s.cycles / 1e6:.1f}M" for b, s in sims.items())
         if self.timed:
-            medians = self._time({b: self._base_env(b) for b in self.bases})
-            best = min(medians, key=medians.get)
-            beats = medians[best] < medians["glibc"] * (1 - self.margin)
-            self._note(f"base allocators, median CPU seconds of {self.rounds} alternating runs: "
-                       + ", ".join(f"{b} {t:.4f}" for b, t in medians.items()) + f" (cachegrind cycles: {figures})")
+            self._note(f"the training run takes {first:.3f} s of CPU: configurations are timed "
+                       f"over {self.rounds} alternating rounds, and simulated where the clock cannot tell")
         else:
-            best = min(sims, key=lambda b: sims[b].cycles)
-            beats = sims[best].cycles < sims["glibc"].cycles * (1 - self.margin)
-            self._note(f"base allocators, cachegrind cycles (run too short to time): {figures}")
-        chosen = best if beats else "glibc"
-        self._note(f"base: {chosen}" + ("" if beats else " (no other base beats it by "
-                                        f"{100 * self.margin:g}%)"))
-        return chosen
+            self._note(f"the training run takes {1000 * first:.0f} ms of CPU, too short to time under "
+                       "corral (its start-up would weigh more than in the real run): simulation decides"
+                       + (f"; the bases alone are timed over {self.rounds} rounds" if self.timed_bases else ""))
 
-    # ---- 2-4. the groups ----
+    def choose_base(self) -> str:
+        configs = [self.base_config(b) for b in self.bases]
+        if not self.timed_bases:
+            sims = self.simulate_all(configs)
+            self.reference_outputs |= {s.output for s in sims.values()}
+        glibc = self.base_config("glibc")
+        others = [c for c in configs if c[0] != glibc[0]]
+        if not others:
+            self._note("base: glibc (the only one installed)")
+            return "glibc"
+        verdicts = self.compare(glibc, others, self.timed_bases)
+        for (_, base), (verdict, _) in verdicts.items():
+            self._note(f"{base} alone against glibc: {verdict}")
+        faster = [key for key, (v, same) in verdicts.items() if v.outcome == FASTER and same]
+        if not faster:
+            self._note("base: glibc (no other base is faster beyond noise)")
+            return "glibc"
+        if len(faster) > 1:
+            # the faster ones against each other
+            first, *rest = sorted(faster, key=lambda k: verdicts[k][0].gain, reverse=True)
+            pair = self.compare(self.base_config(first[1]), [self.base_config(k[1]) for k in rest],
+                                self.timed_bases)
+            for (_, base), (v, _) in pair.items():
+                self._note(f"{base} against {first[1]}: {v}")
+            winners = [k for k, (v, same) in pair.items() if v.outcome == FASTER and same]
+            chosen = winners[0][1] if winners else first[1]
+            tied = [k[1] for k, (v, _) in pair.items() if v.outcome == NOISE]
+            self._note(f"base: {chosen}" + (f" (within noise of {', '.join(tied)})" if tied else ""))
+            return chosen
+        self._note(f"base: {faster[0][1]}")
+        return faster[0][1]
 
-    def _pays(self, sim, base_sim) -> bool:
-        return sim.output in self.reference_outputs and sim.cycles < base_sim.cycles * (1 - self.margin)
+    # ---- 2. the groups ----
 
-    def _change(self, sim, base_sim) -> str:
-        return f"{100 * (sim.cycles / base_sim.cycles - 1):+.1f}% cycles"
-
-    def check_groups(self, result, replan, base) -> frozenset:
-        """Member tuples of the groups to leave out of `result`'s plan."""
+    def check_groups(self, result, replan, base) -> tuple[frozenset, object]:
+        """(member tuples of the groups to leave out, the verdict of the
+        plan that is left against the base alone, or None without groups)."""
         groups = [g.members for g in result.groups]
         if not groups:
-            return frozenset()
-        base_sim = self.base_sims[base]
-        with tempfile.TemporaryDirectory(prefix="corral-validate-") as folder:
-            whole = self._simulate_plan(result.plan, base, folder)
-            if whole.output not in self.reference_outputs:
-                self._note("the plan changed the program's output; no groups written")
-                return frozenset(groups)
-            self._note(f"plan with {len(groups)} group(s) over {base}: {self._change(whole, base_sim)}")
-            keep = groups
-            if not self._pays(whole, base_sim):
-                keep = []
-                if len(groups) > 1:
-                    alone = {}
-                    for g in groups:
-                        others = frozenset(h for h in groups if h != g)
-                        sim = self._simulate_plan(replan(others).plan, base, folder)
-                        alone[g] = sim
-                        self._note(f"  group of contexts {_label(result, g)} alone: {self._change(sim, base_sim)}")
-                    keep = [g for g in groups if self._pays(alone[g], base_sim)]
-                    if len(keep) > 1:
-                        together = self._simulate_plan(replan(frozenset(groups) - set(keep)).plan, base,
-                                                       folder)
-                        self._note(f"  the {len(keep)} that pay alone, together: {self._change(together, base_sim)}")
-                        if not self._pays(together, base_sim):
-                            keep = [min(keep, key=lambda g: alone[g].cycles)]
-            if keep and self.timed:
-                plan = replan(frozenset(groups) - set(keep)).plan
-                medians = self._time({"base": self._base_env(base), "plan": self._plan_env(plan, base, folder)})
-                ratio = medians["base"] / medians["plan"] if medians["plan"] else 0.0
-                self._note(f"timed, median CPU seconds: {base} alone {medians['base']:.4f}, with the plan "
-                           f"{medians['plan']:.4f} ({ratio:.3f}x)")
-                if ratio < 1.0:
-                    keep = []
+            return frozenset(), None
+        reference = self.base_config(base)
+        whole = self.plan_config(result.plan, base)
+        verdict, same = self.compare(reference, [whole])[whole[0]]
+        if not same:
+            self._note("the plan changed the program's output; no groups written")
+            return frozenset(groups), None
+        self._note(f"plan with {len(groups)} group(s) over {base}: {verdict}")
+        keep, kept_verdict = groups, verdict
+        if verdict.outcome != FASTER:
+            keep, kept_verdict = [], None
+            if len(groups) > 1:
+                alone = {g: self.plan_config(replan(frozenset(h for h in groups if h != g)).plan, base)
+                         for g in groups}
+                # by simulation: a per-group search by the clock would cost a timed tournament each
+                sims = self.simulate_all([reference, *alone.values()])
+                base_sim = sims[reference[0]]
+                for g, config in alone.items():
+                    self._note(f"  group of contexts {_label(result, g)} alone: "
+                               f"{_change(sims[config[0]], base_sim)}")
+                keep = [g for g in groups if self._pays(sims[alone[g][0]], base_sim)]
+                if keep:
+                    together = self.plan_config(replan(frozenset(groups) - set(keep)).plan, base)
+                    v, same = self.compare(reference, [together])[together[0]]
+                    self._note(f"  the {len(keep)} that pay alone, together: {v}")
+                    if v.outcome == FASTER and same:
+                        kept_verdict = v
+                    else:
+                        best = min(keep, key=lambda g: sims[alone[g][0]].cycles)
+                        v, same = self.compare(reference, [alone[best]])[alone[best][0]]
+                        keep, kept_verdict = ([best], v) if v.outcome == FASTER and same else ([], None)
         dropped = frozenset(groups) - set(keep)
         if dropped:
             self._note(f"{len(dropped)} of {len(groups)} group(s) dropped: they did not make the "
-                       "training run faster" + ("" if keep else "; the plan has no groups"))
-        return dropped
+                       "training run faster beyond noise" + ("" if keep else "; the plan has no groups"))
+        return dropped, kept_verdict
 
-    # ---- 5. the plan's base ----
+    def _pays(self, sim, base_sim) -> bool:
+        return sim.output in self.reference_outputs and \
+            evidence.simulated(base_sim.cycles, sim.cycles, self.margin) == FASTER
 
-    def plan_base(self, plan: planfile.Plan, base) -> str:
-        """The base the plan runs fastest over: `base` unless another beats
-        it by the margin."""
+    # ---- 3. dynamic mode as a candidate ----
+
+    def choose_mode(self, plan: planfile.Plan, plan_verdict, base) -> str:
+        """"dynamic" when dynamic mode beats both the base alone and the
+        plan's groups (if any survived); else "plan"."""
+        dynamic = self.dynamic_config(base)
+        if dynamic is None:
+            return "plan"
+        reference = self.base_config(base)
+        v, same = self.compare(reference, [dynamic])[dynamic[0]]
+        self._note(f"dynamic mode over {base}: {v}")
+        if not same:
+            self._note("dynamic mode changed the program's output; not chosen")
+            return "plan"
+        if v.outcome != FASTER:
+            return "plan"
+        if plan.groups and plan_verdict is not None:
+            grouped = self.plan_config(plan, base)
+            v, same = self.compare(grouped, [dynamic])[dynamic[0]]
+            self._note(f"dynamic mode against the plan's groups: {v}")
+            if v.outcome != FASTER:
+                return "plan"
+        self._note("dynamic mode chosen: it beats the base alone"
+                   + (" and the plan's groups" if plan.groups and plan_verdict is not None else ""))
+        return "dynamic"
+
+    # ---- 5. the layout's base ----
+
+    def layout_base(self, make_config, base) -> str:
+        """The base the chosen layout runs fastest over: `base` unless another
+        beats it beyond noise."""
         others = [b for b in self.bases if b != base]
-        if not plan.groups or not others:
+        if not others:
             return base
-        with tempfile.TemporaryDirectory(prefix="corral-validate-") as folder:
-            if self.timed:
-                figures = self._time({b: self._plan_env(plan, b, folder) for b in [base, *others]})
-                unit, show = "median CPU seconds", (lambda v: f"{v:.4f}")
-            else:
-                sims = {b: self._simulate_plan(plan, b, folder) for b in [base, *others]}
-                # over a base where the plan changes the output, it is not taken
-                figures = {b: s.cycles for b, s in sims.items() if b == base or s.output in self.reference_outputs}
-                unit, show = "cachegrind cycles", (lambda v: f"{v / 1e6:.1f}M")
-        best = min(figures, key=figures.get)
-        chosen = best if figures[best] < figures[base] * (1 - self.margin) else base
-        self._note(f"the plan over each base, {unit}: " + ", ".join(f"{b} {show(v)}" for b, v in figures.items())
+        first = make_config(base)
+        configs = [c for c in (make_config(b) for b in others) if c is not None]
+        # every configuration here has libcorral.so's start-up: timed as the bases alone are
+        verdicts = self.compare(first, configs, self.timed_bases)
+        parts = []
+        better = []
+        for key, (v, same) in verdicts.items():
+            other = key[-1]
+            parts.append(f"{other} {v.outcome}" + ("" if same else " (output changed)"))
+            if v.outcome == FASTER and same:
+                better.append((v.gain, other))
+        chosen = max(better)[1] if better else base
+        self._note(f"the layout over the other bases, against {base}: " + "; ".join(parts)
                    + f"; base: {chosen}")
         return chosen
 
 
+def _change(sim, base_sim) -> str:
+    return f"{100 * (sim.cycles / base_sim.cycles - 1):+.1f}% simulated cycles"
+
+
 def _label(result, members) -> str:
     return ",".join(str(c) for n in members for c in result.graph.nodes[n]["members"])
+
+
+def default_dynamic(program):
+    """Dynamic mode's environment over a base, for `program`; None when its
+    wrapper analysis cannot run (not an ELF file, say)."""
+    try:
+        extra = launch.dynamic_extra(program)
+    except (CorralError, OSError):
+        return None
+    return lambda base: launch.environment(base=base, extra=extra)
+
+
+def small_heap_warning(doc) -> str | None:
+    peak = doc.get("totals", {}).get("peak_bytes")
+    if peak is None or peak >= SMALL_HEAP:
+        return None
+    return (f"corral: warning: the training run's heap peaked at {peak / 1024:.0f} KiB, inside the "
+            f"modelled {SMALL_HEAP >> 20} MiB last-level cache; validation cannot see a layout gain "
+            "that needs a larger heap: train on an input whose heap is larger")
 
 
 def validate(result, replan, argv, stdin=None, **options) -> tuple[object, Outcome]:
@@ -218,19 +358,38 @@ def validate(result, replan, argv, stdin=None, **options) -> tuple[object, Outco
     # each plan is made once.
     replan = functools.lru_cache(maxsize=None)(replan)
     validator = Validator(argv, stdin, **options)
-    base = validator.choose_base()
-    excluded = validator.check_groups(result, replan, base)
-    final = replan(excluded) if excluded else result
-    base = validator.plan_base(final.plan, base)
+    try:
+        warning = small_heap_warning(result.doc)
+        if warning:
+            validator.say(warning)
+            validator.lines.append(warning.removeprefix("corral: warning: "))
+        validator.start()
+        base = validator.choose_base()
+        excluded, plan_verdict = validator.check_groups(result, replan, base)
+        final = replan(excluded) if excluded else result
+        mode = validator.choose_mode(final.plan, plan_verdict, base)
+        if mode == "dynamic":
+            every = frozenset(g.members for g in result.groups)
+            excluded = every
+            final = replan(every) if every else result
+            final.plan.mode = "dynamic"
+            base = validator.layout_base(validator.dynamic_config, base)
+        elif final.plan.groups:
+            base = validator.layout_base(lambda b: validator.plan_config(final.plan, b), base)
+    finally:
+        validator.close()
     final.plan.base = base
     final.plan.comments += [f"validation: {line.strip()}" for line in validator.lines]
-    return final, Outcome(base, validator.lines, excluded)
+    return final, Outcome(base, mode, validator.lines, excluded)
 
 
 def hook(argv, stdin, say, children=False):
     """What `plan_profile(validate=...)` takes: validate each plan on `argv`
     (reading `stdin`), printing through `say`, and hand back the result to
     write. `children`: the plan is for a program argv starts, so the
-    simulated runs count every process."""
+    simulated runs count every process (and dynamic mode, which would be
+    set up for argv's own program, is no candidate)."""
     simulate = functools.partial(runs.simulate, children=True) if children else runs.simulate
-    return lambda result, replan: validate(result, replan, argv, stdin, say=say, simulate=simulate)[0]
+    dynamic = None if children else default_dynamic(argv[0])
+    return lambda result, replan: validate(result, replan, argv, stdin, say=say, simulate=simulate,
+                                           dynamic=dynamic)[0]

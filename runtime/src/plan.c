@@ -246,6 +246,10 @@ int _corral_plan_parse(char *text, size_t len, corral_plan_t *plan, char *err, s
       /* The allocator underneath is chosen by whoever starts the program
        * (`corral run` preloads it); the runtime only checks the record's shape. */
       if (!take_word(&cursor) || take_word(&cursor)) REFUSE("line %u: base needs NAME", lineno);
+    } else if (strcmp(kind, "mode") == 0) {
+      /* `mode dynamic`: `corral run` starts dynamic mode instead of giving
+       * the runtime the plan; the runtime only checks the record's shape. */
+      if (!take_word(&cursor) || take_word(&cursor)) REFUSE("line %u: mode needs NAME", lineno);
     } else if (strcmp(kind, "children") == 0) {
       /* The plan is for a program the command starts; `corral run` reads
        * this and does not ask the first process to load the plan's modules. */

@@ -122,6 +122,8 @@ static void bad_plans(void)
   CHECK(refused_for(HEAD "base\nend\n", "base needs NAME"));
   CHECK(refused_for(HEAD "base glibc jemalloc\nend\n", "base needs NAME"));
   CHECK(parse(HEAD "children\nend\n") == 0);        /* for `corral run` too */
+  CHECK(parse(HEAD "mode dynamic\nend\n") == 0);    /* `corral run` starts dynamic mode instead */
+  CHECK(refused_for(HEAD "mode\nend\n", "mode needs NAME"));
   CHECK(refused_for(HEAD "children yes\nend\n", "children takes no fields"));
   CHECK(refused_for(HEAD "layout 0 sideways\nend\n", "layout 'sideways' unknown"));
   CHECK(refused_for(HEAD "layout 0\nend\n", "layout needs"));

@@ -74,6 +74,8 @@ def test_an_empty_plan_is_valid():
     (EXAMPLE.replace("option depth 6", "option depth 6\nbase tcmalloc"), "base must be one of"),
     (EXAMPLE.replace("option depth 6", "option depth 6\nbase"), "base must be one of"),
     (EXAMPLE.replace("option depth 6", "option depth 6\nchildren yes"), "children takes no fields"),
+    (EXAMPLE.replace("option depth 6", "option depth 6\nmode static"), "mode must be one of"),
+    (EXAMPLE.replace("option depth 6", "option depth 6\nmode dynamic"), "dynamic mode has no groups"),
 ])
 def test_refuses_broken_plans_with_one_clear_message(text, message):
     with pytest.raises(CorralError, match=message):
@@ -111,3 +113,10 @@ def test_the_chosen_base_round_trips():
     assert plan.base == "jemalloc"
     assert planfile.parse(planfile.format_plan(plan)).base == "jemalloc"
     assert planfile.parse(EXAMPLE).base is None
+
+
+def test_a_plan_in_dynamic_mode_round_trips_without_groups():
+    plan = planfile.parse("corral-plan 1\nbase mimalloc\nmode dynamic\nend\n")
+    assert plan.mode == "dynamic" and plan.base == "mimalloc" and not plan.groups
+    assert planfile.parse(planfile.format_plan(plan)).mode == "dynamic"
+    assert planfile.parse(EXAMPLE).mode is None

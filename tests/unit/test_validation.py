@@ -1,13 +1,17 @@
 """Validation (corral/validation/validate.py) with scripted runs: the base
-that wins is recorded, groups that do not make the training run cheaper
-are dropped with the reason said, a plan that changes the output loses its
-groups, and a timed slowdown overrides cachegrind. The scripted cachegrind
-reads which base and which groups a run has from its environment and plan."""
+that wins is recorded, groups that do not make the training run faster
+beyond noise are dropped with the evidence said, a plan that changes the
+output loses its groups, a run too short to time is decided by
+simulation, a timed difference within noise never overturns a simulated
+gain, and dynamic mode is chosen where it beats the groups. The scripted
+runs read which base, which groups and which mode a run has from its
+environment and plan."""
 
 from dataclasses import replace
 
 import pytest
 
+from corral import launch
 from corral.allocators import BASE_LIBRARIES
 from corral.plan import planfile
 from corral.plan.options import DEFAULTS
@@ -19,11 +23,15 @@ from tests.support.profiles import synthetic_profile
 # Two groups: contexts 0+1 (create_a, create_b) and 2+3 (through xmalloc from create_c, and main).
 CONTEXTS = [([0, 1, 4], 500, 9000), ([0, 2, 5], 500, 9000), ([0, 3, 6], 500, 9000), ([7], 500, 9000)]
 EDGES = [[0, 0, 3000], [1, 1, 3000], [0, 1, 2900], [2, 2, 3000], [3, 3, 3000], [2, 3, 2900]]
+# Run-to-run noise of the scripted clock, a factor per run in turn: about
+# +-3%, more than the small differences the tests say are within noise.
+NOISE = [1.00, 1.03, 0.97, 1.02, 0.98, 1.01, 0.99, 1.025, 0.975]
 
 
 @pytest.fixture
 def planned():
     doc = synthetic_profile(EDGES, CONTEXTS)
+    doc["totals"] = {"peak_bytes": 8 << 20}
     result = make_plan(doc, DEFAULTS)
     assert len(result.groups) == 2
     return result, lambda exclude: make_plan(doc, DEFAULTS, exclude)
@@ -34,14 +42,24 @@ def _base_of(env) -> str:
     return next((b for b, lib in BASE_LIBRARIES.items() if lib and str(lib) in preload), "glibc")
 
 
-class Script:
-    """cycles = the base's, plus or minus per group named in the plan."""
+def _dynamic(base):
+    return launch.environment(base=base, extra={"CORRAL_DYNAMIC": "1"})
 
-    def __init__(self, bases, per_group, output_change=None, seconds=0.005, plan_seconds=None):
+
+class Script:
+    """cycles = the base's, plus or minus per group named in the plan, or
+    dynamic mode's change; seconds = the base's seconds scaled by the same
+    relative change (or `timed_change` where the clock disagrees with the
+    simulation), times the run's noise."""
+
+    def __init__(self, bases, per_group, output_change=None, seconds=0.005, timed_change=None,
+                 dynamic=None, noise=NOISE):
         self.bases, self.per_group = bases, per_group
         self.output_change = output_change or set()
-        self.seconds, self.plan_seconds = seconds, plan_seconds
-        self.runs = 0
+        self.seconds, self.timed_change = seconds, timed_change
+        self.dynamic = dynamic              # dynamic mode's change of the base's cycles, e.g. -0.2
+        self.noise = noise
+        self.runs = self.timings = 0
 
     def _groups(self, env):
         """"A" for the group of create_a and create_b, "C" for the other (its
@@ -50,47 +68,88 @@ class Script:
             return []
         return ["A" if "create_a" in g.name else "C" for g in planfile.read(env["CORRAL_PLAN"]).groups]
 
+    def _change(self, env) -> float:
+        base = self.bases[_base_of(env)]
+        if env.get("CORRAL_DYNAMIC"):
+            return self.dynamic
+        return sum(self.per_group[g] for g in self._groups(env)) / base
+
     def simulate(self, argv, env, stdin=None):
         self.runs += 1
-        groups = self._groups(env)
-        cycles = self.bases[_base_of(env)] + sum(self.per_group[g] for g in groups)
-        output = "changed" if set(groups) & self.output_change else "same"
+        cycles = self.bases[_base_of(env)] * (1 + self._change(env))
+        output = "changed" if set(self._groups(env)) & self.output_change else "same"
         return Simulated(cycles, cycles, 0, 0, output)
 
     def timer(self, argv, env, stdin=None):
-        if self._groups(env) and self.plan_seconds is not None:
-            return self.plan_seconds, "same"
-        return self.seconds, "same"
+        noise = self.noise[self.timings % len(self.noise)]
+        self.timings += 1
+        base = self.seconds * self.bases[_base_of(env)] / self.bases["glibc"]
+        configured = self._groups(env) or env.get("CORRAL_DYNAMIC")
+        change = self.timed_change if configured and self.timed_change is not None else self._change(env)
+        output = "changed" if set(self._groups(env)) & self.output_change else "same"
+        return base * (1 + change) * noise, output
 
 
-def _run(planned, script, bases=("glibc", "jemalloc", "mimalloc")):
+def _run(planned, script, bases=("glibc", "jemalloc", "mimalloc"), dynamic=None):
     result, replan = planned
     said = []
     final, outcome = validation.validate(result, replan, ["./prog"], bases=list(bases),
-                                         simulate=script.simulate, timer=script.timer, say=said.append)
+                                         simulate=script.simulate, timer=script.timer,
+                                         dynamic=dynamic, say=said.append)
     return final, outcome, said
 
 
 def test_groups_that_pay_are_kept_and_the_fastest_base_is_recorded(planned):
-    script = Script({"glibc": 1000, "jemalloc": 990, "mimalloc": 900},
-                    {"A": -50, "C": -30})
+    script = Script({"glibc": 1000, "jemalloc": 990, "mimalloc": 900}, {"A": -50, "C": -30})
     final, outcome, said = _run(planned, script)
     assert outcome.base == final.plan.base == "mimalloc"
     assert len(final.groups) == 2 and not outcome.excluded
-    assert any("validation: base: mimalloc" == line for line in said)
+    assert "validation: base: mimalloc" in said
     text = planfile.format_plan(final.plan)
-    assert "\nbase mimalloc\n" in text and "# validation: plan with 2 group(s) over mimalloc: -8.9% cycles" in text
+    assert "\nbase mimalloc\n" in text
+    assert "# validation: plan with 2 group(s) over mimalloc: faster (by simulation: -8.9% simulated cycles)" \
+        in text
+
+
+def test_a_run_too_short_to_time_under_corral_is_decided_by_simulation(planned):
+    """A 20 ms run: libcorral.so's start-up would weigh more in its time than
+    in the real run's, so no configuration under corral is timed, and a
+    large simulated gain keeps the groups against the base alone. The bases
+    alone are timed (15 rounds of the three), and so is the plan over each
+    base (15 rounds of three), which all have its start-up."""
+    script = Script({"glibc": 1000, "jemalloc": 1000, "mimalloc": 1000}, {"A": -50, "C": -50},
+                    seconds=0.02, timed_change=+0.03)
+    final, _, said = _run(planned, script)
+    assert len(final.plan.groups) == 2
+    assert script.timings == 1 + 15 * 3 + 15 * 3
+    assert any("too short to time under corral" in s and "simulation decides; the bases alone are timed "
+               "over 15 rounds" in s for s in said)
+
+
+def test_a_short_run_chooses_its_base_by_the_clock(planned):
+    """Olden tsp's case: cachegrind ranks mimalloc 4% ahead of glibc, the
+    clock puts glibc 2% ahead in every pair of a 23 ms run."""
+    class Tsp(Script):
+        def timer(self, argv, env, stdin=None):
+            seconds, output = super().timer(argv, env, stdin)
+            return seconds * (1.0 if _base_of(env) == "glibc" else 1.02 * 1000 / 960), output
+    script = Tsp({"glibc": 1000, "jemalloc": 1000, "mimalloc": 960}, {"A": -50, "C": -50}, seconds=0.023,
+                 noise=[1.0])
+    final, _, said = _run(planned, script, bases=("glibc", "mimalloc"))
+    assert final.plan.base == "glibc"
+    assert any(s.startswith("validation: mimalloc alone against glibc: slower (by time: 0.980x") for s in said)
 
 
 def test_a_group_that_does_not_pay_is_dropped_and_the_other_kept(planned):
-    script = Script({"glibc": 1000, "jemalloc": 1000, "mimalloc": 1000},
-                    {"A": -50, "C": +80})
+    script = Script({"glibc": 1000, "jemalloc": 1000, "mimalloc": 1000}, {"A": -50, "C": +80})
     final, outcome, said = _run(planned, script)
     assert [g.name for g in final.plan.groups] == ["create_a+create_b"]
-    assert any("1 of 2 group(s) dropped: they did not make the training run faster" in s for s in said)
-    assert any("alone: +8.0% cycles" in s for s in said)
-    # A base that does not beat glibc by the margin leaves glibc.
+    assert any("1 of 2 group(s) dropped: they did not make the training run faster beyond noise" in s
+               for s in said)
+    assert any("alone: +8.0% simulated cycles" in s for s in said)
+    # A base that does not beat glibc beyond noise leaves glibc, and says so.
     assert final.plan.base == "glibc"
+    assert "validation: base: glibc (no other base is faster beyond noise)" in said
 
 
 def test_groups_that_pay_alone_but_not_together_keep_the_best_one(planned):
@@ -106,63 +165,86 @@ def test_groups_that_pay_alone_but_not_together_keep_the_best_one(planned):
 
 
 def test_a_plan_that_changes_the_output_loses_its_groups(planned):
-    script = Script({"glibc": 1000}, {"A": -50, "C": -50},
-                    output_change={"C"})
+    script = Script({"glibc": 1000}, {"A": -50, "C": -50}, output_change={"C"})
     final, outcome, said = _run(planned, script, bases=("glibc",))
     assert not final.plan.groups and len(outcome.excluded) == 2
     assert any("changed the program's output" in s for s in said)
 
 
-def test_a_timed_slowdown_overrides_cachegrind(planned):
-    script = Script({"glibc": 1000}, {"A": -50, "C": -50},
-                    seconds=0.5, plan_seconds=0.6)
+def test_a_long_run_drops_groups_the_clock_finds_slower_beyond_noise(planned):
+    """Simulation says -10%, but on a 0.5 s run every pair is 10% slower:
+    the clock is conclusive, and decides; both figures are printed."""
+    script = Script({"glibc": 1000}, {"A": -50, "C": -50}, seconds=0.5, timed_change=+0.10)
     final, _, said = _run(planned, script, bases=("glibc",))
     assert not final.plan.groups
-    assert any("timed, median CPU seconds: glibc alone 0.5000, with the plan 0.6000 (0.833x)" in s for s in said)
+    line = next(s for s in said if "plan with 2 group(s)" in s)
+    assert "slower (by time: 0.9" in line and "faster in 0 of 5 pairs" in line
+    # the whole plan and each group alone, simulated only for the search
+    assert script.runs == 3
 
 
-def test_a_long_run_chooses_its_base_by_time(planned):
+def test_a_timed_difference_within_noise_never_drops_a_large_simulated_gain(planned):
+    """treeadd's case: the clock measured 0.996x over pairs that went both
+    ways; cachegrind said -17%. The groups are kept, by simulation, and
+    the line says why."""
+    script = Script({"glibc": 1000}, {"A": -85, "C": -85}, seconds=0.2, timed_change=+0.004)
+    final, _, said = _run(planned, script, bases=("glibc",))
+    assert len(final.plan.groups) == 2
+    line = next(s for s in said if "plan with 2 group(s)" in s)
+    assert "faster (by simulation: -17.0% simulated cycles; time 0.99" in line
+    assert "-> within noise" in line
+
+
+def test_a_long_run_chooses_its_base_by_time_when_the_clock_is_conclusive(planned):
     class Timed(Script):
         def timer(self, argv, env, stdin=None):
-            return {"glibc": 0.5, "jemalloc": 0.4, "mimalloc": 0.45}[_base_of(env)] - \
-                (0.05 if "CORRAL_PLAN" in env else 0), "same"
-    # cachegrind prefers mimalloc; the clock prefers jemalloc, and decides.
-    script = Timed({"glibc": 1000, "jemalloc": 990, "mimalloc": 900}, {"A": -50,
-                                                                      "C": -50})
+            seconds, output = super().timer(argv, env, stdin)
+            # the clock ranks jemalloc first; cachegrind would prefer mimalloc
+            return seconds * {"glibc": 1.0, "jemalloc": 0.80, "mimalloc": 0.9 / 0.9}[_base_of(env)], output
+    script = Timed({"glibc": 1000, "jemalloc": 1000, "mimalloc": 900}, {"A": -100, "C": -100},
+                   seconds=0.5, noise=[1.0])
     final, _, said = _run(planned, script)
     assert final.plan.base == "jemalloc" and len(final.plan.groups) == 2
-    assert any("median CPU seconds of 5 alternating runs: glibc 0.5000, jemalloc 0.4000" in s for s in said)
-    # the plan over each base is timed as well, the first choice first
-    assert said[-1] == ("validation: the plan over each base, median CPU seconds: jemalloc 0.3500, "
-                        "glibc 0.4500, mimalloc 0.4000; base: jemalloc")
+    assert any(s.startswith("validation: jemalloc alone against glibc: faster (by time: 1.250x") for s in said)
 
 
-def test_a_short_run_is_timed_over_more_rounds_and_the_clock_decides(planned):
-    """Olden tsp's case: cachegrind ranks mimalloc first, the clock glibc.
-    A 20 ms run is timed over 50 rounds (a second of CPU each), and a base
-    that loses in time is not chosen, nor a plan that loses kept."""
-    class Short(Script):
-        def timer(self, argv, env, stdin=None):
-            self.timings = getattr(self, "timings", 0) + 1
-            seconds = {"glibc": 0.020, "jemalloc": 0.027, "mimalloc": 0.0203}[_base_of(env)]
-            return seconds * (1.01 if "CORRAL_PLAN" in env else 1), "same"
-    script = Short({"glibc": 1000, "jemalloc": 1000, "mimalloc": 960}, {"A": -50, "C": -50})
-    final, outcome, said = _run(planned, script)
-    assert outcome.base == final.plan.base == "glibc"
-    assert any("median CPU seconds of 50 alternating runs: glibc 0.0200, jemalloc 0.0270, mimalloc 0.0203" in s
-               for s in said)
-    assert not final.plan.groups
-    assert any("with the plan 0.0202 (0.990x)" in s for s in said)
-    # the first run, 50 rounds of the three bases, 50 of the base and the plan
-    assert script.timings == 1 + 50 * 3 + 50 * 2
-
-
-def test_a_run_too_short_to_time_is_judged_by_cachegrind_alone(planned):
-    script = Script({"glibc": 1000, "jemalloc": 1000, "mimalloc": 960}, {"A": -50, "C": -50},
-                    seconds=0.009, plan_seconds=0.5)
+def test_bases_within_noise_of_each_other_keep_glibc_and_say_so(planned):
+    script = Script({"glibc": 1000, "jemalloc": 1002, "mimalloc": 998}, {"A": -50, "C": -50},
+                    seconds=0.5)
     final, _, said = _run(planned, script)
-    assert final.plan.base == "mimalloc" and len(final.plan.groups) == 2
-    assert any("cachegrind cycles (run too short to time)" in s for s in said)
+    assert final.plan.base == "glibc"
+    assert any("mimalloc alone against glibc: within noise (by simulation: -0.2%" in s for s in said)
+    assert "# validation: base: glibc (no other base is faster beyond noise)" in \
+        planfile.format_plan(final.plan)
+
+
+def test_dynamic_mode_is_chosen_where_it_beats_the_groups(planned):
+    """The dynamic-pools candidate: dynamic mode -30% against the merged
+    groups' -10%. The plan says `mode dynamic`, has no groups, and `corral
+    run --plan` would start dynamic mode."""
+    script = Script({"glibc": 1000, "jemalloc": 1000, "mimalloc": 1000}, {"A": -50, "C": -50},
+                    dynamic=-0.30)
+    final, outcome, said = _run(planned, script, dynamic=_dynamic)
+    assert outcome.mode == final.plan.mode == "dynamic" and not final.plan.groups
+    assert len(outcome.excluded) == 2
+    assert any(s.startswith("validation: dynamic mode against the plan's groups: faster (by simulation: "
+                            "-22.2% simulated cycles") for s in said)
+    text = planfile.format_plan(final.plan)
+    assert "\nmode dynamic\n" in text and planfile.parse(text).mode == "dynamic"
+
+
+def test_dynamic_mode_within_noise_of_the_groups_leaves_the_plan(planned):
+    script = Script({"glibc": 1000}, {"A": -50, "C": -50}, dynamic=-0.102)
+    final, outcome, said = _run(planned, script, bases=("glibc",), dynamic=_dynamic)
+    assert outcome.mode == "plan" and len(final.plan.groups) == 2 and final.plan.mode is None
+    assert any("dynamic mode against the plan's groups: within noise" in s for s in said)
+
+
+def test_dynamic_mode_that_does_not_beat_the_base_is_not_chosen(planned):
+    script = Script({"glibc": 1000}, {"A": +50, "C": +50}, dynamic=+0.03)
+    final, outcome, said = _run(planned, script, bases=("glibc",), dynamic=_dynamic)
+    assert outcome.mode == "plan" and not final.plan.groups
+    assert any("dynamic mode over glibc: slower" in s for s in said)
 
 
 class PerBase(Script):
@@ -181,27 +263,20 @@ class PerBase(Script):
 
 
 def test_the_plan_takes_the_base_it_runs_fastest_over(planned):
-    """Olden bisort's case: alone, no base beats glibc by the margin; with
+    """Olden bisort's case: alone, no base beats glibc beyond noise; with
     the plan, mimalloc is faster, and the plan records it."""
     script = PerBase({"glibc": 1000e6, "jemalloc": 1010e6, "mimalloc": 998e6},
                      {"glibc": 60e6, "jemalloc": 60e6, "mimalloc": 120e6})
     final, outcome, said = _run(planned, script)
     assert outcome.base == final.plan.base == "mimalloc" and len(final.plan.groups) == 2
-    assert "validation: base: glibc (no other base beats it by 0.5%)" in said
-    assert said[-1] == ("validation: the plan over each base, cachegrind cycles: glibc 940.0M, jemalloc 950.0M, "
-                        "mimalloc 878.0M; base: mimalloc")
+    assert "validation: base: glibc (no other base is faster beyond noise)" in said
+    assert said[-1].startswith("validation: the layout over the other bases, against glibc: "
+                               "jemalloc slower; mimalloc faster")
+    assert said[-1].endswith("; base: mimalloc")
     assert "\nbase mimalloc\n" in planfile.format_plan(final.plan)
-    # Three bases alone, the plan over glibc (step 2, kept whole), then over
-    # the other two: the plan over glibc is not simulated a second time.
+    # Three bases alone, the plan over glibc, then over the other two: the
+    # plan over glibc is simulated once.
     assert script.runs == 6
-
-
-def test_a_base_that_beats_the_first_choice_by_less_than_the_margin_is_not_taken(planned):
-    script = PerBase({"glibc": 1000e6, "jemalloc": 1010e6, "mimalloc": 998e6},
-                     {"glibc": 60e6, "jemalloc": 60e6, "mimalloc": 62e6})
-    final, outcome, said = _run(planned, script)
-    assert outcome.base == final.plan.base == "glibc" and len(final.plan.groups) == 2
-    assert any(s.endswith("; base: glibc") for s in said), said
 
 
 def test_a_base_under_which_the_plan_changes_the_output_is_not_taken(planned):
@@ -212,14 +287,15 @@ def test_a_base_under_which_the_plan_changes_the_output_is_not_taken(planned):
     script = Garbles({"glibc": 1000e6, "jemalloc": 1010e6, "mimalloc": 998e6},
                      {"glibc": 60e6, "jemalloc": 300e6, "mimalloc": 120e6})
     final, outcome, said = _run(planned, script)
-    assert outcome.base == "mimalloc" and "jemalloc" not in said[-1], said[-1]
+    assert outcome.base == "mimalloc" and "jemalloc faster (output changed)" in said[-1], said[-1]
 
 
-def test_a_plan_without_groups_keeps_the_base_chosen_alone(planned):
-    script = PerBase({"glibc": 1000, "jemalloc": 1000, "mimalloc": 1000}, {"glibc": -60, "jemalloc": -60, "mimalloc": 200})
-    final, outcome, said = _run(planned, script)
-    assert not final.plan.groups and outcome.base == "glibc"
-    assert not any("the plan over each base" in s for s in said)
+def test_a_small_training_heap_is_warned_about(planned):
+    result, replan = planned
+    result.doc["totals"] = {"peak_bytes": 300 << 10}
+    script = Script({"glibc": 1000}, {"A": -50, "C": -50})
+    _, _, said = _run((result, replan), script, bases=("glibc",))
+    assert any("heap peaked at 300 KiB" in s for s in said)
 
 
 def test_the_summary_says_which_groups_validation_dropped(planned, capsys):
@@ -229,4 +305,5 @@ def test_the_summary_says_which_groups_validation_dropped(planned, capsys):
     dropped = replan(frozenset({result.groups[1].members}))
     print_summary(dropped, Console(file=None, stderr=True, width=200))
     err = capsys.readouterr().err
-    assert "not grouped (validation: it made the training run slower): contexts 2, 3" in err
+    assert "not grouped (validation: it did not make the training run faster beyond noise): contexts 2, 3" \
+        in err

@@ -1,0 +1,130 @@
+"""Deciding between two configurations on evidence, not on a difference
+the machine's noise could make.
+
+Timed runs come in pairs (one run of each configuration per round, in
+alternation), so slow drift touches both alike. A pair's ratio is
+time(reference) / time(candidate): above 1, the candidate was faster. The
+sign test asks how likely as many pairs in one direction would be if
+neither were faster (each pair a fair coin); the interval for the median
+ratio comes from the same binomial law (order statistics of the ratios),
+so it holds whatever the distribution of the noise. Simulated runs
+(cachegrind) are deterministic up to address-space randomisation, which
+moves their counts by well under MARGIN.
+"""
+
+import math
+from dataclasses import dataclass
+
+CONFIDENCE = 0.95       # one-sided: "the candidate is faster" (or slower) is claimed at this level
+MARGIN = 0.005          # a simulated change smaller than this is noise (ASLR moves the misses a little)
+
+FASTER, SLOWER, NOISE = "faster", "slower", "within noise"
+
+
+def _tail(n: int, k: int) -> float:
+    """P(at least k heads in n fair coin flips)."""
+    return sum(math.comb(n, i) for i in range(k, n + 1)) / 2 ** n
+
+
+@dataclass(frozen=True)
+class Timed:
+    """Paired timing of a candidate against a reference."""
+    ratios: tuple[float, ...]     # per pair, reference / candidate
+
+    @property
+    def pairs(self) -> int:
+        return len(self.ratios)
+
+    @property
+    def wins(self) -> int:
+        return sum(r > 1 for r in self.ratios)
+
+    @property
+    def losses(self) -> int:
+        return sum(r < 1 for r in self.ratios)
+
+    @property
+    def median(self) -> float:
+        s = sorted(self.ratios)
+        n = len(s)
+        return (s[(n - 1) // 2] + s[n // 2]) / 2 if n else 1.0
+
+    def interval(self) -> tuple[float, float]:
+        """Distribution-free interval for the median ratio at the two-sided
+        level 2*CONFIDENCE-1 (90%): the k-th smallest and k-th largest ratios,
+        k the largest rank whose binomial tail stays within the level. With
+        too few pairs for any such rank, the whole range."""
+        s = sorted(self.ratios)
+        n = len(s)
+        if not n:
+            return (1.0, 1.0)
+        k = 1
+        while k < n // 2 and _tail(n, n - k) <= 1 - CONFIDENCE:
+            k += 1
+        # k-1 ratios at each end may lie beyond the median's interval
+        return (s[k - 1], s[n - k])
+
+    @property
+    def p_faster(self) -> float:
+        """One-sided sign-test p-value for "the candidate is faster"."""
+        ties = self.pairs - self.wins - self.losses
+        return _tail(self.pairs - ties, self.wins) if self.pairs > ties else 1.0
+
+    @property
+    def p_slower(self) -> float:
+        ties = self.pairs - self.wins - self.losses
+        return _tail(self.pairs - ties, self.losses) if self.pairs > ties else 1.0
+
+    @property
+    def verdict(self) -> str:
+        if self.p_faster <= 1 - CONFIDENCE and self.median > 1:
+            return FASTER
+        if self.p_slower <= 1 - CONFIDENCE and self.median < 1:
+            return SLOWER
+        return NOISE
+
+    def describe(self) -> str:
+        lo, hi = self.interval()
+        return (f"{self.median:.3f}x (90% interval {lo:.3f}..{hi:.3f}; faster in {self.wins} of "
+                f"{self.pairs} pairs) -> {self.verdict}")
+
+
+def timed(reference: list[float], candidate: list[float]) -> Timed:
+    """Pairs run k of each list; a run of zero seconds is left out."""
+    return Timed(tuple(r / c for r, c in zip(reference, candidate) if c > 0 and r > 0))
+
+
+def simulated(reference_cycles: float, candidate_cycles: float, margin: float = MARGIN) -> str:
+    """The verdict of a deterministic simulation: a change past the margin."""
+    if candidate_cycles < reference_cycles * (1 - margin):
+        return FASTER
+    if candidate_cycles > reference_cycles * (1 + margin):
+        return SLOWER
+    return NOISE
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What decided, and on which evidence (for the user and the plan)."""
+    outcome: str                  # FASTER, SLOWER or NOISE
+    by: str                       # "time", "simulation" or "neither"
+    evidence: str
+    gain: float = 0.0             # how much faster the evidence says: median ratio - 1, or -simulated change
+
+    def __str__(self) -> str:
+        return f"{self.outcome} (by {self.by}: {self.evidence})"
+
+
+def decide(sim_change: float | None, time: Timed | None, margin: float = MARGIN) -> Verdict:
+    """Time decides when it is conclusive; else simulation, when it was
+    run: a timed difference within noise never overturns a simulated gain
+    or loss. `sim_change` is candidate cycles / reference cycles - 1."""
+    sim_text = None if sim_change is None else f"{100 * sim_change:+.1f}% simulated cycles"
+    if time is not None and time.verdict != NOISE:
+        return Verdict(time.verdict, "time", time.describe() + (f"; {sim_text}" if sim_text else ""),
+                       time.median - 1)
+    if sim_change is not None:
+        outcome = simulated(1.0, 1.0 + sim_change, margin)
+        told = sim_text + (f"; time {time.describe()}" if time is not None else "")
+        return Verdict(outcome, "simulation", told, -sim_change)
+    return Verdict(NOISE, "neither", time.describe() if time is not None else "nothing measured")

@@ -1,0 +1,42 @@
+"""Verdicts on evidence (corral/validation/evidence.py): the sign test over
+paired runs, its interval for the median ratio, and which measure decides."""
+
+from corral.validation import evidence
+from corral.validation.evidence import FASTER, NOISE, SLOWER
+
+
+def test_five_pairs_all_one_way_are_conclusive_and_four_are_not():
+    assert evidence.timed([1.0] * 5, [0.9] * 5).verdict == FASTER      # p = 1/32
+    assert evidence.timed([1.0] * 5, [1.1] * 5).verdict == SLOWER
+    assert evidence.timed([1.0] * 4, [0.9] * 4).verdict == NOISE       # p = 1/16
+
+
+def test_pairs_that_go_both_ways_are_within_noise_whatever_the_median():
+    # the 11 ms treeadd case: a median of 0.996 over pairs split 5 to 6
+    reference = [1.00, 1.00, 1.00, 1.00, 1.00, 1.00, 1.00, 1.00, 1.00, 1.00, 1.00]
+    candidate = [0.97, 1.01, 0.98, 1.02, 1.004, 0.99, 1.03, 1.005, 0.96, 1.02, 1.01]
+    t = evidence.timed(reference, candidate)
+    assert t.verdict == NOISE and t.wins == 4 and t.losses == 7
+    assert "faster in 4 of 11 pairs" in t.describe()
+
+
+def test_the_interval_is_made_of_order_statistics():
+    t = evidence.Timed(tuple(1 + i / 100 for i in range(20)))
+    lo, hi = t.interval()
+    # 20 pairs, 90% two-sided: ranks 6 and 15 (P(X <= 5) = 2.1%)
+    assert (round(lo, 2), round(hi, 2)) == (1.05, 1.14)
+    assert evidence.Timed((1.1, 0.9, 1.0)).interval() == (0.9, 1.1)
+
+
+def test_a_conclusive_clock_decides_over_simulation():
+    v = evidence.decide(-0.10, evidence.timed([1.0] * 6, [1.1] * 6))
+    assert (v.outcome, v.by) == (SLOWER, "time")
+    assert "-10.0% simulated cycles" in v.evidence
+
+
+def test_a_clock_within_noise_leaves_the_decision_to_simulation():
+    noisy = evidence.timed([1.0] * 6, [0.97, 1.03, 0.98, 1.02, 0.99, 1.01])
+    v = evidence.decide(-0.17, noisy)
+    assert (v.outcome, v.by) == (FASTER, "simulation") and abs(v.gain - 0.17) < 1e-9
+    assert evidence.decide(+0.002, noisy).outcome == NOISE       # inside the margin
+    assert evidence.decide(None, noisy).by == "neither"
