@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 
 from corral.bench.runner import stdin_of
@@ -45,6 +46,7 @@ def make(workload, out_dir, validate=True) -> PlanInfo:
     plan_path = os.path.join(out_dir, f"{workload.name}.plan")
     graph = os.path.join(out_dir, f"{workload.name}-groups.png")
     program, stdin = workload.invocation(workload.train_args)
+    started = time.monotonic()      # validation's time budget counts from here, as in corral optimize
     argv = [sys.executable, "-m", "corral", "profile", "-o", profile, "--", *program]
     with stdin_of(stdin) as given:
         proc = subprocess.run(argv, stdin=given, capture_output=True, text=True, errors="replace")
@@ -59,7 +61,7 @@ def make(workload, out_dir, validate=True) -> PlanInfo:
     check = None
     if validate:
         from corral.validation.validate import hook
-        check = hook(program, stdin, say=lambda text: print(text, file=sys.stderr))
+        check = hook(program, stdin, say=lambda text: print(text, file=sys.stderr), started=started)
     # The planner prints its summary with rich to stderr; rich looks stderr up
     # when it prints, so redirecting sys.stderr captures it as plain text.
     with contextlib.redirect_stderr(captured):

@@ -45,6 +45,7 @@ def get_packages(packages) -> str:
 # to walk by unwind tables; "O2-fp" keeps them, the other way the runtime walks.
 VARIANTS = {"O3": ("-O3",), "O2-fp": ("-O2", "-fno-omit-frame-pointer")}
 DEFAULT_VARIANT = "O3"
+TRAINING_INPUTS = ("suite", "small", "tiny")
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,18 @@ class Program:
     package: str | None = None    # the Debian package that installs `binary`: nothing is built
     binary: str | None = None
     sources: tuple[str, ...] = () # the files its CMakeLists.txt names, when not every *.c
+    # Smaller training inputs than `train`, for checking that a plan does not
+    # hang on the one a user happened to pick (`corral bench --train`):
+    # "small" about half the suite's run, "tiny" the smallest that still
+    # builds the program's structures (about 10 ms, or less where the
+    # suite's own is already that short).
+    smaller: tuple[tuple[str, ...], ...] = ()
+
+    def training(self, which: str) -> tuple[str, ...]:
+        """The training input named `which` ("suite", "small", "tiny"); a
+        program without that one takes the next larger it has."""
+        order = [self.train, *self.smaller]
+        return order[min(TRAINING_INPUTS.index(which), len(order) - 1)]
 
     @property
     def installed(self) -> bool:
@@ -69,10 +82,10 @@ class Program:
 
 
 def _p(name, suite, description, folder, cppflags, train, cache, measure, std=None,
-       sources=()) -> Program:
+       sources=(), smaller=()) -> Program:
     return Program(name, suite, description, folder, tuple(cppflags),
                    *(tuple(map(str, a)) for a in (train, cache, measure)), std=std,
-                   sources=tuple(sources))
+                   sources=tuple(sources), smaller=tuple(tuple(map(str, a)) for a in smaller))
 
 
 def _deb(name, description, package, binary, train, cache, measure) -> Program:
@@ -98,35 +111,39 @@ CFRAC = ("cfrac pops pconst pio pabs pneg pcmp podd phalf padd psub pmul pdivmod
 PROGRAMS: dict[str, Program] = {p.name: p for p in [
     _p("health", "olden", "Colombian health care simulation: a 4-ary tree of villages, "
        "patients moved between linked lists every step", f"{OLDEN}/health", ["-DTORONTO"],
-       [8, 15, 1], [9, 20, 1], [10, 40, 1]),
+       [8, 15, 1], [9, 20, 1], [10, 40, 1], smaller=([7, 30, 1], [7, 20, 1])),
     _p("treeadd", "olden", "builds a binary tree, then sums it recursively",
-       f"{OLDEN}/treeadd", ["-DTORONTO"], [16], [20], [22]),
+       f"{OLDEN}/treeadd", ["-DTORONTO"], [16], [20], [22], smaller=([15], [14])),
     _p("perimeter", "olden", "quad tree of an image, perimeter of its black region",
-       f"{OLDEN}/perimeter", ["-DTORONTO"], [7], [9], [11]),
+       f"{OLDEN}/perimeter", ["-DTORONTO"], [7], [9], [11], smaller=([6], [5])),
     _p("bisort", "olden", "bitonic sort of a binary tree of random values",
-       f"{OLDEN}/bisort", ["-DTORONTO"], [100000], [700000], [3000000], std="gnu17"),
+       f"{OLDEN}/bisort", ["-DTORONTO"], [100000], [700000], [3000000], std="gnu17",
+       smaller=([50000], [30000])),
     _p("em3d", "olden", "electromagnetic wave propagation on a bipartite graph of nodes "
        "with pointer arrays", f"{OLDEN}/em3d", ["-DTORONTO"], [64, 50, 10], [256, 250, 35],
-       [1024, 1000, 125]),
+       [1024, 1000, 125], smaller=([48, 40, 8], [32, 20, 5])),
     _p("mst", "olden", "minimum spanning tree over per-vertex hash tables",
-       f"{OLDEN}/mst", ["-DTORONTO"], [200], [1000], [4000]),
+       f"{OLDEN}/mst", ["-DTORONTO"], [200], [1000], [4000], smaller=([150], [100])),
     _p("power", "olden", "power-system pricing over a tree of feeders, laterals and branches "
        "(one fixed size)", f"{OLDEN}/power", ["-DTORONTO"], [], [], []),
     # bh's cache input lies between its small and default sizes (the
     # default takes about 20 s a configuration under cachegrind); yacr2's
     # is another input of its folder, its CMakeLists having one.
     _p("bh", "olden", "Barnes-Hut n-body simulation over an octree of cells and bodies",
-       f"{OLDEN}/bh", ["-fcommon", "-DTORONTO"], [4000, 5], [8000, 10], [40000, 30], std="gnu17"),
+       f"{OLDEN}/bh", ["-fcommon", "-DTORONTO"], [4000, 5], [8000, 10], [40000, 30], std="gnu17",
+       smaller=([2000, 4], [1000, 2])),
     _p("tsp", "olden", "travelling salesman tour over a binary tree of random cities, "
-       "joined into a cyclic list", f"{OLDEN}/tsp", ["-DTORONTO"], [32768], [102400], [2048000]),
+       "joined into a cyclic list", f"{OLDEN}/tsp", ["-DTORONTO"], [32768], [102400], [2048000], smaller=([16384], [8192])),
     _p("voronoi", "olden", "Voronoi diagram of random points by divide and conquer over "
        "quad-edge records", f"{OLDEN}/voronoi", ["-DTORONTO"], [10000, 20, 32, 7],
-       [100000, 20, 32, 7], [1000000, 20, 32, 7], std="gnu17"),
+       [100000, 20, 32, 7], [1000000, 20, 32, 7], std="gnu17",
+       smaller=([5000, 20, 32, 7], [2000, 20, 32, 7])),
     _p("ft", "ptrdist", "minimum spanning tree with a Fibonacci heap",
-       f"{PTRDIST}/ft", [], [200, 2000], [1500, 100000], [6000, 100000]),
+       f"{PTRDIST}/ft", [], [200, 2000], [1500, 100000], [6000, 100000],
+       smaller=([150, 1500], [100, 1000])),
     _p("ks", "ptrdist", "Kernighan-Schweikert graph partitioning, linked lists of nets "
        "and modules", f"{PTRDIST}/ks", [], ["{src}/KL-2.in"], ["{src}/KL-4.in"],
-       ["{src}/KL-5.in"]),
+       ["{src}/KL-5.in"], smaller=(["{src}/KL-3.in"], ["{src}/KL-1.in"])),
     _p("bc", "ptrdist", "the bc calculator: a prime search in its own language, "
        "with numbers as allocated digit strings", f"{PTRDIST}/bc", [],
        ["<", "{src}/primes.b"], ["<", "{src}/primes.b"], ["<", "{src}/primes.b"]),
@@ -139,14 +156,16 @@ PROGRAMS: dict[str, Program] = {p.name: p for p in [
     _p("espresso", "mallocbench", "two-level logic minimisation over cube sets (MallocBench)",
        f"{MALLOCBENCH}/espresso", ["-DNOMEMOPT"],
        ["-t", "{src}/INPUT/mlp4.espresso"], ["-t", "{src}/INPUT/cps.espresso"],
-       ["-t", "{src}/INPUT/largest.espresso"], std="gnu90"),
+       ["-t", "{src}/INPUT/largest.espresso"], std="gnu90",
+       smaller=(["-t", "{src}/INPUT/Z5xp1.espresso"],)),
     # Factoring by continued fractions: bignums made and freed by the
     # million. The training number is ours (two 14-digit primes); the cache
     # and measuring ones are the CMakeLists' default and large.
     _p("cfrac", "mallocbench", "factoring by continued fractions, with short-lived "
        "allocated bignums (MallocBench)", f"{MALLOCBENCH}/cfrac", ["-DNOMEMOPT"],
        ["300000000001220000000000407"], ["41757646344123832613190542166099121"],
-       ["376529507064485971626234556089714053987"], std="gnu17", sources=CFRAC),
+       ["376529507064485971626234556089714053987"], std="gnu17", sources=CFRAC,
+       smaller=(["1000000016000000063"],)),
     # Sizes, measured on 2 cores: training heaps past 1 MiB (xalan 3.7 MiB,
     # povray 6.2 MiB) in 4-10 s of profiling; measuring runs of 2.2 s
     # (xalan) and 2.1 s of CPU (povray; its threads' hand-over sleeps add

@@ -72,19 +72,20 @@ def build(program: suite.Program, root: Path, variant: str = suite.DEFAULT_VARIA
     return out
 
 
-def workload(program: suite.Program, root: Path, binary: Path, variant: str) -> Workload:
+def workload(program: suite.Program, root: Path, binary: Path, variant: str, train: str = "suite") -> Workload:
     folder = str(root / program.folder)
-    inputs = (suite.expand(a, folder) for a in (program.train, program.measure, program.cache))
+    inputs = (suite.expand(a, folder) for a in (program.training(train), program.measure, program.cache))
     return Workload(program.name, f"{program.suite}: {program.description} ({variant})", *inputs,
                     path=str(binary), checksum="stdout")
 
 
 def workloads(programs: list[suite.Program], given_root: str | None,
-              variant: str = suite.DEFAULT_VARIANT) -> list[Workload]:
-    """The programs as Workloads, in their order; the checkout is asked for
-    only when some program is built from it."""
+              variant: str = suite.DEFAULT_VARIANT, train: str = "suite") -> list[Workload]:
+    """The programs as Workloads, in their order, trained on the input
+    `train` names (suite.TRAINING_INPUTS); the checkout is asked for only
+    when some program is built from it."""
     built = [p for p in programs if not p.installed]
     root = source_root(given_root) if built else None
     installed = iter(suite_packages.workloads([p for p in programs if p.installed]))
-    return [next(installed) if p.installed else workload(p, root, build(p, root, variant), variant)
+    return [next(installed) if p.installed else workload(p, root, build(p, root, variant), variant, train)
             for p in programs]

@@ -26,6 +26,10 @@ def add_arguments(p):
     p.add_argument("--variant", choices=list(suite.VARIANTS), default=suite.DEFAULT_VARIANT,
                    help="how --suite programs are compiled: O3 (no frame pointers, the default) "
                         "or O2-fp (frame pointers kept)")
+    p.add_argument("--train", choices=list(suite.TRAINING_INPUTS), default="suite",
+                   help="which training input --suite programs are planned from: the suite's own "
+                        "(default), a small one (about half its run) or a tiny one (about 10 ms); "
+                        "a program without it takes the next larger it has")
     p.add_argument("--configs", help="comma-separated configurations (default: "
                    f"{','.join(bench_configs.DEFAULT_CONFIGS)}); glibc is always run, as the reference")
     p.add_argument("--pairs", type=int, help="measured runs per configuration (default 5; 1 with --quick)")
@@ -80,9 +84,12 @@ def run(args) -> int:
 
     from corral.bench import harness, results
     if args.suite:
-        chosen = suite_build.workloads(suite.select(args.suite, args.workloads), args.source, args.variant)
+        chosen = suite_build.workloads(suite.select(args.suite, args.workloads), args.source, args.variant,
+                                       args.train)
         configs = bench_configs.select(args.configs or ",".join(bench_configs.SUITE_CONFIGS))
     else:
+        if args.train != "suite":
+            raise CorralError("--train chooses among the --suite programs' training inputs")
         chosen = bench_workloads.select(args.workloads)
         configs = bench_configs.select(args.configs)
     pairs = args.pairs if args.pairs is not None else (1 if args.quick else 5)

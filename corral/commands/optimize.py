@@ -10,6 +10,7 @@ import argparse
 import os
 import stat
 import sys
+import time
 
 from corral.launch import program_after_dashes, require_program
 from corral.plan import options as plan_options
@@ -57,6 +58,7 @@ def stdin_is_a_stream() -> bool:
 
 
 def run(args) -> int:
+    started = time.monotonic()      # the time budget (validation) counts from here
     command = program_after_dashes(args.command, "optimize", "train-args")
     require_program(command[0])
     options = plan_options.from_args(args)      # refuse bad options before the slow part
@@ -90,7 +92,7 @@ def run(args) -> int:
         if stdin is None and stdin_is_a_stream():
             err.print("corral: standard input is not a file; validation runs the program without it")
         validate = hook(command, stdin, say=lambda text: err.print(text, highlight=False),
-                        children=args.trace_children)
+                        children=args.trace_children, started=started)
     result = plan_profile(profile_path, output, options, args.graph, args.quiet, validate,
                           verbose=args.verbose)
     # stderr: stdout carries the program's own output

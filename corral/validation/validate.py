@@ -40,10 +40,10 @@ The steps:
 import functools
 import math
 import os
-import statistics
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from corral import launch
@@ -58,6 +58,15 @@ BASE_TIME_FROM = 0.01   # and from which the bases alone are (their start-ups di
 ROUNDS = 5              # timed rounds at least: five pairs in one direction are the sign test's 3%
 MAX_ROUNDS = 15
 TIME_BUDGET = 1.5       # CPU seconds a configuration is timed for, over its rounds
+# What `corral optimize` may cost, all in (profile, plan, validation):
+# this many times the training run's CPU time, or BUDGET_FLOOR seconds for
+# a short run. Simulation costs up to SIM_SLOWDOWN times the native run
+# (callgrind with cache simulation: 46x on Olden health's training run,
+# 48x on bisort's, 120x on treeadd's), so a long run is simulated only
+# where that still fits.
+BUDGET_FACTOR = 30
+BUDGET_FLOOR = 30.0
+SIM_SLOWDOWN = 100
 # The modelled last level (corral/bench/cachegrind.py): a training heap
 # smaller than this cannot show a layout gain that needs a heap past it.
 SMALL_HEAP = 1 << 20
@@ -83,7 +92,7 @@ class Validator:
     def __init__(self, argv, stdin=None, bases=None, simulate=runs.simulate, timer=runs.cpu_seconds,
                  dynamic=None, margin=evidence.MARGIN, time_from=TIME_FROM, base_time_from=BASE_TIME_FROM,
                  rounds=ROUNDS,
-                 budget=TIME_BUDGET, jobs=None, say=print):
+                 budget=TIME_BUDGET, jobs=None, started=None, say=print):
         self.argv, self.stdin = list(argv), stdin
         self.bases = bases or installed_bases()
         self.simulate, self.timer = simulate, timer
@@ -91,11 +100,15 @@ class Validator:
         self.margin, self.rounds, self.budget = margin, rounds, budget
         self.time_from, self.base_time_from = time_from, base_time_from
         self.jobs = jobs or os.cpu_count() or 1
+        # time.monotonic() when `corral optimize` started: the budget counts from there
+        self.started = started
+        self.deadline = self.allowed = None
         self.say = say
         self.lines: list[str] = []
         self.timed = self.timed_bases = False
         self.reference_outputs: set[str] = set()
         self._sims: dict[tuple, runs.Simulated] = {}
+        self._verdicts: dict[tuple, tuple] = {}     # (reference key, candidate key) -> what trial said
         self._folder = tempfile.TemporaryDirectory(prefix="corral-validate-")
 
     def close(self) -> None:
@@ -104,6 +117,10 @@ class Validator:
     def _note(self, text: str) -> None:
         self.lines.append(text)
         self.say(f"validation: {text}")
+
+    def _progress(self, text: str) -> None:
+        """What is running now, for the user (not kept in the plan)."""
+        self.say(f"validation: ... {text}")
 
     # ---- configurations: (key, environment); the key names what runs ----
 
@@ -127,6 +144,7 @@ class Validator:
         key), those not yet run in parallel."""
         todo = {key: env for key, env in configs if key not in self._sims}
         if todo:
+            self._progress(f"simulating {_runs(len(todo))} under cachegrind, {min(self.jobs, len(todo))} at a time")
             with ThreadPoolExecutor(max_workers=min(self.jobs, len(todo))) as pool:
                 futures = {key: pool.submit(self.simulate, self.argv, env, self.stdin)
                            for key, env in todo.items()}
@@ -137,6 +155,7 @@ class Validator:
     def time_all(self, configs) -> dict:
         """Key -> (CPU seconds per round, output hashes), in alternation."""
         times = {key: ([], set()) for key, _ in configs}
+        self._progress(f"timing {_runs(len(configs), 'configuration')} over {self.rounds} alternating rounds")
         for _ in range(self.rounds):
             for key, env in configs:
                 seconds, output = self.timer(self.argv, env, self.stdin)
@@ -146,40 +165,63 @@ class Validator:
 
     def compare(self, reference, candidates, timed_run=None) -> dict:
         """Each candidate configuration against `reference`: key ->
-        (Verdict, output unchanged). Timed runs first when the run is long
-        enough (`timed_run`, default: long enough for libcorral.so);
-        simulation where they are inconclusive or the run short."""
-        everything = [reference, *candidates]
-        verdicts, timed = {}, {}
+        (Verdict, output unchanged)."""
+        verdicts = self.trial([reference, *candidates], [(reference[0], key) for key, _ in candidates],
+                              timed_run)
+        return {pair[1]: v for pair, v in verdicts.items()}
+
+    def trial(self, configs, pairs, timed_run=None) -> dict:
+        """(reference key, candidate key) -> (Verdict, output unchanged)
+        for each pair, from one set of runs of `configs`: timed in
+        alternation when the run is long enough (`timed_run`, default: long
+        enough for libcorral.so), simulated where the clock is inconclusive
+        or the run short. A long run is simulated only while the time
+        budget allows it."""
+        if all(pair in self._verdicts for pair in pairs):
+            return {pair: self._verdicts[pair] for pair in pairs}
+        envs = dict(configs)
         times = {}
         if self.timed if timed_run is None else timed_run:
-            times = self.time_all(everything)
+            times = self.time_all(configs)
             for key, (_, outputs) in times.items():
                 if key[0] == "base":
                     self.reference_outputs |= outputs
-            ref_times = times[reference[0]][0]
-            for key, _ in candidates:
-                timed[key] = evidence.timed(ref_times, times[key][0])
-        unsettled = [c for c in candidates if c[0] not in timed or timed[c[0]].verdict == NOISE]
-        sims = self.simulate_all([reference, *unsettled]) if unsettled else {}
+        timed = {pair: evidence.timed(times[pair[0]][0], times[pair[1]][0]) for pair in pairs if times}
+        unsettled = {k for pair in pairs if pair not in timed or timed[pair].verdict == NOISE for k in pair}
+        skipped = bool(times) and bool(unsettled) and not self._may_simulate(len(unsettled - self._sims.keys()))
+        sims = {} if skipped or not unsettled else self.simulate_all([(k, envs[k]) for k in unsettled])
         for key, sim in sims.items():
             if key[0] == "base":
                 self.reference_outputs.add(sim.output)
-        for key, _ in candidates:
-            change = None
-            if key in sims:
-                change = sims[key].cycles / sims[reference[0]].cycles - 1
+        verdicts = {}
+        for ref, key in pairs:
+            change = sims[key].cycles / sims[ref].cycles - 1 if key in sims and ref in sims else None
             outputs = set(times[key][1]) if key in times else set()
             outputs |= {sims[key].output} if key in sims else set()
-            same = outputs <= self.reference_outputs
-            verdicts[key] = (evidence.decide(change, timed.get(key), self.margin), same)
+            verdict = evidence.decide(change, timed.get((ref, key)), self.margin)
+            if skipped and verdict.outcome == NOISE:
+                verdict = replace(verdict, evidence=verdict.evidence + "; not simulated: the time budget "
+                                  f"({self.allowed:.0f} s) would not allow it")
+            verdicts[(ref, key)] = (verdict, outputs <= self.reference_outputs)
+        self._verdicts.update(verdicts)
         return verdicts
+
+    def _may_simulate(self, runs_needed: int) -> bool:
+        """Whether `runs_needed` simulations of this run, `jobs` at a time,
+        fit in what is left of the time budget."""
+        if self.deadline is None:
+            return True
+        estimate = SIM_SLOWDOWN * self.seconds * math.ceil(runs_needed / self.jobs)
+        return time.monotonic() + estimate <= self.deadline
 
     # ---- 1. the base ----
 
     def start(self) -> None:
         first, output = self.timer(self.argv, launch.base_environment("glibc"), self.stdin)
         self.seconds = first
+        if self.started is not None:
+            self.allowed = max(BUDGET_FACTOR * first, BUDGET_FLOOR)
+            self.deadline = self.started + self.allowed
         self.reference_outputs.add(output)
         self.timed = first >= self.time_from
         self.timed_bases = first >= self.base_time_from
@@ -235,7 +277,13 @@ class Validator:
             return frozenset(), None
         reference = self.base_config(base)
         whole = self.plan_config(result.plan, base)
-        verdict, same = self.compare(reference, [whole])[whole[0]]
+        configs, pairs = [reference, whole], [(reference[0], whole[0])]
+        dynamic = self.dynamic_config(base)
+        if dynamic is not None:
+            # timed in the same rounds: step 3 finds its verdicts here when the plan stays whole
+            configs.append(dynamic)
+            pairs += [(reference[0], dynamic[0]), (whole[0], dynamic[0])]
+        verdict, same = self.trial(configs, pairs)[(reference[0], whole[0])]
         if not same:
             self._note("the plan changed the program's output; no groups written")
             return frozenset(groups), None
@@ -243,7 +291,7 @@ class Validator:
         keep, kept_verdict = groups, verdict
         if verdict.outcome != FASTER:
             keep, kept_verdict = [], None
-            if len(groups) > 1:
+            if len(groups) > 1 and (not self.timed or self._may_simulate(len(groups) + 1)):
                 alone = {g: self.plan_config(replan(frozenset(h for h in groups if h != g)).plan, base)
                          for g in groups}
                 # by simulation: a per-group search by the clock would cost a timed tournament each
@@ -311,17 +359,20 @@ class Validator:
         configs = [c for c in (make_config(b) for b in others) if c is not None]
         # every configuration here has libcorral.so's start-up: timed as the bases alone are
         verdicts = self.compare(first, configs, self.timed_bases)
-        parts = []
         better = []
         for key, (v, same) in verdicts.items():
             other = key[-1]
-            parts.append(f"{other} {v.outcome}" + ("" if same else " (output changed)"))
+            self._note(f"  the layout over {other} against over {base}: {v}"
+                       + ("" if same else "; the output changed"))
             if v.outcome == FASTER and same:
                 better.append((v.gain, other))
         chosen = max(better)[1] if better else base
-        self._note(f"the layout over the other bases, against {base}: " + "; ".join(parts)
-                   + f"; base: {chosen}")
+        self._note(f"the layout's base: {chosen}")
         return chosen
+
+
+def _runs(n: int, what="run") -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
 
 
 def _change(sim, base_sim) -> str:
@@ -383,13 +434,14 @@ def validate(result, replan, argv, stdin=None, **options) -> tuple[object, Outco
     return final, Outcome(base, mode, validator.lines, excluded)
 
 
-def hook(argv, stdin, say, children=False):
+def hook(argv, stdin, say, children=False, started=None):
     """What `plan_profile(validate=...)` takes: validate each plan on `argv`
     (reading `stdin`), printing through `say`, and hand back the result to
     write. `children`: the plan is for a program argv starts, so the
     simulated runs count every process (and dynamic mode, which would be
-    set up for argv's own program, is no candidate)."""
+    set up for argv's own program, is no candidate). `started`: when the
+    command began (time.monotonic()), for the time budget."""
     simulate = functools.partial(runs.simulate, children=True) if children else runs.simulate
     dynamic = None if children else default_dynamic(argv[0])
     return lambda result, replan: validate(result, replan, argv, stdin, say=say, simulate=simulate,
-                                           dynamic=dynamic)[0]
+                                           dynamic=dynamic, started=started)[0]

@@ -31,7 +31,7 @@ def test_inputs_have_the_right_shape(program):
     # A built program reads from its checkout folder, an installed one
     # only the inputs we generate.
     placeholder = "{inputs}" if program.installed else "{src}"
-    for args in (program.train, program.cache, program.measure):
+    for args in (program.train, program.cache, program.measure, *program.smaller):
         assert all(isinstance(a, str) for a in args)
         assert "<" not in args[:-2], "a redirection comes last"
         for a in args:
@@ -43,6 +43,9 @@ def test_inputs_have_the_right_shape(program):
     # A program with sizes trains on a smaller one than it is measured on.
     if program.measure and program.measure[0].isdigit():
         assert int(program.train[0]) < int(program.measure[0])
+        # and the smaller training inputs are smaller still, in order
+        sizes = [int(a[0]) for a in (program.train, *program.smaller)]
+        assert sizes == sorted(sizes, reverse=True)
 
 
 def test_selection_refuses_unknown_names():
@@ -107,6 +110,19 @@ def test_redirection_becomes_standard_input(tmp_path, monkeypatch):
     workload = suite_build.workloads([program], str(tmp_path))[0]
     argv, stdin = workload.invocation(workload.measure_args)
     assert argv[1:] == [f"{folder}/words", "2"] and stdin == f"{folder}/input.OUT"
+
+
+def test_a_smaller_training_input_is_chosen_and_missing_ones_fall_back(tmp_path, monkeypatch):
+    monkeypatch.setattr(suite_build.paths, "BUILD", tmp_path / "build")
+    health, espresso = suite.PROGRAMS["health"], suite.PROGRAMS["espresso"]
+    _tree(tmp_path, health)
+    folder = _tree(tmp_path, espresso)
+    assert [suite_build.workloads([health], str(tmp_path), train=t)[0].train_args
+            for t in suite.TRAINING_INPUTS] == [("8", "15", "1"), ("7", "30", "1"), ("7", "20", "1")]
+    # espresso has one smaller input: "tiny" takes it too
+    tiny = suite_build.workloads([espresso], str(tmp_path), train="tiny")[0]
+    assert tiny.train_args == ("-t", f"{folder}/INPUT/Z5xp1.espresso")
+    assert suite.PROGRAMS["power"].training("tiny") == ()
 
 
 def test_a_listed_source_set_is_compiled_alone(tmp_path):
