@@ -38,17 +38,41 @@ def estimate(misses: dict) -> int:
 PROGRAM_START = ("__libc_start_main*", "start_thread")
 
 
-def command(argv, out_file, steady=False, children=False) -> list[str]:
+def scaled(heap_bytes: int, ratio: int) -> dict | None:
+    """A cache model shrunk so that a heap of `heap_bytes` is `ratio` times
+    its last level, as a real run's heap is many times a real cache: the
+    last level and the first-level data cache scaled alike, by a power of
+    two (at least 64 KiB and 2 KiB: 16 ways of 64 sets, 8 ways of 4).
+    None when the heap is that large already."""
+    ll, d1 = (int(CACHE[k].split(",")[0]) for k in ("LL", "D1"))
+    if heap_bytes >= ratio * ll:
+        return None
+    shrink = 1
+    while ll // (shrink * 2) >= max(64 << 10, heap_bytes // ratio):
+        shrink *= 2
+    if shrink == 1:
+        return None
+    return {**CACHE, "D1": f"{max(2048, d1 // shrink)},8,64", "LL": f"{ll // shrink},16,64"}
+
+
+def describe(cache: dict) -> str:
+    """'D1 8 KiB, LL 256 KiB'."""
+    return ", ".join(f"{k} {int(cache[k].split(',')[0]) >> 10} KiB" for k in ("D1", "LL"))
+
+
+def command(argv, out_file, steady=False, children=False, cache=None) -> list[str]:
     """The Valgrind command line. `steady` counts only what runs inside
     PROGRAM_START (callgrind, the same cache simulation): a fixed start-up
     cost that does not grow with the input stays out of the comparison.
     `children`: the programs argv starts are simulated too, each writing
-    its own file (`out_file` then holds %p)."""
+    its own file (`out_file` then holds %p). `cache`: another model than
+    CACHE (scaled)."""
+    cache = cache or CACHE
     # --smc-check=all: libcorral.so rewrites call sites in the program's own
     # text (file-backed), which Valgrind would otherwise keep running from
     # translations made before the rewrite.
     common = ["--cache-sim=yes", "--smc-check=all", *(["--trace-children=yes"] if children else []),
-              f"--I1={CACHE['I1']}", f"--D1={CACHE['D1']}", f"--LL={CACHE['LL']}"]
+              f"--I1={cache['I1']}", f"--D1={cache['D1']}", f"--LL={cache['LL']}"]
     if steady:
         return ["valgrind", "--tool=callgrind", *common, "--collect-atstart=no",
                 *(f"--toggle-collect={start}" for start in PROGRAM_START), f"--callgrind-out-file={out_file}",
@@ -79,7 +103,7 @@ def parse(text: str) -> dict:
             "Ir": counts.get("Ir", 0), "I1": counts.get("I1mr", 0), "ILL": counts.get("ILmr", 0)}
 
 
-def measure(argv, env, stdin=None, steady=False, children=False) -> tuple[dict, str]:
+def measure(argv, env, stdin=None, steady=False, children=False, cache=None) -> tuple[dict, str]:
     """(misses, program stdout) of one run of argv under cachegrind, reading
     the file `stdin` (or nothing). With `steady`, start-up is left out
     (command); a program that never enters PROGRAM_START (static, or not
@@ -88,7 +112,7 @@ def measure(argv, env, stdin=None, steady=False, children=False) -> tuple[dict, 
     does not exec repeats its parent's counts up to the fork: a shell's
     subshells are small)."""
     with tempfile.TemporaryDirectory(prefix="corral-cg-") as tmp, stdin_of(stdin) as given:
-        proc = subprocess.Popen(command(argv, os.path.join(tmp, "cg.%p.out"), steady, children),
+        proc = subprocess.Popen(command(argv, os.path.join(tmp, "cg.%p.out"), steady, children, cache),
                                 env=env, stdin=given, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         out, err = proc.communicate()
         stdout, stderr = output_text(out), err.decode(errors="replace")
@@ -103,5 +127,5 @@ def measure(argv, env, stdin=None, steady=False, children=False) -> tuple[dict, 
                 for key, value in parse(f.read()).items():
                     counts[key] = counts.get(key, 0) + value
     if steady and counts["Ir"] == 0:
-        return measure(argv, env, stdin, children=children)
+        return measure(argv, env, stdin, children=children, cache=cache)
     return counts, stdout

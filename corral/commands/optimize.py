@@ -12,6 +12,7 @@ import stat
 import sys
 import time
 
+from corral.errors import CorralError
 from corral.launch import program_after_dashes, require_program
 from corral.plan import options as plan_options
 from corral.plan.pipeline import next_command, plan_profile
@@ -31,6 +32,10 @@ def add_arguments(p):
                    help="write the plan without running the training command again to check it "
                         "(by default each base allocator and the plan are measured on it, groups "
                         "that do not make it faster are dropped, and the fastest base is recorded)")
+    p.add_argument("--validate-with", metavar="ARGS",
+                   help="validate on the program run with these arguments (one string, split as a "
+                        "shell would) instead of the training ones: a larger input, nearer the real "
+                        "run, where a layout gain that needs a heap past the cache can show")
     p.add_argument("--dhat", metavar="FILE",
                    help="also write the profile in DHAT's format, for valgrind's dh_view.html")
     record.add_options(p.add_argument_group("profiling (as `corral profile`)"))
@@ -62,6 +67,8 @@ def run(args) -> int:
     command = program_after_dashes(args.command, "optimize", "train-args")
     require_program(command[0])
     options = plan_options.from_args(args)      # refuse bad options before the slow part
+    if args.no_validate and args.validate_with is not None:
+        raise CorralError("--validate-with and --no-validate exclude each other")
     output = args.output or f"{os.path.basename(command[0])}.plan"
     # Named after the plan, so two plans of one program keep their own profiles.
     profile_path = args.profile_output or f"{output.removesuffix('.plan')}.profile.json.gz"
@@ -91,7 +98,12 @@ def run(args) -> int:
         stdin = replayable_stdin()
         if stdin is None and stdin_is_a_stream():
             err.print("corral: standard input is not a file; validation runs the program without it")
-        validate = hook(command, stdin, say=lambda text: err.print(text, highlight=False),
+        checked = command
+        if args.validate_with is not None:
+            import shlex
+            checked = [command[0], *shlex.split(args.validate_with)]
+            err.print(f"corral: validating on {shlex.join(checked)}", highlight=False)
+        validate = hook(checked, stdin, say=lambda text: err.print(text, highlight=False),
                         children=args.trace_children, started=started)
     result = plan_profile(profile_path, output, options, args.graph, args.quiet, validate,
                           verbose=args.verbose)

@@ -115,16 +115,26 @@ class Verdict:
         return f"{self.outcome} (by {self.by}: {self.evidence})"
 
 
-def decide(sim_change: float | None, time: Timed | None, margin: float = MARGIN) -> Verdict:
+def decide(sim_change, time: Timed | None, margin: float = MARGIN, scaled: str | None = None) -> Verdict:
     """Time decides when it is conclusive; else simulation, when it was
     run: a timed difference within noise never overturns a simulated gain
-    or loss. `sim_change` is candidate cycles / reference cycles - 1."""
-    sim_text = None if sim_change is None else f"{100 * sim_change:+.1f}% simulated cycles"
+    or loss. `sim_change` is candidate cycles / reference cycles - 1, or a
+    list of those, on the stated cache model and then on caches scaled to
+    the training heap (`scaled` says which): slower on either is slower,
+    else faster on either is faster."""
+    changes = None if sim_change is None else (
+        list(sim_change) if isinstance(sim_change, (list, tuple)) else [sim_change])
+    sim_text = None
+    if changes is not None:
+        sim_text = f"{100 * changes[0]:+.1f}% simulated cycles"
+        if len(changes) > 1:
+            sim_text += f" ({100 * changes[1]:+.1f}% on caches scaled to the training heap: {scaled})"
     if time is not None and time.verdict != NOISE:
         return Verdict(time.verdict, "time", time.describe() + (f"; {sim_text}" if sim_text else ""),
                        time.median - 1)
-    if sim_change is not None:
-        outcome = simulated(1.0, 1.0 + sim_change, margin)
+    if changes is not None:
+        outcomes = [simulated(1.0, 1.0 + c, margin) for c in changes]
+        outcome = SLOWER if SLOWER in outcomes else FASTER if FASTER in outcomes else NOISE
         told = sim_text + (f"; time {time.describe()}" if time is not None else "")
-        return Verdict(outcome, "simulation", told, -sim_change)
+        return Verdict(outcome, "simulation", told, -max(changes) if outcome != FASTER else -min(changes))
     return Verdict(NOISE, "neither", time.describe() if time is not None else "nothing measured")

@@ -24,12 +24,13 @@ class Simulated:
     output: str        # hash of stdout
 
 
-def simulate(argv, env, stdin=None, children=False) -> Simulated:
+def simulate(argv, env, stdin=None, children=False, cache=None) -> Simulated:
     """The run's steady part: the dynamic linker and the allocators' own
     set-up are a fixed cost that a training run, much shorter than the real
     one, would otherwise weigh far above what it is there. `children`: the
-    programs it starts count too (a plan made with --trace-children)."""
-    misses, stdout = cachegrind.measure(argv, env, stdin=stdin, steady=True, children=children)
+    programs it starts count too (a plan made with --trace-children).
+    `cache`: a cache model other than the stated one (cachegrind.scaled)."""
+    misses, stdout = cachegrind.measure(argv, env, stdin=stdin, steady=True, children=children, cache=cache)
     return Simulated(cachegrind.estimate(misses), misses["Ir"], misses["D1"], misses["LL"], output_hash(stdout))
 
 

@@ -48,6 +48,7 @@ from pathlib import Path
 
 from corral import launch
 from corral.allocators import BASE_LIBRARIES
+from corral.bench import cachegrind
 from corral.errors import CorralError
 from corral.plan import planfile
 from corral.validation import evidence, runs
@@ -59,14 +60,19 @@ ROUNDS = 5              # timed rounds at least: five pairs in one direction are
 MAX_ROUNDS = 15
 TIME_BUDGET = 1.5       # CPU seconds a configuration is timed for, over its rounds
 # What `corral optimize` may cost, all in (profile, plan, validation):
-# this many times the training run's CPU time, or BUDGET_FLOOR seconds for
-# a short run. Simulation costs up to SIM_SLOWDOWN times the native run
+# this many times the training run's CPU time for a run of half a second
+# or more, BUDGET_FLOOR seconds for a shorter one. Simulation costs up to SIM_SLOWDOWN times the native run
 # (callgrind with cache simulation: 46x on Olden health's training run,
 # 48x on bisort's, 120x on treeadd's), so a long run is simulated only
 # where that still fits.
 BUDGET_FACTOR = 30
 BUDGET_FLOOR = 30.0
+LONG_RUN = 0.5
 SIM_SLOWDOWN = 100
+# A real run's heap is many times the cache; a training heap under this
+# many times the modelled last level is simulated on caches scaled so that
+# it is (cachegrind.scaled) as well as on the stated ones.
+SCALE_RATIO = 8
 # The modelled last level (corral/bench/cachegrind.py): a training heap
 # smaller than this cannot show a layout gain that needs a heap past it.
 SMALL_HEAP = 1 << 20
@@ -92,7 +98,7 @@ class Validator:
     def __init__(self, argv, stdin=None, bases=None, simulate=runs.simulate, timer=runs.cpu_seconds,
                  dynamic=None, margin=evidence.MARGIN, time_from=TIME_FROM, base_time_from=BASE_TIME_FROM,
                  rounds=ROUNDS,
-                 budget=TIME_BUDGET, jobs=None, started=None, say=print):
+                 budget=TIME_BUDGET, jobs=None, started=None, heap=None, say=print):
         self.argv, self.stdin = list(argv), stdin
         self.bases = bases or installed_bases()
         self.simulate, self.timer = simulate, timer
@@ -107,8 +113,15 @@ class Validator:
         self.lines: list[str] = []
         self.timed = self.timed_bases = False
         self.reference_outputs: set[str] = set()
-        self._sims: dict[tuple, runs.Simulated] = {}
-        self._verdicts: dict[tuple, tuple] = {}     # (reference key, candidate key) -> what trial said
+        # A training heap under SCALE_RATIO times the modelled last level is
+        # also simulated on caches scaled down to it (cachegrind.scaled): a
+        # layout that pays only once the heap is past the cache shows there.
+        self.scaled = cachegrind.scaled(heap, SCALE_RATIO) if heap else None
+        self.models = (0, 1) if self.scaled else (0,)
+        self.scaled_text = cachegrind.describe(self.scaled) if self.scaled else None
+        self._sims: dict[tuple, runs.Simulated] = {}     # (key, model) -> run
+        # (reference key, candidate key, timed) -> what trial said
+        self._verdicts: dict[tuple, tuple] = {}
         self._folder = tempfile.TemporaryDirectory(prefix="corral-validate-")
 
     def close(self) -> None:
@@ -140,17 +153,24 @@ class Validator:
     # ---- measuring ----
 
     def simulate_all(self, configs) -> dict:
-        """Key -> Simulated, each configuration simulated once (memo by
-        key), those not yet run in parallel."""
-        todo = {key: env for key, env in configs if key not in self._sims}
+        """Key -> Simulated under the stated cache model, each configuration
+        simulated once (memo by key), those not yet run in parallel; under
+        the scaled model too when there is one (`scaled_sims`)."""
+        todo = [(key, env, m) for key, env in configs for m in self.models if (key, m) not in self._sims]
         if todo:
             self._progress(f"simulating {_runs(len(todo))} under cachegrind, {min(self.jobs, len(todo))} at a time")
             with ThreadPoolExecutor(max_workers=min(self.jobs, len(todo))) as pool:
-                futures = {key: pool.submit(self.simulate, self.argv, env, self.stdin)
-                           for key, env in todo.items()}
-                for key, future in futures.items():
-                    self._sims[key] = future.result()
-        return {key: self._sims[key] for key, _ in configs}
+                futures = {(key, m): pool.submit(self.simulate, self.argv, env, self.stdin,
+                                                 **({"cache": self.scaled} if m else {}))
+                           for key, env, m in todo}
+                for memo, future in futures.items():
+                    self._sims[memo] = future.result()
+        return {key: self._sims[(key, 0)] for key, _ in configs}
+
+    def sim_changes(self, ref, key) -> list[float]:
+        """The candidate's change of simulated cycles against the reference,
+        per cache model."""
+        return [self._sims[(key, m)].cycles / self._sims[(ref, m)].cycles - 1 for m in self.models]
 
     def time_all(self, configs) -> dict:
         """Key -> (CPU seconds per round, output hashes), in alternation."""
@@ -177,33 +197,35 @@ class Validator:
         enough for libcorral.so), simulated where the clock is inconclusive
         or the run short. A long run is simulated only while the time
         budget allows it."""
-        if all(pair in self._verdicts for pair in pairs):
-            return {pair: self._verdicts[pair] for pair in pairs}
+        clocked = self.timed if timed_run is None else timed_run
+        if all((*pair, clocked) in self._verdicts for pair in pairs):
+            return {pair: self._verdicts[(*pair, clocked)] for pair in pairs}
         envs = dict(configs)
         times = {}
-        if self.timed if timed_run is None else timed_run:
+        if clocked:
             times = self.time_all(configs)
             for key, (_, outputs) in times.items():
                 if key[0] == "base":
                     self.reference_outputs |= outputs
         timed = {pair: evidence.timed(times[pair[0]][0], times[pair[1]][0]) for pair in pairs if times}
         unsettled = {k for pair in pairs if pair not in timed or timed[pair].verdict == NOISE for k in pair}
-        skipped = bool(times) and bool(unsettled) and not self._may_simulate(len(unsettled - self._sims.keys()))
+        fresh = {k for k in unsettled if (k, 0) not in self._sims}
+        skipped = bool(times) and bool(unsettled) and not self._may_simulate(len(fresh) * len(self.models))
         sims = {} if skipped or not unsettled else self.simulate_all([(k, envs[k]) for k in unsettled])
         for key, sim in sims.items():
             if key[0] == "base":
                 self.reference_outputs.add(sim.output)
         verdicts = {}
         for ref, key in pairs:
-            change = sims[key].cycles / sims[ref].cycles - 1 if key in sims and ref in sims else None
+            change = self.sim_changes(ref, key) if key in sims and ref in sims else None
             outputs = set(times[key][1]) if key in times else set()
             outputs |= {sims[key].output} if key in sims else set()
-            verdict = evidence.decide(change, timed.get((ref, key)), self.margin)
+            verdict = evidence.decide(change, timed.get((ref, key)), self.margin, self.scaled_text)
             if skipped and verdict.outcome == NOISE:
                 verdict = replace(verdict, evidence=verdict.evidence + "; not simulated: the time budget "
                                   f"({self.allowed:.0f} s) would not allow it")
             verdicts[(ref, key)] = (verdict, outputs <= self.reference_outputs)
-        self._verdicts.update(verdicts)
+        self._verdicts.update({(*pair, clocked): v for pair, v in verdicts.items()})
         return verdicts
 
     def _may_simulate(self, runs_needed: int) -> bool:
@@ -220,7 +242,7 @@ class Validator:
         first, output = self.timer(self.argv, launch.base_environment("glibc"), self.stdin)
         self.seconds = first
         if self.started is not None:
-            self.allowed = max(BUDGET_FACTOR * first, BUDGET_FLOOR)
+            self.allowed = BUDGET_FACTOR * first if first >= LONG_RUN else BUDGET_FLOOR
             self.deadline = self.started + self.allowed
         self.reference_outputs.add(output)
         self.timed = first >= self.time_from
@@ -235,7 +257,26 @@ class Validator:
                        "corral (its start-up would weigh more than in the real run): simulation decides"
                        + (f"; the bases alone are timed over {self.rounds} rounds" if self.timed_bases else ""))
 
-    def choose_base(self) -> str:
+    def candidates_over(self, plan: planfile.Plan, base):
+        """(configs, pairs) that step 2 and 3 compare over `base`: the plan's
+        groups and dynamic mode against the base alone and each other."""
+        reference = self.base_config(base)
+        configs, pairs = [], []
+        whole = self.plan_config(plan, base) if plan.groups else None
+        dynamic = self.dynamic_config(base)
+        for candidate in (whole, dynamic):
+            if candidate is not None:
+                configs.append(candidate)
+                pairs.append((reference[0], candidate[0]))
+        if whole is not None and dynamic is not None:
+            pairs.append((whole[0], dynamic[0]))
+        return configs, pairs
+
+    def choose_base(self, plan: planfile.Plan | None = None) -> str:
+        """With `plan`, on a run long enough to time under corral, the
+        plan's groups and dynamic mode over glibc join the bases' rounds:
+        steps 2 and 3 find their verdicts there when glibc stays the base,
+        as it does where the bases are within noise of each other."""
         configs = [self.base_config(b) for b in self.bases]
         if not self.timed_bases:
             sims = self.simulate_all(configs)
@@ -245,7 +286,10 @@ class Validator:
         if not others:
             self._note("base: glibc (the only one installed)")
             return "glibc"
-        verdicts = self.compare(glibc, others, self.timed_bases)
+        early_configs, early_pairs = self.candidates_over(plan, "glibc") if plan and self.timed else ([], [])
+        verdicts = self.trial([glibc, *others, *early_configs], [(glibc[0], c[0]) for c in others] + early_pairs,
+                              self.timed_bases)
+        verdicts = {pair[1]: v for pair, v in verdicts.items() if pair[0] == glibc[0] and pair[1][0] == "base"}
         for (_, base), (verdict, _) in verdicts.items():
             self._note(f"{base} alone against glibc: {verdict}")
         faster = [key for key, (v, same) in verdicts.items() if v.outcome == FASTER and same]
@@ -277,12 +321,9 @@ class Validator:
             return frozenset(), None
         reference = self.base_config(base)
         whole = self.plan_config(result.plan, base)
-        configs, pairs = [reference, whole], [(reference[0], whole[0])]
-        dynamic = self.dynamic_config(base)
-        if dynamic is not None:
-            # timed in the same rounds: step 3 finds its verdicts here when the plan stays whole
-            configs.append(dynamic)
-            pairs += [(reference[0], dynamic[0]), (whole[0], dynamic[0])]
+        # dynamic mode in the same rounds: step 3 finds its verdicts here when the plan stays whole
+        configs, pairs = self.candidates_over(result.plan, base)
+        configs.insert(0, reference)
         verdict, same = self.trial(configs, pairs)[(reference[0], whole[0])]
         if not same:
             self._note("the plan changed the program's output; no groups written")
@@ -295,12 +336,10 @@ class Validator:
                 alone = {g: self.plan_config(replan(frozenset(h for h in groups if h != g)).plan, base)
                          for g in groups}
                 # by simulation: a per-group search by the clock would cost a timed tournament each
-                sims = self.simulate_all([reference, *alone.values()])
-                base_sim = sims[reference[0]]
+                verdicts = self.compare(reference, list(alone.values()), timed_run=False)
                 for g, config in alone.items():
-                    self._note(f"  group of contexts {_label(result, g)} alone: "
-                               f"{_change(sims[config[0]], base_sim)}")
-                keep = [g for g in groups if self._pays(sims[alone[g][0]], base_sim)]
+                    self._note(f"  group of contexts {_label(result, g)} alone: {verdicts[config[0]][0]}")
+                keep = [g for g in groups if verdicts[alone[g][0]][0].outcome == FASTER and verdicts[alone[g][0]][1]]
                 if keep:
                     together = self.plan_config(replan(frozenset(groups) - set(keep)).plan, base)
                     v, same = self.compare(reference, [together])[together[0]]
@@ -308,7 +347,7 @@ class Validator:
                     if v.outcome == FASTER and same:
                         kept_verdict = v
                     else:
-                        best = min(keep, key=lambda g: sims[alone[g][0]].cycles)
+                        best = max(keep, key=lambda g: verdicts[alone[g][0]][0].gain)
                         v, same = self.compare(reference, [alone[best]])[alone[best][0]]
                         keep, kept_verdict = ([best], v) if v.outcome == FASTER and same else ([], None)
         dropped = frozenset(groups) - set(keep)
@@ -316,10 +355,6 @@ class Validator:
             self._note(f"{len(dropped)} of {len(groups)} group(s) dropped: they did not make the "
                        "training run faster beyond noise" + ("" if keep else "; the plan has no groups"))
         return dropped, kept_verdict
-
-    def _pays(self, sim, base_sim) -> bool:
-        return sim.output in self.reference_outputs and \
-            evidence.simulated(base_sim.cycles, sim.cycles, self.margin) == FASTER
 
     # ---- 3. dynamic mode as a candidate ----
 
@@ -375,10 +410,6 @@ def _runs(n: int, what="run") -> str:
     return f"{n} {what}{'' if n == 1 else 's'}"
 
 
-def _change(sim, base_sim) -> str:
-    return f"{100 * (sim.cycles / base_sim.cycles - 1):+.1f}% simulated cycles"
-
-
 def _label(result, members) -> str:
     return ",".join(str(c) for n in members for c in result.graph.nodes[n]["members"])
 
@@ -408,14 +439,15 @@ def validate(result, replan, argv, stdin=None, **options) -> tuple[object, Outco
     # The same exclusions come back (the survivors timed, then written):
     # each plan is made once.
     replan = functools.lru_cache(maxsize=None)(replan)
-    validator = Validator(argv, stdin, **options)
+    heap = result.doc.get("totals", {}).get("peak_bytes")
+    validator = Validator(argv, stdin, heap=heap, **options)
     try:
         warning = small_heap_warning(result.doc)
         if warning:
             validator.say(warning)
             validator.lines.append(warning.removeprefix("corral: warning: "))
         validator.start()
-        base = validator.choose_base()
+        base = validator.choose_base(result.plan)
         excluded, plan_verdict = validator.check_groups(result, replan, base)
         final = replan(excluded) if excluded else result
         mode = validator.choose_mode(final.plan, plan_verdict, base)

@@ -232,6 +232,19 @@ def test_optimize_profiles_and_plans_the_figure2_program(figure2):
     assert (folder / "fig2.profile.json.gz").exists() and (folder / "groups.svg").exists()
 
 
+def test_optimize_validates_on_a_named_larger_input(figure2, tmp_path):
+    """--validate-with: the training run is profiled, the larger input is
+    what validation runs (its output, its length)."""
+    _, program, _, _ = figure2
+    plan = tmp_path / "bigger.plan"
+    r = corral("optimize", "-q", "--validate-with", "4000 40", "-o", plan, "--", program, *TRAIN, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert f"corral: validating on {program} 4000 40" in r.stderr
+    assert any(c.startswith("validation: the training run takes") for c in planfile.read(plan).comments)
+    r = corral("optimize", "--no-validate", "--validate-with", "1", "--", program, *TRAIN, cwd=tmp_path)
+    assert r.returncode != 0 and "exclude each other" in r.stderr
+
+
 def test_optimize_without_a_program_is_a_one_line_error(tmp_path, corral_here):
     r = corral_here("optimize", "--", tmp_path / "missing")
     assert r.returncode != 0 and r.stderr.startswith("corral: error: program not found")
