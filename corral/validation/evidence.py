@@ -120,8 +120,8 @@ def decide(sim_change, time: Timed | None, margin: float = MARGIN, scaled: str |
     run: a timed difference within noise never overturns a simulated gain
     or loss. `sim_change` is candidate cycles / reference cycles - 1, or a
     list of those, on the stated cache model and then on caches scaled to
-    the training heap (`scaled` says which): slower on either is slower,
-    else faster on either is faster."""
+    the training heap (`scaled` says which): the scaled model decides
+    only where the stated one sees no change."""
     changes = None if sim_change is None else (
         list(sim_change) if isinstance(sim_change, (list, tuple)) else [sim_change])
     sim_text = None
@@ -133,8 +133,15 @@ def decide(sim_change, time: Timed | None, margin: float = MARGIN, scaled: str |
         return Verdict(time.verdict, "time", time.describe() + (f"; {sim_text}" if sim_text else ""),
                        time.median - 1)
     if changes is not None:
-        outcomes = [simulated(1.0, 1.0 + c, margin) for c in changes]
-        outcome = SLOWER if SLOWER in outcomes else FASTER if FASTER in outcomes else NOISE
+        # The first model that tells decides: the scaled one speaks only
+        # where the stated one is within noise (the heap fitting its cache).
+        # Scaled caches are not the real run either: on Olden bisort's
+        # training run a group that pays on the measuring run is -3.9% on
+        # the stated model and +1.9% with the last level at 256 KiB.
         told = sim_text + (f"; time {time.describe()}" if time is not None else "")
-        return Verdict(outcome, "simulation", told, -max(changes) if outcome != FASTER else -min(changes))
+        for change in changes:
+            outcome = simulated(1.0, 1.0 + change, margin)
+            if outcome != NOISE:
+                return Verdict(outcome, "simulation", told, -change)
+        return Verdict(NOISE, "simulation", told, -changes[0])
     return Verdict(NOISE, "neither", time.describe() if time is not None else "nothing measured")

@@ -40,3 +40,13 @@ def test_a_clock_within_noise_leaves_the_decision_to_simulation():
     assert (v.outcome, v.by) == (FASTER, "simulation") and abs(v.gain - 0.17) < 1e-9
     assert evidence.decide(+0.002, noisy).outcome == NOISE       # inside the margin
     assert evidence.decide(None, noisy).by == "neither"
+
+
+def test_caches_scaled_to_the_heap_decide_only_where_the_stated_ones_see_nothing():
+    scaled = "D1 4 KiB, LL 128 KiB"
+    v = evidence.decide([-0.001, -0.12], None, scaled=scaled)
+    assert (v.outcome, v.by) == (FASTER, "simulation") and abs(v.gain - 0.12) < 1e-9
+    assert "(-12.0% on caches scaled to the training heap: D1 4 KiB, LL 128 KiB)" in v.evidence
+    assert evidence.decide([-0.06, +0.05], None, scaled=scaled).outcome == FASTER
+    assert evidence.decide([+0.001, +0.05], None, scaled=scaled).outcome == SLOWER
+    assert evidence.decide([+0.001, -0.002], None, scaled=scaled).outcome == NOISE
