@@ -119,6 +119,8 @@ class Validator:
         self.scaled = cachegrind.scaled(heap, SCALE_RATIO) if heap else None
         self.models = (0, 1) if self.scaled else (0,)
         self.scaled_text = cachegrind.describe(self.scaled) if self.scaled else None
+        # a heap inside the stated last level shows a layout's costs there and none of its gains
+        self.scaled_leads = bool(self.scaled) and heap < SMALL_HEAP
         self._sims: dict[tuple, runs.Simulated] = {}     # (key, model) -> run
         # (reference key, candidate key, timed) -> what trial said
         self._verdicts: dict[tuple, tuple] = {}
@@ -220,7 +222,8 @@ class Validator:
             change = self.sim_changes(ref, key) if key in sims and ref in sims else None
             outputs = set(times[key][1]) if key in times else set()
             outputs |= {sims[key].output} if key in sims else set()
-            verdict = evidence.decide(change, timed.get((ref, key)), self.margin, self.scaled_text)
+            verdict = evidence.decide(change, timed.get((ref, key)), self.margin, self.scaled_text,
+                                      self.scaled_leads)
             if skipped and verdict.outcome == NOISE:
                 verdict = replace(verdict, evidence=verdict.evidence + "; not simulated: the time budget "
                                   f"({self.allowed:.0f} s) would not allow it")

@@ -1,0 +1,77 @@
+"""Validation's dynamic-pools candidate end to end, on a program where
+dynamic mode beats the plan's merged group (tests/programs/lockstep.c):
+two lists made in turn and walked in lockstep, then each alone. The
+planner merges the two kinds (the lockstep walks make them affine) and
+finds the merged group already placed together by the allocator: no
+group. Dynamic mode's pool per call site keeps each list dense. The plan
+chooses dynamic mode, from a tiny training input (a heap inside the
+stated caches) as from a larger one, and runs as fast as either on a
+bigger input (simulated cycles: deterministic)."""
+
+import subprocess
+import sys
+
+import pytest
+
+from corral import launch, paths
+from corral.plan import planfile
+from corral.validation import runs
+from tests.support import TESTS
+
+TINY = ["4000", "10", "4", "1"]          # 250 KiB of heap, about 2 ms
+LARGER = ["20000", "10", "4", "1"]       # 1.3 MiB, past the stated last level
+BIGGER = ["60000", "3", "4", "1"]        # the run the plans are judged on
+
+
+def corral(*argv, cwd=None):
+    return subprocess.run([sys.executable, "-m", "corral", *map(str, argv)], capture_output=True, text=True,
+                          cwd=cwd)
+
+
+@pytest.fixture(scope="module")
+def lockstep(tmp_path_factory):
+    if not (paths.PROFILER_DIR / "corral-amd64-linux").exists():
+        pytest.fail("the profiler is not built: run `make build` first")
+    folder = tmp_path_factory.mktemp("lockstep")
+    program = folder / "lockstep"
+    subprocess.run(["gcc", "-g", "-O2", "-o", str(program), str(TESTS / "programs" / "lockstep.c")], check=True)
+    plans = {}
+    for name, args in (("tiny", TINY), ("larger", LARGER)):
+        plan = folder / f"{name}.plan"
+        r = corral("optimize", "-o", plan, "--", program, *args, cwd=folder)
+        assert r.returncode == 0, r.stderr
+        plans[name] = (plan, r.stderr)
+    return program, plans
+
+
+@pytest.mark.parametrize("name", ["tiny", "larger"])
+def test_the_plan_chooses_dynamic_mode_over_the_merged_group(lockstep, name):
+    _, plans = lockstep
+    plan, stderr = plans[name]
+    written = planfile.read(plan)
+    assert written.mode == "dynamic" and not written.groups
+    assert "not grouped (the allocator underneath would already place 100.0% of its objects next to each " \
+        "other): contexts 0, 1" in stderr
+    assert "validation: dynamic mode chosen: it beats the base alone" in stderr
+    assert "mode: dynamic (validation found dynamic mode's pools faster" in stderr
+
+
+def test_the_heap_inside_the_stated_caches_is_judged_on_scaled_ones(lockstep):
+    _, plans = lockstep
+    stderr = plans["tiny"][1]
+    assert "corral: warning: the training run's heap peaked at" in stderr
+    line = next(s for s in stderr.splitlines() if s.startswith("validation: dynamic mode over"))
+    assert "faster (by simulation:" in line and "on caches scaled to the training heap" in line
+
+
+def test_the_plan_from_a_tiny_input_runs_as_well_as_from_a_larger_one(lockstep):
+    program, plans = lockstep
+    argv = [str(program), *BIGGER]
+    cycles = {}
+    for name, (plan, _) in plans.items():
+        base = planfile.read(plan).base
+        cycles[name] = runs.simulate(argv, launch.environment(plan=str(plan), base=base, program=str(program)))
+    alone = runs.simulate(argv, launch.base_environment(planfile.read(plans["larger"][0]).base))
+    assert cycles["tiny"].output == cycles["larger"].output == alone.output
+    assert cycles["tiny"].cycles <= cycles["larger"].cycles * 1.01
+    assert cycles["larger"].cycles < alone.cycles * 0.9          # and the layout pays there
