@@ -1,0 +1,172 @@
+"""The runs validation decides on (corral/validation/validate.py): each
+configuration timed in alternation with the others, or simulated under
+cachegrind, and a verdict for each pair it compares (evidence.py), within
+a time budget.
+
+A configuration is (key, environment): the key names what runs (a base
+alone, a plan's text over a base, dynamic mode over a base), so a run or
+a verdict asked for twice is made once.
+"""
+
+import math
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+
+from corral.bench import cachegrind
+from corral.validation import evidence, runs
+from corral.validation.evidence import NOISE
+
+ROUNDS = 5              # timed rounds at least: five pairs in one direction are the sign test's 3%
+MAX_ROUNDS = 15
+TIME_BUDGET = 1.5       # CPU seconds a configuration is timed for, over its rounds
+# What `corral optimize` may cost, all in (profile, plan, validation):
+# this many times the training run's CPU time for a run of half a second
+# or more, BUDGET_FLOOR seconds for a shorter one. Simulation costs up to
+# SIM_SLOWDOWN times the native run (callgrind with cache simulation: 46x
+# on Olden health's training run, 48x on bisort's, 120x on treeadd's), so
+# a long run is simulated only where that still fits.
+BUDGET_FACTOR = 30
+BUDGET_FLOOR = 30.0
+LONG_RUN = 0.5
+SIM_SLOWDOWN = 100
+# A real run's heap is many times the cache; a training heap under this
+# many times the modelled last level is simulated on caches scaled so that
+# it is (cachegrind.scaled) as well as on the stated ones.
+SCALE_RATIO = 8
+# The modelled last level (corral/bench/cachegrind.py): a training heap
+# smaller than this cannot show a layout gain that needs a heap past it.
+SMALL_HEAP = 1 << 20
+
+
+class Trials:
+    """Runs of one command under the configurations it is given."""
+
+    def __init__(self, argv, stdin=None, simulate=runs.simulate, timer=runs.cpu_seconds, margin=evidence.MARGIN,
+                 rounds=ROUNDS, budget=TIME_BUDGET, jobs=None, started=None, heap=None, say=print):
+        self.argv, self.stdin = list(argv), stdin
+        self.simulate, self.timer = simulate, timer
+        self.margin, self.rounds, self.budget = margin, rounds, budget
+        self.jobs = jobs or os.cpu_count() or 1
+        # time.monotonic() when `corral optimize` started: the budget counts from there
+        self.started = started
+        self.seconds = 0.0
+        self.deadline = self.allowed = None
+        self.say = say
+        self.timed = False
+        self.reference_outputs: set[str] = set()
+        # A training heap under SCALE_RATIO times the modelled last level is
+        # also simulated on caches scaled down to it (cachegrind.scaled): a
+        # layout that pays only once the heap is past the cache shows there.
+        self.scaled = cachegrind.scaled(heap, SCALE_RATIO) if heap else None
+        self.models = (0, 1) if self.scaled else (0,)
+        self.scaled_text = cachegrind.describe(self.scaled) if self.scaled else None
+        # a heap inside the stated last level shows a layout's costs there and none of its gains
+        self.scaled_leads = bool(self.scaled) and heap < SMALL_HEAP
+        self._sims: dict[tuple, runs.Simulated] = {}     # (key, model) -> run
+        # (reference key, candidate key, timed) -> what trial said
+        self._verdicts: dict[tuple, tuple] = {}
+
+    def run_takes(self, seconds: float) -> None:
+        """The command's CPU time on glibc: sets the rounds and the budget."""
+        self.seconds = seconds
+        if self.started is not None:
+            self.allowed = BUDGET_FACTOR * seconds if seconds >= LONG_RUN else BUDGET_FLOOR
+            self.deadline = self.started + self.allowed
+        if seconds:
+            self.rounds = max(self.rounds, min(MAX_ROUNDS, math.ceil(self.budget / seconds)))
+
+    def _progress(self, text: str) -> None:
+        """What is running now, for the user (not kept in the plan)."""
+        self.say(f"validation: ... {text}")
+
+    def simulate_all(self, configs) -> dict:
+        """Key -> Simulated under the stated cache model, each configuration
+        simulated once (memo by key), those not yet run in parallel; under
+        the scaled model too when there is one (`scaled_sims`)."""
+        todo = [(key, env, m) for key, env in configs for m in self.models if (key, m) not in self._sims]
+        if todo:
+            self._progress(f"simulating {_runs(len(todo))} under cachegrind, {min(self.jobs, len(todo))} at a time")
+            with ThreadPoolExecutor(max_workers=min(self.jobs, len(todo))) as pool:
+                futures = {(key, m): pool.submit(self.simulate, self.argv, env, self.stdin,
+                                                 **({"cache": self.scaled} if m else {}))
+                           for key, env, m in todo}
+                for memo, future in futures.items():
+                    self._sims[memo] = future.result()
+        return {key: self._sims[(key, 0)] for key, _ in configs}
+
+    def sim_changes(self, ref, key) -> list[float]:
+        """The candidate's change of simulated cycles against the reference,
+        per cache model."""
+        return [self._sims[(key, m)].cycles / self._sims[(ref, m)].cycles - 1 for m in self.models]
+
+    def time_all(self, configs) -> dict:
+        """Key -> (CPU seconds per round, output hashes), in alternation."""
+        times = {key: ([], set()) for key, _ in configs}
+        self._progress(f"timing {_runs(len(configs), 'configuration')} over {self.rounds} alternating rounds")
+        for _ in range(self.rounds):
+            for key, env in configs:
+                seconds, output = self.timer(self.argv, env, self.stdin)
+                times[key][0].append(seconds)
+                times[key][1].add(output)
+        return times
+
+    def compare(self, reference, candidates, timed_run=None) -> dict:
+        """Each candidate configuration against `reference`: key ->
+        (Verdict, output unchanged)."""
+        verdicts = self.trial([reference, *candidates], [(reference[0], key) for key, _ in candidates],
+                              timed_run)
+        return {pair[1]: v for pair, v in verdicts.items()}
+
+    def trial(self, configs, pairs, timed_run=None) -> dict:
+        """(reference key, candidate key) -> (Verdict, output unchanged)
+        for each pair, from one set of runs of `configs`: timed in
+        alternation when the run is long enough (`timed_run`, default: long
+        enough for libcorral.so), simulated where the clock is inconclusive
+        or the run short. A long run is simulated only while the time
+        budget allows it."""
+        clocked = self.timed if timed_run is None else timed_run
+        if all((*pair, clocked) in self._verdicts for pair in pairs):
+            return {pair: self._verdicts[(*pair, clocked)] for pair in pairs}
+        envs = dict(configs)
+        times = {}
+        if clocked:
+            times = self.time_all(configs)
+            for key, (_, outputs) in times.items():
+                if key[0] == "base":
+                    self.reference_outputs |= outputs
+        timed = {pair: evidence.timed(times[pair[0]][0], times[pair[1]][0]) for pair in pairs if times}
+        unsettled = {k for pair in pairs if pair not in timed or timed[pair].verdict == NOISE for k in pair}
+        fresh = {k for k in unsettled if (k, 0) not in self._sims}
+        skipped = bool(times) and bool(unsettled) and not self._may_simulate(len(fresh) * len(self.models))
+        sims = {} if skipped or not unsettled else self.simulate_all([(k, envs[k]) for k in unsettled])
+        for key, sim in sims.items():
+            if key[0] == "base":
+                self.reference_outputs.add(sim.output)
+        verdicts = {}
+        for ref, key in pairs:
+            change = self.sim_changes(ref, key) if key in sims and ref in sims else None
+            outputs = set(times[key][1]) if key in times else set()
+            outputs |= {sims[key].output} if key in sims else set()
+            verdict = evidence.decide(change, timed.get((ref, key)), self.margin, self.scaled_text,
+                                      self.scaled_leads)
+            if skipped and verdict.outcome == NOISE:
+                verdict = replace(verdict, evidence=verdict.evidence + "; not simulated: the time budget "
+                                  f"({self.allowed:.0f} s) would not allow it")
+            verdicts[(ref, key)] = (verdict, outputs <= self.reference_outputs)
+        self._verdicts.update({(*pair, clocked): v for pair, v in verdicts.items()})
+        return verdicts
+
+    def _may_simulate(self, runs_needed: int) -> bool:
+        """Whether `runs_needed` simulations of this run, `jobs` at a time,
+        fit in what is left of the time budget."""
+        if self.deadline is None:
+            return True
+        estimate = SIM_SLOWDOWN * self.seconds * math.ceil(runs_needed / self.jobs)
+        return time.monotonic() + estimate <= self.deadline
+
+
+
+def _runs(n: int, what="run") -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
