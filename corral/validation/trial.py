@@ -35,9 +35,6 @@ SIM_SLOWDOWN = 100
 # many times the modelled last level is simulated on caches scaled so that
 # it is (cachegrind.scaled) as well as on the stated ones.
 SCALE_RATIO = 8
-# The modelled last level (corral/bench/cachegrind.py): a training heap
-# smaller than this cannot show a layout gain that needs a heap past it.
-SMALL_HEAP = 1 << 20
 
 
 class Trials:
@@ -62,8 +59,6 @@ class Trials:
         self.scaled = cachegrind.scaled(heap, SCALE_RATIO) if heap else None
         self.models = (0, 1) if self.scaled else (0,)
         self.scaled_text = cachegrind.describe(self.scaled) if self.scaled else None
-        # a heap inside the stated last level shows a layout's costs there and none of its gains
-        self.scaled_leads = bool(self.scaled) and heap < SMALL_HEAP
         self._sims: dict[tuple, runs.Simulated] = {}     # (key, model) -> run
         # (reference key, candidate key, timed) -> what trial said
         self._verdicts: dict[tuple, tuple] = {}
@@ -149,8 +144,7 @@ class Trials:
             change = self.sim_changes(ref, key) if key in sims and ref in sims else None
             outputs = set(times[key][1]) if key in times else set()
             outputs |= {sims[key].output} if key in sims else set()
-            verdict = evidence.decide(change, timed.get((ref, key)), self.margin, self.scaled_text,
-                                      self.scaled_leads)
+            verdict = evidence.decide(change, timed.get((ref, key)), self.margin, self.scaled_text)
             if skipped and verdict.outcome == NOISE:
                 verdict = replace(verdict, evidence=verdict.evidence + "; not simulated: the time budget "
                                   f"({self.allowed:.0f} s) would not allow it")

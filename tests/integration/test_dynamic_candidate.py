@@ -5,7 +5,7 @@ planner merges the two kinds (the lockstep walks make them affine) and
 finds the merged group already placed together by the allocator: no
 group. Dynamic mode's pool per call site keeps each list dense. The plan
 chooses dynamic mode, from a tiny training input (a heap inside the
-stated caches) as from a larger one, and runs as fast as either on a
+stated last level) as from a larger one, and runs as fast as either on a
 bigger input (simulated cycles: deterministic)."""
 
 import subprocess
@@ -18,7 +18,7 @@ from corral.plan import planfile
 from corral.validation import runs
 from tests.support import TESTS
 
-TINY = ["4000", "10", "4", "1"]          # 250 KiB of heap, about 2 ms
+TINY = ["8000", "10", "4", "1"]          # 500 KiB of heap, about 3 ms
 LARGER = ["20000", "10", "4", "1"]       # 1.3 MiB, past the stated last level
 BIGGER = ["60000", "3", "4", "1"]        # the run the plans are judged on
 
@@ -56,7 +56,7 @@ def test_the_plan_chooses_dynamic_mode_over_the_merged_group(lockstep, name):
     assert "mode: dynamic (validation found dynamic mode's pools faster" in stderr
 
 
-def test_the_heap_inside_the_stated_caches_is_judged_on_scaled_ones(lockstep):
+def test_a_heap_inside_the_stated_last_level_is_warned_about_and_simulated_on_scaled_caches_too(lockstep):
     _, plans = lockstep
     stderr = plans["tiny"][1]
     assert "corral: warning: the training run's heap peaked at" in stderr

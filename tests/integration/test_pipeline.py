@@ -329,3 +329,8 @@ def test_a_plan_that_chose_dynamic_mode_runs_the_program_in_dynamic_mode(figure2
     doc = json.loads(stats.read_text())
     assert doc["options"]["dynamic"] == 1 and doc["options"]["plan"] is None
     assert doc["dynamic"]["pools"] >= 1
+    # dynamic mode needs the program (its wrapper list): one clear error without it
+    from corral.errors import CorralError
+    from corral.launch import environment
+    with pytest.raises(CorralError, match="says dynamic mode, which needs the program's name"):
+        environment(plan=str(plan))

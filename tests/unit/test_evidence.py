@@ -50,6 +50,4 @@ def test_caches_scaled_to_the_heap_decide_only_where_the_stated_ones_see_nothing
     assert evidence.decide([-0.06, +0.05], None, scaled=scaled).outcome == FASTER
     assert evidence.decide([+0.001, +0.05], None, scaled=scaled).outcome == SLOWER
     assert evidence.decide([+0.001, -0.002], None, scaled=scaled).outcome == NOISE
-    # where the heap fits the stated caches, the scaled ones lead
-    assert evidence.decide([+0.006, -0.13], None, scaled=scaled, scaled_leads=True).outcome == FASTER
     assert evidence.decide([+0.006, -0.13], None, scaled=scaled).outcome == SLOWER
