@@ -199,7 +199,8 @@ class Validator(Trials):
         keep, kept_verdict = groups, verdict
         if verdict.outcome != FASTER:
             keep, kept_verdict = [], None
-            if len(groups) > 1 and (not self.timed or self._may_simulate(len(groups) + 1)):
+            searchable = not self.timed or self._may_simulate((len(groups) + 1) * len(self.models))
+            if len(groups) > 1 and searchable:
                 alone = {g: self.plan_config(replan(frozenset(h for h in groups if h != g)).plan, base)
                          for g in groups}
                 # by simulation: a per-group search by the clock would cost a timed tournament each
