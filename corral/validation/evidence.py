@@ -107,7 +107,7 @@ def simulated(reference_cycles: float, candidate_cycles: float, margin: float = 
 class Verdict:
     """What decided, and on which evidence (for the user and the plan)."""
     outcome: str                  # FASTER, SLOWER or NOISE
-    by: str                       # "time", "simulation" or "neither"
+    by: str                       # "time", "simulation" or "neither" (nothing measured)
     evidence: str
     gain: float = 0.0             # how much faster the evidence says: median ratio - 1, or -simulated change
 
@@ -143,4 +143,6 @@ def decide(sim_change, time: Timed | None, margin: float = MARGIN, scaled: str |
             if outcome != NOISE:
                 return Verdict(outcome, "simulation", told, -change)
         return Verdict(NOISE, "simulation", told, -changes[0])
-    return Verdict(NOISE, "neither", time.describe() if time is not None else "nothing measured")
+    if time is not None:
+        return Verdict(NOISE, "time", time.describe())
+    return Verdict(NOISE, "neither", "nothing measured")

@@ -79,7 +79,7 @@ class Trials:
     def simulate_all(self, configs) -> dict:
         """Key -> Simulated under the stated cache model, each configuration
         simulated once (memo by key), those not yet run in parallel; under
-        the scaled model too when there is one (`scaled_sims`)."""
+        the scaled model too when there is one (sim_changes reads both)."""
         todo = [(key, env, m) for key, env in configs for m in self.models if (key, m) not in self._sims]
         if todo:
             self._progress(f"simulating {_runs(len(todo))} under cachegrind, {min(self.jobs, len(todo))} at a time")
@@ -159,7 +159,6 @@ class Trials:
             return True
         estimate = SIM_SLOWDOWN * self.seconds * math.ceil(runs_needed / self.jobs)
         return time.monotonic() + estimate <= self.deadline
-
 
 
 def _runs(n: int, what="run") -> str:

@@ -293,8 +293,8 @@ def small_heap_warning(doc) -> str | None:
     if peak is None or peak >= SMALL_HEAP:
         return None
     return (f"corral: warning: the training run's heap peaked at {peak / 1024:.0f} KiB, inside the "
-            f"modelled {SMALL_HEAP >> 20} MiB last-level cache; validation cannot see a layout gain "
-            "that needs a larger heap: train on an input whose heap is larger")
+            f"modelled {SMALL_HEAP >> 20} MiB last-level cache; a layout gain that needs a larger heap "
+            "shows there at best on caches scaled down to it: train on an input whose heap is larger")
 
 
 def validate(result, replan, argv, stdin=None, **options) -> tuple[object, Outcome]:

@@ -39,7 +39,8 @@ def test_a_clock_within_noise_leaves_the_decision_to_simulation():
     v = evidence.decide(-0.17, noisy)
     assert (v.outcome, v.by) == (FASTER, "simulation") and abs(v.gain - 0.17) < 1e-9
     assert evidence.decide(+0.002, noisy).outcome == NOISE       # inside the margin
-    assert evidence.decide(None, noisy).by == "neither"
+    assert (evidence.decide(None, noisy).outcome, evidence.decide(None, noisy).by) == (NOISE, "time")
+    assert evidence.decide(None, None).by == "neither"
 
 
 def test_caches_scaled_to_the_heap_decide_only_where_the_stated_ones_see_nothing():
