@@ -19,7 +19,7 @@ def density(weight: float, loops: int, members: int) -> float:
     return weight / possible if possible else 0.0
 
 
-def _loop(graph: nx.Graph, node) -> float:
+def loop_weight(graph: nx.Graph, node) -> float:
     return graph.edges[node, node]["weight"] if graph.has_edge(node, node) else 0.0
 
 
@@ -49,14 +49,14 @@ class _Growing:
         return density(self.weight, self.loops, len(self.members))
 
     def with_candidate(self, graph: nx.Graph, node) -> tuple[float, int]:
-        loop = _loop(graph, node)
+        loop = loop_weight(graph, node)
         links = sum(graph.edges[node, m]["weight"] for m in self.members if graph.has_edge(node, m))
         return self.weight + loop + links, self.loops + (loop > 0)
 
     def benefit(self, graph: nx.Graph, node, tolerance: float) -> float:
         weight, loops = self.with_candidate(graph, node)
         merged = density(weight, loops, len(self.members) + 1)
-        alone = density(_loop(graph, node), int(_loop(graph, node) > 0), 1)
+        alone = density(loop_weight(graph, node), int(loop_weight(graph, node) > 0), 1)
         return merged - (1 - tolerance) * max(self.score(), alone)
 
     def add(self, graph: nx.Graph, node) -> None:

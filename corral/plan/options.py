@@ -9,6 +9,11 @@ from dataclasses import dataclass
 from corral.errors import CorralError
 
 
+# Dynamic mode's defaults (CORRAL_DYN_MIN_OBJECTS, CORRAL_DYN_MAX_SIZE, docs/dynamic.md).
+SITE_POOL_MIN_OBJECTS = 100
+SITE_POOL_MAX_SIZE = 128
+
+
 @dataclass(frozen=True)
 class PlanOptions:
     # Keep the hottest contexts that together make this share of all accesses
@@ -54,6 +59,13 @@ class PlanOptions:
     # must exceed its cost, as a share of the cost.
     miss_share: float = 0.25
     min_gain: float = 0.1
+    # Also give each hot context that no group took a pool of its own, as
+    # dynamic mode would (DPA's thresholds: SITE_POOL_MIN_OBJECTS objects
+    # of at most SITE_POOL_MAX_SIZE bytes on average), whether or not the
+    # allocator underneath keeps its objects together on the training
+    # heap: validation's "site pools" candidate, HALO's groups and dynamic
+    # mode's layout combined (docs/planner.md, "Validation").
+    site_pools: bool = False
 
     def min_edge_weight(self, total_accesses: float) -> float:
         """The absolute edge-weight threshold for a profile with this many accesses."""

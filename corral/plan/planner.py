@@ -13,8 +13,8 @@ from corral.plan import closure, cost, layout, placement, planfile, slots
 from corral.plan.callsites import CallSites
 from corral.plan.check import GroupCheck, check, first_match_holds
 from corral.plan.graph import Context, Site, affinity_graph, contexts_of, total_accesses
-from corral.plan.grouping import Group, class_components, group_contexts
-from corral.plan.options import PlanOptions
+from corral.plan.grouping import Group, class_components, group_contexts, loop_weight
+from corral.plan.options import SITE_POOL_MAX_SIZE, SITE_POOL_MIN_OBJECTS, PlanOptions
 from corral.plan.selectors import Selector, direct_table, identify, walk_depth
 
 
@@ -138,6 +138,14 @@ def _close_over_frame0(doc, contexts, graph, kept, contexts_in, extra, layout_of
     return kept, closures
 
 
+def _pooled_by_dynamic_mode(doc: dict, members) -> bool:
+    """Whether dynamic mode would give these contexts a pool: enough
+    allocations, small enough on average (options.SITE_POOL_*)."""
+    allocs = sum(doc["contexts"][m]["allocs"] for m in members)
+    size = sum(doc["contexts"][m]["bytes"] for m in members)
+    return allocs >= SITE_POOL_MIN_OBJECTS and size <= SITE_POOL_MAX_SIZE * allocs
+
+
 def _node_classes(doc: dict, graph: nx.Graph) -> dict:
     """Each graph node's size classes (of its contexts' smallest and largest
     objects, as layout.choose counts them)."""
@@ -170,21 +178,23 @@ def make_plan(doc: dict, options: PlanOptions, exclude: frozenset = frozenset(),
     layout_of, together, packing = {}, {}, {}
     unprofitable, placed_already, excluded = [], [], []
 
-    def worth_trying(candidates: list[Group]) -> list[Group]:
+    def worth_trying(candidates: list[Group], as_dynamic_mode: bool = False) -> list[Group]:
+        """`as_dynamic_mode`: site pools (options.site_pools), kept whatever the
+        affinity model says of their layout: validation measures them."""
         out = []
         for g in candidates:
             if g.members in exclude:
                 excluded.append(g)
                 continue
             lay = layout_of[g] = layout.choose(doc, contexts_in(g), options.turnover)
-            if not lay.pays:
+            if not lay.pays and not as_dynamic_mode:
                 unprofitable.append((g, lay))
                 continue
             share = together[g] = placement.together_share(doc, contexts_in(g))
             packing[g] = slots.packing_ratio(doc, contexts_in(g), lay.by_size)
             # Objects the base already keeps side by side gain only from
             # tighter packing; the cost model weighs that.
-            if share is not None and share >= options.together and packing[g] >= 1.0:
+            if not as_dynamic_mode and share is not None and share >= options.together and packing[g] >= 1.0:
                 placed_already.append((g, share))
                 continue
             out.append(g)
@@ -199,6 +209,11 @@ def make_plan(doc: dict, options: PlanOptions, exclude: frozenset = frozenset(),
     components = class_components(graph, set(graph.nodes) - taken, _node_classes(doc, graph),
                                   options.group_threshold)
     kept += worth_trying([g for g in components if frozenset(g.members) not in tried])
+    if options.site_pools:
+        taken = {n for g in kept + excluded for n in g.members}
+        kept += worth_trying([Group((n,), loop_weight(graph, n), 0.0) for n in graph.nodes
+                              if n not in taken and _pooled_by_dynamic_mode(doc, graph.nodes[n]["members"])],
+                             as_dynamic_mode=True)
     kept, closures = _close_over_frame0(doc, contexts, graph, kept, contexts_in, extra, layout_of, together,
                                         packing, exclude, excluded, options)
     kept.sort(key=lambda g: -g.weight)      # the heaviest group is tried first at run time

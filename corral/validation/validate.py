@@ -29,9 +29,12 @@ The steps:
    noise of it (the plan says when bases were).
 2. The plan's groups over that base. If the whole plan does not win, each
    group is tried alone (by simulation) and the survivors together.
-3. Dynamic mode over that base. It is chosen over the plan only when it
-   beats the plan; either is chosen only when it beats the base alone.
-4. A layout that changes what the program prints is never chosen.
+3. Site pools: the planner's groups and a pool of its own for each hot
+   context no group took, as dynamic mode would pool it, identified by
+   the plan's call sites. Chosen over the groups only when it beats them.
+4. Dynamic mode over that base. It is chosen over the plan only when it
+   beats the plan; either is chosen only when it beats the base alone. A
+   layout that changes what the program prints is never chosen.
 5. A chosen layout runs over the other bases too: its pools are the same
    whatever the base, but what it leaves to the base is not (Olden
    bisort: 24-byte objects packed where mimalloc's class is 32). Another
@@ -84,6 +87,7 @@ class Validator(Trials):
         self.time_from, self.base_time_from = time_from, base_time_from
         self.lines: list[str] = []
         self.timed_bases = False
+        self.pooled_verdict = None
         self._folder = tempfile.TemporaryDirectory(prefix="corral-validate-")
 
     def close(self) -> None:
@@ -224,7 +228,33 @@ class Validator(Trials):
                        "training run faster beyond noise" + ("" if keep else "; the plan has no groups"))
         return dropped, kept_verdict
 
-    # ---- 3. dynamic mode as a candidate ----
+    # ---- 3. site pools as a candidate ----
+
+    def choose_site_pools(self, plan: planfile.Plan, plan_verdict, pooled: planfile.Plan, base) -> bool:
+        """Whether the plan with site pools (`pooled`: the groups, and a pool
+        of its own for each hot context no group took) beats the base alone
+        and the plan (`plan`, with `plan_verdict` against the base, or None
+        when it kept no groups)."""
+        reference, candidate = self.base_config(base), self.plan_config(pooled, base)
+        v, same = self.compare(reference, [candidate])[candidate[0]]
+        self._note(f"site pools ({len(pooled.groups)} group(s)) over {base}: {v}")
+        if not same:
+            self._note("site pools changed the program's output; not chosen")
+            return False
+        if v.outcome != FASTER:
+            return False
+        self.pooled_verdict = v
+        if plan.groups and plan_verdict is not None:
+            grouped = self.plan_config(plan, base)
+            v, same = self.compare(grouped, [candidate])[candidate[0]]
+            self._note(f"site pools against the plan's groups: {v}")
+            if v.outcome != FASTER:
+                return False
+        self._note("site pools chosen: they beat the base alone"
+                   + (" and the plan's groups" if plan.groups and plan_verdict is not None else ""))
+        return True
+
+    # ---- 4. dynamic mode as a candidate ----
 
     def choose_mode(self, plan: planfile.Plan, plan_verdict, base) -> str:
         """"dynamic" when dynamic mode beats both the base alone and the
@@ -297,9 +327,11 @@ def small_heap_warning(doc) -> str | None:
             "shows there at best on caches scaled down to it: train on an input whose heap is larger")
 
 
-def validate(result, replan, argv, stdin=None, **options) -> tuple[object, Outcome]:
+def validate(result, replan, argv, stdin=None, site_pools=None, **options) -> tuple[object, Outcome]:
     """(the final PlanResult, what validation found). `replan(exclude)`
-    makes the plan again without the groups whose member tuples are given."""
+    makes the plan again without the groups whose member tuples are given;
+    `site_pools()`, when given, the plan with a pool for each hot context
+    no group took (a candidate)."""
     # The same exclusions come back (the survivors timed, then written):
     # each plan is made once.
     replan = functools.lru_cache(maxsize=None)(replan)
@@ -314,6 +346,11 @@ def validate(result, replan, argv, stdin=None, **options) -> tuple[object, Outco
         base = validator.choose_base(result.plan)
         excluded, plan_verdict = validator.check_groups(result, replan, base)
         final = replan(excluded) if excluded else result
+        pooled = site_pools() if site_pools else None
+        if pooled is not None and pooled.plan.groups and \
+                planfile.format_plan(pooled.plan) != planfile.format_plan(final.plan):
+            if validator.choose_site_pools(final.plan, plan_verdict, pooled.plan, base):
+                final, plan_verdict, excluded = pooled, validator.pooled_verdict, frozenset()
         mode = validator.choose_mode(final.plan, plan_verdict, base)
         if mode == "dynamic":
             every = frozenset(g.members for g in result.groups)
@@ -339,5 +376,5 @@ def hook(argv, stdin, say, children=False, started=None):
     command began (time.monotonic()), for the time budget."""
     simulate = functools.partial(runs.simulate, children=True) if children else runs.simulate
     dynamic = None if children else default_dynamic(argv[0])
-    return lambda result, replan: validate(result, replan, argv, stdin, say=say, simulate=simulate,
-                                           dynamic=dynamic, started=started)[0]
+    return lambda result, replan, site_pools=None: validate(
+        result, replan, argv, stdin, site_pools, say=say, simulate=simulate, dynamic=dynamic, started=started)[0]

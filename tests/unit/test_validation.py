@@ -396,3 +396,51 @@ def test_a_long_run_times_the_candidates_over_glibc_in_the_bases_rounds(planned)
                                          bases=["glibc", "jemalloc", "mimalloc"])
     assert outcome.base == "glibc" and outcome.mode == "plan" and not final.plan.groups
     assert script.timings == 1 + 5 * 5
+
+
+def _site_pools(planned):
+    """A stand-in for the site-pools plan: the same groups, the first laid
+    out mixed (the scripted runs tell it apart by that)."""
+    import copy
+    result, _ = planned
+    pooled = copy.deepcopy(result)
+    pooled.plan.groups[0].by_size = not pooled.plan.groups[0].by_size
+    return pooled
+
+
+class Pools(Script):
+    """Runs under the site-pools stand-in change the cycles by `pools` more."""
+
+    def __init__(self, *args, pools, **kw):
+        super().__init__(*args, **kw)
+        self.pools = pools
+
+    def simulate(self, argv, env, stdin=None, cache=None):
+        sim = super().simulate(argv, env, stdin, cache)
+        if "CORRAL_PLAN" in env and not all(g.by_size for g in planfile.read(env["CORRAL_PLAN"]).groups):
+            sim = replace(sim, cycles=sim.cycles + self.pools)
+        return sim
+
+
+def test_site_pools_are_chosen_where_they_beat_the_groups_and_dynamic_mode(planned):
+    result, replan = planned
+    pooled = _site_pools(planned)
+    script = Pools({"glibc": 1000}, {"A": -30, "C": -30}, pools=-100, dynamic=-0.08)
+    said = []
+    final, outcome = validation.validate(result, replan, ["./prog"], site_pools=lambda: pooled, bases=["glibc"],
+                                         simulate=script.simulate, timer=script.timer, dynamic=_dynamic,
+                                         say=said.append)
+    assert final is pooled and outcome.mode == "plan" and not outcome.excluded
+    assert "validation: site pools chosen: they beat the base alone and the plan's groups" in said
+    assert any(s.startswith("validation: dynamic mode against the plan's groups: slower") for s in said)
+
+
+def test_site_pools_within_noise_of_the_groups_leave_the_groups(planned):
+    result, replan = planned
+    pooled = _site_pools(planned)
+    script = Pools({"glibc": 1000}, {"A": -30, "C": -30}, pools=-2)
+    said = []
+    final, _ = validation.validate(result, replan, ["./prog"], site_pools=lambda: pooled, bases=["glibc"],
+                                   simulate=script.simulate, timer=script.timer, say=said.append)
+    assert final is not pooled and len(final.plan.groups) == 2
+    assert any(s.startswith("validation: site pools against the plan's groups: within noise") for s in said)
