@@ -133,7 +133,8 @@ PROGRAMS: dict[str, Program] = {p.name: p for p in [
        f"{OLDEN}/bh", ["-fcommon", "-DTORONTO"], [4000, 5], [8000, 10], [40000, 30], std="gnu17",
        smaller=([2000, 4], [1000, 2])),
     _p("tsp", "olden", "travelling salesman tour over a binary tree of random cities, "
-       "joined into a cyclic list", f"{OLDEN}/tsp", ["-DTORONTO"], [32768], [102400], [2048000], smaller=([16384], [8192])),
+       "joined into a cyclic list", f"{OLDEN}/tsp", ["-DTORONTO"], [32768], [102400], [2048000],
+       smaller=([16384], [8192])),
     _p("voronoi", "olden", "Voronoi diagram of random points by divide and conquer over "
        "quad-edge records", f"{OLDEN}/voronoi", ["-DTORONTO"], [10000, 20, 32, 7],
        [100000, 20, 32, 7], [1000000, 20, 32, 7], std="gnu17",

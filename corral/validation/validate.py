@@ -87,7 +87,6 @@ class Validator(Trials):
         self.time_from, self.base_time_from = time_from, base_time_from
         self.lines: list[str] = []
         self.timed_bases = False
-        self.pooled_verdict = None
         self._folder = tempfile.TemporaryDirectory(prefix="corral-validate-")
 
     def close(self) -> None:
@@ -105,7 +104,8 @@ class Validator(Trials):
     def plan_config(self, plan: planfile.Plan, base):
         text = planfile.format_plan(plan)
         path = Path(self._folder.name) / f"try{abs(hash(text)) % 10**12}.plan"
-        path.write_text(text)
+        if not path.exists():       # asked again for a plan already compared: written once
+            path.write_text(text)
         return ("plan", text, base), launch.environment(plan=str(path), base=base)
 
     def dynamic_config(self, base):
@@ -228,33 +228,36 @@ class Validator(Trials):
                        "training run faster beyond noise" + ("" if keep else "; the plan has no groups"))
         return dropped, kept_verdict
 
-    # ---- 3. site pools as a candidate ----
+    # ---- 3 and 4. site pools and dynamic mode as candidates ----
 
-    def choose_site_pools(self, plan: planfile.Plan, plan_verdict, pooled: planfile.Plan, base) -> bool:
-        """Whether the plan with site pools (`pooled`: the groups, and a pool
-        of its own for each hot context no group took) beats the base alone
-        and the plan (`plan`, with `plan_verdict` against the base, or None
-        when it kept no groups)."""
-        reference, candidate = self.base_config(base), self.plan_config(pooled, base)
-        v, same = self.compare(reference, [candidate])[candidate[0]]
-        self._note(f"site pools ({len(pooled.groups)} group(s)) over {base}: {v}")
+    def _candidate_wins(self, name, winning, candidate, plan: planfile.Plan, plan_verdict, base, detail=""):
+        """The candidate's verdict against the base alone when it beats both
+        that and the plan's groups (`plan`, with `plan_verdict` against the
+        base, or None when it kept no groups); else None. `name`, `detail`
+        (on the first line) and `winning` ("it beats", "they beat") word
+        the lines."""
+        v, same = self.compare(self.base_config(base), [candidate])[candidate[0]]
+        self._note(f"{name}{detail} over {base}: {v}")
         if not same:
-            self._note("site pools changed the program's output; not chosen")
-            return False
+            self._note(f"{name} changed the program's output; not chosen")
+            return None
         if v.outcome != FASTER:
-            return False
-        self.pooled_verdict = v
-        if plan.groups and plan_verdict is not None:
-            grouped = self.plan_config(plan, base)
-            v, same = self.compare(grouped, [candidate])[candidate[0]]
-            self._note(f"site pools against the plan's groups: {v}")
-            if v.outcome != FASTER:
-                return False
-        self._note("site pools chosen: they beat the base alone"
-                   + (" and the plan's groups" if plan.groups and plan_verdict is not None else ""))
-        return True
+            return None
+        grouped = plan.groups and plan_verdict is not None
+        if grouped:
+            against, same = self.compare(self.plan_config(plan, base), [candidate])[candidate[0]]
+            self._note(f"{name} against the plan's groups: {against}")
+            if against.outcome != FASTER:
+                return None
+        self._note(f"{name} chosen: {winning} the base alone" + (" and the plan's groups" if grouped else ""))
+        return v
 
-    # ---- 4. dynamic mode as a candidate ----
+    def choose_site_pools(self, plan: planfile.Plan, plan_verdict, pooled: planfile.Plan, base):
+        """The verdict of the plan with site pools (`pooled`: the groups, and
+        a pool of its own for each hot context no group took) against the
+        base alone when it beats that and the plan's groups; else None."""
+        return self._candidate_wins("site pools", "they beat", self.plan_config(pooled, base), plan, plan_verdict,
+                                    base, detail=f" ({len(pooled.groups)} group(s))")
 
     def choose_mode(self, plan: planfile.Plan, plan_verdict, base) -> str:
         """"dynamic" when dynamic mode beats both the base alone and the
@@ -262,23 +265,8 @@ class Validator(Trials):
         dynamic = self.dynamic_config(base)
         if dynamic is None:
             return "plan"
-        reference = self.base_config(base)
-        v, same = self.compare(reference, [dynamic])[dynamic[0]]
-        self._note(f"dynamic mode over {base}: {v}")
-        if not same:
-            self._note("dynamic mode changed the program's output; not chosen")
-            return "plan"
-        if v.outcome != FASTER:
-            return "plan"
-        if plan.groups and plan_verdict is not None:
-            grouped = self.plan_config(plan, base)
-            v, same = self.compare(grouped, [dynamic])[dynamic[0]]
-            self._note(f"dynamic mode against the plan's groups: {v}")
-            if v.outcome != FASTER:
-                return "plan"
-        self._note("dynamic mode chosen: it beats the base alone"
-                   + (" and the plan's groups" if plan.groups and plan_verdict is not None else ""))
-        return "dynamic"
+        won = self._candidate_wins("dynamic mode", "it beats", dynamic, plan, plan_verdict, base)
+        return "plan" if won is None else "dynamic"
 
     # ---- 5. the layout's base ----
 
@@ -349,8 +337,9 @@ def validate(result, replan, argv, stdin=None, site_pools=None, **options) -> tu
         pooled = site_pools() if site_pools else None
         if pooled is not None and pooled.plan.groups and \
                 planfile.format_plan(pooled.plan) != planfile.format_plan(final.plan):
-            if validator.choose_site_pools(final.plan, plan_verdict, pooled.plan, base):
-                final, plan_verdict, excluded = pooled, validator.pooled_verdict, frozenset()
+            won = validator.choose_site_pools(final.plan, plan_verdict, pooled.plan, base)
+            if won is not None:
+                final, plan_verdict, excluded = pooled, won, frozenset()
         mode = validator.choose_mode(final.plan, plan_verdict, base)
         if mode == "dynamic":
             every = frozenset(g.members for g in result.groups)
