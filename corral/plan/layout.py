@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 GRANULE = 16
 SMALL_MAX = 128
-SIZE_CLASSES = 33      # the runtime's CORRAL_SIZE_CLASSES (runtime/src/size_class.h)
+SIZE_CLASSES = 33      # the runtime's CORRAL_SIZE_CLASSES (runtime/src/base/size_class.h)
 
 
 def size_class(size: int) -> int:

@@ -20,7 +20,7 @@
 #include "cr_tool.h"
 /* The runtime's classes for groups laid out by size. Blocks above
  * clo_max_size are not modelled. */
-#include "../../runtime/src/size_class.h"
+#include "../../runtime/src/base/size_class.h"
 
 static UInt size_class(SizeT size)
 {

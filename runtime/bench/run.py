@@ -73,7 +73,7 @@ def configs() -> list[Config]:
             Config(f"{c}, grouped by 2 nested one-site clauses", base, True, "nested", "deep", grouped=True),
             Config(f"{c}, grouped by a clause of 2 sites", base, True, "pair", "deep", grouped=True),
         ]
-    # operator new takes malloc's ways (runtime/src/ways.h): the planner's
+    # operator new takes malloc's ways (runtime/src/entry/ways.h): the planner's
     # cost model prices both by malloc's figures, which these check.
     c = "corral/mimalloc"
     out.append(Config("mimalloc alone (new)", "mimalloc", False, None, "other", entry="new"))

@@ -1,6 +1,6 @@
 /* Native checks of dynamic mode's pure parts: the wrapper list parser and the
  * merge logic. Built by test_dynamic_unit.py together with
- * runtime/src/dynamic_wrappers.c and dynamic_merge.c; prints one line per
+ * runtime/src/dynamic/dynamic_wrappers.c and dynamic_merge.c; prints one line per
  * failed check and a summary, exits 1 if any failed. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* Native checks of the plan parser (runtime/src/plan.c): every record, and
+/* Native checks of the plan parser (runtime/src/plan/plan.c): every record, and
  * every reason a plan is refused. Built with the sanitizers by
  * test_plan_unit.py; prints one line per failed check and a summary. */
 #include <stdio.h>

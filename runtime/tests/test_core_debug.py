@@ -1,5 +1,5 @@
 """The threaded stress programs under the debug build (`make -C runtime
-debug`, runtime/src/debug.h), which asserts the pool invariants on every
+debug`, runtime/src/base/debug.h), which asserts the pool invariants on every
 allocation, free, drain and chunk hand-over and aborts at the first broken
 one: cross-thread frees over every base allocator, 64 KiB chunks retired,
 adopted and released all the time, thread exits, fork from threads, misuse.

@@ -13,9 +13,9 @@ SRC = HERE.parent / "src"
 def test_wrapper_list_parser_and_merge_rules(tmp_path):
     exe = tmp_path / "dyn_unit"
     subprocess.run(["gcc", "-O1", "-g", "-Wall", "-Wextra", "-Werror", "-fsanitize=address,undefined",
-                    "-fno-sanitize-recover=all", f"-I{SRC}", str(HERE / "dyn_unit.c"),
-                    str(SRC / "dynamic_wrappers.c"), str(SRC / "dynamic_merge.c"),
-                    str(SRC / "dynamic_context.c"), str(SRC / "plan.c"), "-o", str(exe)],
+                    "-fno-sanitize-recover=all", f"-I{SRC / 'plan'}", f"-I{SRC / 'dynamic'}", str(HERE / "dyn_unit.c"),
+                    str(SRC / "dynamic" / "dynamic_wrappers.c"), str(SRC / "dynamic" / "dynamic_merge.c"),
+                    str(SRC / "dynamic" / "dynamic_context.c"), str(SRC / "plan" / "plan.c"), "-o", str(exe)],
                    check=True)
     run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stdout + run.stderr

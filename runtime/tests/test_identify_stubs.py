@@ -1,4 +1,4 @@
-"""Clause sites redirected to stubs (runtime/src/stubs.c): the program
+"""Clause sites redirected to stubs (runtime/src/stubs/stubs.c): the program
 ident_stubs.cc checks the group of every allocation through a site left
 normally, by longjmp, by a C++ exception, re-entered by recursion, by a
 signal handler, in threads, after fork, in a shared library linked at start

@@ -15,7 +15,7 @@
 
 #include "dynamic.h"
 #include "heap.h"
-#include "init.h"
+#include "gates.h"
 #include "identify_state.h"
 #include "identify_tables.h"
 #include "internal.h"
@@ -42,7 +42,7 @@ static void set_gates(const corral_ident_tables_t *t, const corral_ident_tables_
   /* Dynamic mode decides only where no plan is loaded; malloc, calloc,
    * realloc and operator new take its own way, the other entry points its
    * full way. */
-  int64_t on_dynamic = !t && _corral_dyn_on ? CORRAL_GATE_DYNAMIC : on;
+  int64_t on_dynamic = !t && _corral_modes.dynamic ? CORRAL_GATE_DYNAMIC : on;
   __atomic_store_n(&_corral_gates.on_malloc, open & CORRAL_PROBE_MALLOC ? on_dynamic : 0, __ATOMIC_RELAXED);
   __atomic_store_n(&_corral_gates.on_calloc, open & CORRAL_PROBE_CALLOC ? on_dynamic : 0, __ATOMIC_RELAXED);
   __atomic_store_n(&_corral_gates.on_realloc, open & CORRAL_PROBE_REALLOC ? on_dynamic : 0, __ATOMIC_RELAXED);
@@ -50,14 +50,14 @@ static void set_gates(const corral_ident_tables_t *t, const corral_ident_tables_
   /* Dynamic mode's given-back sites call the none way (dynamic.c): it
    * forwards every size. Not once a plan was loaded: a stale plan's pool
    * calls must take the full way. */
-  size_t none_below = _corral_dyn_on && !_corral_ident.plan ? SIZE_MAX : 0;
+  size_t none_below = _corral_modes.dynamic && !_corral_ident.plan ? SIZE_MAX : 0;
   __atomic_store_n(&_corral_gates.pool_below, t ? below : none_below, __ATOMIC_RELAXED);
   /* Dynamic mode never pools a request above its own limit (a pooled
    * block that realloc grows is not foreign, and takes the long way): the
    * first test forwards those. Ptrdist bc's bignum digits (1,040 bytes and
    * up) went through dynamic mode's way, 20 instructions each. */
   size_t forward = below;
-  if (!t && _corral_dyn_on && _corral_options.dyn_max_size < _corral_options.max_size)
+  if (!t && _corral_modes.dynamic && _corral_options.dyn_max_size < _corral_options.max_size)
     forward = _corral_options.dyn_max_size + 1;
   __atomic_store_n(&_corral_gates.forward_from, !open && d && !d->stub_installed ? 0 : forward,
                    __ATOMIC_RELEASE);

@@ -20,8 +20,8 @@
 static const char *group_label(unsigned g, char *buf, size_t len)
 {
   const char *name = _corral_options.random_pools > 0 ? NULL
-                   : _corral_safe_on ? _corral_safe_group_name(g)
-                   : _corral_dyn_on ? _corral_dyn_group_name(g) : _corral_group_name(g);
+                   : _corral_modes.safe ? _corral_safe_group_name(g)
+                   : _corral_modes.dynamic ? _corral_dyn_group_name(g) : _corral_group_name(g);
   if (name) return name;
   snprintf(buf, len, "%s-%u", _corral_options.random_pools > 0 ? "random" : "group", g);
   return buf;
@@ -40,7 +40,7 @@ static double frag_pct(const corral_group_totals_t *t)
 static void write_json(int fd, const corral_group_totals_t *t, unsigned n, uint64_t uobj, uint64_t ubytes)
 {
   const char *mode = _corral_options.random_pools > 0 ? "random"
-                   : _corral_safe_on ? "safe" : _corral_dyn_on ? "dynamic" : _corral_group_count() ? "plan" : "off";
+                   : _corral_modes.safe ? "safe" : _corral_modes.dynamic ? "dynamic" : _corral_group_count() ? "plan" : "off";
   _corral_fdprintf(fd, "{\"corralStats\":1,\"pid\":%d,\"mode\":\"%s\",\"options\":", (int)getpid(), mode);
   _corral_options_json(fd);
   _corral_fdprintf(fd, ",\"groups\":[");
@@ -120,7 +120,7 @@ void _corral_stats_write(const char *dest, int err_fd)
   /* Totals live in a static array: the stack of an exiting program may be
    * small, and this runs once per process. */
   static corral_group_totals_t totals[CORRAL_MAX_GROUPS];
-  unsigned n = _corral_safe_on ? _corral_safe_group_count() : _corral_dyn_on ? _corral_dyn_group_count() : _corral_ngroups;
+  unsigned n = _corral_modes.safe ? _corral_safe_group_count() : _corral_modes.dynamic ? _corral_dyn_group_count() : _corral_ngroups;
   uint64_t uobj, ubytes;
   _corral_heap_totals(totals, n, &uobj, &ubytes);
   if (strcmp(dest, "1") == 0 || strcmp(dest, "stderr") == 0) {

@@ -4,7 +4,10 @@
 #ifndef CORRAL_NEXT_H
 #define CORRAL_NEXT_H
 
+#include <errno.h>
 #include <stddef.h>
+
+#include "attributes.h"
 
 /* Internal: every declaration below is of this library, not exported. */
 #pragma GCC visibility push(hidden)
@@ -34,6 +37,28 @@ int _corral_next_init(void);
  * size (a malloc and a free of the allocator underneath), then remembered;
  * not for use inside its own malloc. */
 size_t _corral_next_footprint(size_t size);
+
+/* A block aligned to `align` (a power of two) from the next allocator;
+ * NULL with errno set. */
+void *_corral_next_aligned(size_t align, size_t size);
+
+/* p, with errno ENOMEM when it is NULL: the allocators underneath do not
+ * all set it (mimalloc above PTRDIFF_MAX, jemalloc's realloc). */
+CORRAL_INLINE void *_corral_enomem_if_null(void *p)
+{
+  if (CORRAL_UNLIKELY(!p)) errno = ENOMEM;
+  return p;
+}
+
+/* The next allocator's block for a request (align: 0 = malloc's, else a
+ * power of two; zero: calloc's); NULL with errno set. Explicit alignments
+ * go to its aligned entry point even when 16: mimalloc's malloc aligns tiny
+ * blocks to 8 only. */
+CORRAL_INLINE void *_corral_next_alloc(size_t size, size_t align, int zero)
+{
+  return _corral_enomem_if_null(align ? _corral_next_aligned(align, size)
+                                : zero ? _corral_next.calloc(1, size) : _corral_next.malloc(size));
+}
 
 /* Bootstrap buffer: 16-byte aligned, zeroed, never freed. */
 void *_corral_boot_alloc(size_t size, size_t align);

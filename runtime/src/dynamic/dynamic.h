@@ -28,8 +28,8 @@ uint32_t _corral_dyn_context(void *ret0, void *fp0);
  * wrapper it was reached through. */
 void _corral_dyn_context_name(uint32_t id, char *buf, size_t len);
 
-/* 1 when dynamic mode is on (after init); a plain global read. */
-extern int _corral_dyn_on;
+/* Whether dynamic mode is on (after init): _corral_modes.dynamic (heap's
+ * modes.h). */
 
 /* The group of a small allocation (size <= core's max_size) from its
  * immediate return address `ret0` and the frame `fp0` of the exported entry
@@ -46,27 +46,6 @@ void _corral_dyn_sample(void *p);
  * way: counts it on its chunk (unless statistics count everything) and
  * takes a pending sample. */
 void _corral_dyn_allocated(void *p);
-
-/* malloc's way while its gate is CORRAL_GATE_DYNAMIC (gates.h), entered by
- * a tail call; continues in _corral_malloc_rest where it cannot decide. */
-void *_corral_dyn_malloc(size_t size);
-/* calloc's, the same way; continues in _corral_calloc_rest. */
-void *_corral_dyn_calloc(size_t n, size_t size);
-/* realloc's, for a pointer of the allocator underneath or NULL and a size
- * that is not 0, the same way (a pointer to move into a pool takes the
- * full way); continues in _corral_realloc_rest. */
-void *_corral_dyn_realloc(void *p, size_t size);
-
-/* memalign's and aligned_alloc's way (align a power of two) while malloc's
- * gate is CORRAL_GATE_DYNAMIC, entered by a tail call; continues in
- * _corral_aligned_rest. */
-void *_corral_dyn_memalign(size_t align, size_t size);
-/* posix_memalign's, called with its own return address and CFA (the
- * program's stack pointer before its call): a settled site's decision,
- * CORRAL_DYN_POPPED with the block in *block, CORRAL_DYN_FORWARD, or
- * CORRAL_DYN_FULL: the full way decides. */
-enum { CORRAL_DYN_FULL, CORRAL_DYN_FORWARD, CORRAL_DYN_POPPED };
-int _corral_dyn_aligned(size_t align, size_t size, uintptr_t ret, uintptr_t cfa, void **block);
 
 /* After dlopen (outside malloc): relocate wrappers of newly loaded modules. */
 void _corral_dyn_after_dlopen(void);

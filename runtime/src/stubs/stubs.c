@@ -14,8 +14,6 @@
 #include "next.h"
 #include "unwind_cfi.h"
 
-__thread corral_stub_notes_t _corral_stub_notes __attribute__((tls_model("initial-exec")));
-
 /* libgcc's registry of unwind tables: lets a profiler or debugger that
  * samples inside a stub unwind out of it. Weak: without libgcc the stubs
  * simply have no unwind information. */
@@ -250,30 +248,26 @@ static uint8_t *put_jump(uint8_t *p, uintptr_t target)
   return p + 8;
 }
 
+static corral_call_targets_t targets;
+
+void _corral_stubs_set_targets(const corral_call_targets_t *t)
+{
+  targets = *t;
+}
+
 /* Where a pool call of this callee leads: its pool way, or for an
  * ungrouped site (none) its none way; 0 when the callee has neither. */
 static uintptr_t pool_way(corral_callee_t callee, int none)
 {
-  switch (callee) {
-  case CORRAL_CALLS_MALLOC: return none ? (uintptr_t)&_corral_malloc_none : (uintptr_t)&_corral_malloc_pool;
-  case CORRAL_CALLS_CALLOC: return none ? (uintptr_t)&_corral_calloc_none : (uintptr_t)&_corral_calloc_pool;
-  case CORRAL_CALLS_NEW: return none ? (uintptr_t)&_corral_new_none : (uintptr_t)&_corral_new_pool;
-  case CORRAL_CALLS_NEW_NOTHROW:
-    return none ? (uintptr_t)&_corral_new_none_nothrow : (uintptr_t)&_corral_new_pool_nothrow;
-  default: return 0;
-  }
+  if (callee <= CORRAL_CALLS_UNKNOWN || callee >= CORRAL_CALLS_KINDS) return 0;
+  return none ? targets.none[callee] : targets.pool[callee];
 }
 
-/* Dynamic mode's slot way of this callee (dynamic.c), or 0. */
+/* Dynamic mode's slot way of this callee, or 0. */
 static uintptr_t slot_way(corral_callee_t callee)
 {
-  switch (callee) {
-  case CORRAL_CALLS_MALLOC: return (uintptr_t)&_corral_dyn_malloc_slot;
-  case CORRAL_CALLS_CALLOC: return (uintptr_t)&_corral_dyn_calloc_slot;
-  case CORRAL_CALLS_NEW: return (uintptr_t)&_corral_dyn_new_slot;
-  case CORRAL_CALLS_NEW_NOTHROW: return (uintptr_t)&_corral_dyn_new_slot_nothrow;
-  default: return 0;
-  }
+  if (callee <= CORRAL_CALLS_UNKNOWN || callee >= CORRAL_CALLS_KINDS) return 0;
+  return targets.slot[callee];
 }
 
 static corral_callee_t callee_of_pool_way(uintptr_t way)

@@ -83,3 +83,18 @@ void *_corral_new_none_nothrow(size_t n, const void *nothrow)
   if (CORRAL_LIKELY(p != NULL)) return p;
   return _corral_new_rest_nothrow(n);
 }
+
+const corral_call_targets_t _corral_call_targets = {
+  .pool = {[CORRAL_CALLS_MALLOC] = (uintptr_t)&_corral_malloc_pool,
+           [CORRAL_CALLS_CALLOC] = (uintptr_t)&_corral_calloc_pool,
+           [CORRAL_CALLS_NEW] = (uintptr_t)&_corral_new_pool,
+           [CORRAL_CALLS_NEW_NOTHROW] = (uintptr_t)&_corral_new_pool_nothrow},
+  .none = {[CORRAL_CALLS_MALLOC] = (uintptr_t)&_corral_malloc_none,
+           [CORRAL_CALLS_CALLOC] = (uintptr_t)&_corral_calloc_none,
+           [CORRAL_CALLS_NEW] = (uintptr_t)&_corral_new_none,
+           [CORRAL_CALLS_NEW_NOTHROW] = (uintptr_t)&_corral_new_none_nothrow},
+  .slot = {[CORRAL_CALLS_MALLOC] = (uintptr_t)&_corral_dyn_malloc_slot,
+           [CORRAL_CALLS_CALLOC] = (uintptr_t)&_corral_dyn_calloc_slot,
+           [CORRAL_CALLS_NEW] = (uintptr_t)&_corral_dyn_new_slot,
+           [CORRAL_CALLS_NEW_NOTHROW] = (uintptr_t)&_corral_dyn_new_slot_nothrow},
+};

@@ -22,7 +22,7 @@ static int extend(corral_chunk_t *c)
   if (n > avail) n = avail;
   char *first = c->bump, *p = first;
   size_t links = n - 1;
-  if (CORRAL_UNLIKELY(_corral_safe_on)) {      /* encoded links (heap.h) */
+  if (CORRAL_UNLIKELY(_corral_modes.safe)) {      /* encoded links (heap.h) */
     for (; links; links--, p += bs) _corral_link_set(p, p + bs);
   }
   /* Every fresh block is linked here once: four links per round. */
@@ -50,7 +50,7 @@ long _corral_block_drain(corral_chunk_t *c, void *list)
   if (!list) return 0;
   long n = 1;
   void *last = list, *next;
-  if (CORRAL_UNLIKELY(_corral_safe_on)) {
+  if (CORRAL_UNLIKELY(_corral_modes.safe)) {
     /* A link that is no block of c was written after its object was freed:
      * the list ends there (safe.c reports it; the rest is never reused). */
     while ((next = _corral_link_get(last)) && _corral_safe_link_ok(c, last, next)) {
@@ -91,7 +91,7 @@ static int refill(corral_chunk_t *c)
  * head. */
 static void *pop(corral_chunk_t *c)
 {
-  if (CORRAL_LIKELY(!_corral_safe_on)) return _corral_block_pop(c);
+  if (CORRAL_LIKELY(!_corral_modes.safe)) return _corral_block_pop(c);
   void **p = (void **)c->free, *next = _corral_link_get(p);
   if (CORRAL_UNLIKELY(next && !_corral_safe_link_ok(c, p, next))) next = NULL;
   c->free = next;

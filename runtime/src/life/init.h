@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "gates.h"
+#include "stubs.h"
 
 /* Internal: every declaration below is of this library, not exported. */
 #pragma GCC visibility push(hidden)
@@ -18,13 +19,13 @@ enum {
 };
 
 extern atomic_int _corral_state;
-/* Groups in use: random pools, else the plan's; 0 = nothing is grouped. */
-extern unsigned _corral_ngroups;
+/* Groups in use (_corral_ngroups): gates.h. */
 
 /* The entry points' first tests (_corral_gates): gates.h. */
 
-/* Bring the runtime up as far as this thread may (returns the state reached). */
-int _corral_init_slow(void);
+/* Bring the runtime up as far as this thread may (returns the state
+ * reached). `targets`: where the stubs lead, from the entry layer. */
+int _corral_init_slow(const corral_call_targets_t *targets);
 /* True on the thread that is running init (its allocations use the buffer). */
 int _corral_in_init(void);
 

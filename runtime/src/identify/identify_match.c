@@ -309,7 +309,7 @@ int _corral_identify_after_stubs(void *ret0, void *fp0)
 int _corral_identify(void *ret0, void *fp0, size_t size)
 {
   const corral_ident_tables_t *t = __atomic_load_n(&_corral_ident.tables, __ATOMIC_ACQUIRE);
-  if (!t) return CORRAL_UNLIKELY(_corral_dyn_on) ? _corral_dyn_identify(ret0, fp0, size) : -1;   /* no plan */
-  if (CORRAL_UNLIKELY(_corral_track)) return identify_with(t, ret0, fp0);
+  if (!t) return CORRAL_UNLIKELY(_corral_modes.dynamic) ? _corral_dyn_identify(ret0, fp0, size) : -1;   /* no plan */
+  if (CORRAL_UNLIKELY(_corral_modes.track)) return identify_with(t, ret0, fp0);
   return decide(t, ret0, fp0, NULL);
 }

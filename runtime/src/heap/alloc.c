@@ -1,12 +1,10 @@
 /* Grouped allocation and free past the fast paths of heap.h: the choice
  * between block and mixed chunks, counting for statistics and dynamic mode,
  * frees by other threads and double frees. */
-#include "dynamic.h"
 #include "heap.h"
-#include "safe.h"
 
 uint8_t _corral_group_mixed[CORRAL_MAX_GROUPS];
-int _corral_track, _corral_full_ways;
+corral_modes_t _corral_modes;
 
 const char *_corral_where_text(corral_where_t w)
 {
@@ -49,7 +47,7 @@ void *_corral_group_alloc_slow(unsigned g, size_t size, size_t align)
     p = _corral_block_alloc(h, g * CORRAL_SIZE_CLASSES + _corral_class(size));
   }
   if (CORRAL_UNLIKELY(!p)) return NULL;
-  return _corral_track ? count_alloc(h, g, p) : p;
+  return _corral_modes.track ? count_alloc(h, g, p) : p;
 }
 
 /* Another thread's free: push onto the chunk's remote stack. */
@@ -78,16 +76,16 @@ static __attribute__((noinline)) void double_free(corral_chunk_t *c, void *p)
 void _corral_group_free_slow(corral_chunk_t *c, void *p)
 {
   if (CORRAL_UNLIKELY(((uint64_t *)p)[1] == c->key)) {
-    if (_corral_safe_on) return _corral_safe_double_free(c, p);
+    if (_corral_modes.safe) return _corral_modes.safe_double_free(c, p);
     return double_free(c, p);
   }
   corral_heap_t *h = _corral_tls_heap;
-  if (_corral_track && (h || (h = _corral_heap_get()))) {
+  if (_corral_modes.track && (h || (h = _corral_heap_get()))) {
     h->counts[c->group].frees++;
     h->counts[c->group].freed_bytes += _corral_object_size(c, p);
   }
   if (h == NULL || atomic_load_explicit(&c->owner, memory_order_relaxed) != h) return _corral_free_remote(c, p);
-  if (CORRAL_UNLIKELY(_corral_safe_on)) return _corral_safe_free_local(c, p);
+  if (CORRAL_UNLIKELY(_corral_modes.safe)) return _corral_modes.safe_free_local(c, p);
   if (c->block_size) _corral_block_free_local(c, p);
   else _corral_mixed_free_local(c, p);
 }

@@ -13,6 +13,7 @@
 #include <dlfcn.h>
 
 #include "attributes.h"
+#include "cxx.h"
 #include "gates.h"
 extern "C" {
 #include "internal.h"

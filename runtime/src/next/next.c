@@ -5,15 +5,25 @@
 #include "internal.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdatomic.h>
 #include <string.h>
 
-void *_corral_alloc_early(size_t size, size_t align, int zero);   /* interpose.c */
-
 /* Until the next allocator is found the entry points forward only requests
- * of SIZE_MAX bytes (init.h, _corral_forward_from); these take the long way. */
-static void *unready_malloc(size_t size) { return _corral_alloc_early(size, 0, 0); }
-static void *unready_calloc(size_t n, size_t size) { return _corral_alloc_early(n * size, 0, 1); }
+ * of SIZE_MAX bytes or more (gates.h, forward_from), and those of malloc
+ * above PTRDIFF_MAX: no allocator can serve them, so these fail as the
+ * allocator underneath would. */
+static void *unready_malloc(size_t size)
+{
+  (void)size;
+  errno = ENOMEM;
+  return NULL;
+}
+static void *unready_calloc(size_t n, size_t size)
+{
+  (void)n;
+  return unready_malloc(size);
+}
 
 corral_next_t _corral_next = {.malloc = unready_malloc, .calloc = unready_calloc};
 
@@ -101,4 +111,15 @@ size_t _corral_next_footprint(size_t size)
   _corral_next.free(p);
   __atomic_store_n(slot, f, __ATOMIC_RELAXED);
   return f;
+}
+
+/* The next allocator's block of `size` bytes aligned to `align` (a power of
+ * two), through memalign where it has one; NULL with errno set. */
+void *_corral_next_aligned(size_t align, size_t size)
+{
+  if (_corral_next.memalign) return _corral_next.memalign(align, size);
+  void *p = NULL;
+  int err = _corral_next.posix_memalign(&p, align < sizeof(void *) ? sizeof(void *) : align, size);
+  if (err) errno = err;
+  return err ? NULL : p;
 }

@@ -19,7 +19,6 @@ corral_layout_t _corral_layout;
 atomic_uint _corral_range_count;
 uintptr_t _corral_range_lo[CORRAL_MAX_RANGES], _corral_range_carved[CORRAL_MAX_RANGES];
 uintptr_t _corral_range_min = UINTPTR_MAX, _corral_range_max;
-uintptr_t _corral_mine_lo, _corral_mine_hi = UINTPTR_MAX;
 
 /* Under _corral_heap_lock. */
 static size_t range_carved;                      /* chunks carved from the last range */
@@ -183,7 +182,7 @@ static void release_locked(corral_chunk_t *c)
   group_bytes[g] -= usable_bytes(c);
   __atomic_store_n(&c->limit, 0, __ATOMIC_RELAXED);   /* free's first way tests only this */
   __atomic_store_n(&c->magic, 0, __ATOMIC_RELEASE);
-  if (_corral_safe_on) {
+  if (_corral_modes.safe) {
     /* Its pages go back to the OS; its addresses stay with its pool. A free
      * of a pointer into it now finds no magic: an invalid free. */
     unsigned pool = c->pool;

@@ -13,21 +13,12 @@
 
 /* ---- ungrouped allocation through the next allocator ------------------------- */
 
-void *_corral_next_aligned(size_t align, size_t size)
-{
-  if (_corral_next.memalign) return _corral_next.memalign(align, size);
-  void *p = NULL;
-  int err = _corral_next.posix_memalign(&p, align < sizeof(void *) ? sizeof(void *) : align, size);
-  if (err) errno = err;
-  return err ? NULL : p;
-}
-
 /* Before init completed: the bootstrap buffer on the initialising thread,
  * else the next allocator. */
 void *_corral_alloc_early(size_t size, size_t align, int zero)
 {
   int state = atomic_load(&_corral_state);
-  if (state < CORRAL_STATE_FORWARD) state = _corral_init_slow();
+  if (state < CORRAL_STATE_FORWARD) state = _corral_init_slow(&_corral_call_targets);
   if (state < CORRAL_STATE_FORWARD) return _corral_boot_alloc(size, align);   /* zeroed */
   if (align) return _corral_next_aligned(align, size);
   return zero ? _corral_next.calloc(1, size) : _corral_next.malloc(size);
@@ -40,7 +31,7 @@ static __attribute__((noinline)) void free_checked(void *p, void *ret)
   if (CORRAL_UNLIKELY(!p)) return;
   corral_where_t where;
   corral_chunk_t *c = _corral_chunk_of(p, &where);
-  if (CORRAL_UNLIKELY(_corral_safe_on)) {
+  if (CORRAL_UNLIKELY(_corral_modes.safe)) {
     _corral_safe_free_site = ret;
     if (c) _corral_group_free(c, p);
     else _corral_safe_free_other(p, where, ret);
@@ -78,7 +69,7 @@ static size_t usable_size(void *p)
   if (c) return _corral_object_size(c, p);
   if (where != CORRAL_NOT_GROUP) return 0;
   if (_corral_is_boot(p)) return _corral_boot_size(p);
-  if (_corral_safe_on && _corral_safe_large_owns(p)) return _corral_safe_large_usable(p);
+  if (_corral_modes.safe && _corral_safe_large_owns(p)) return _corral_safe_large_usable(p);
   return _corral_next.malloc_usable_size ? _corral_next.malloc_usable_size(p) : 0;
 }
 
@@ -105,7 +96,7 @@ void *_corral_realloc_at(void *p, size_t size, void *ret0, void *fp0)
     if (!_corral_is_boot(p)) return _corral_next.realloc(p, size);
     return move_to(_corral_alloc_early(size, 16, 0), p, _corral_boot_size(p), size);
   }
-  if (CORRAL_UNLIKELY(_corral_safe_on)) return _corral_safe_realloc(p, size, ret0, fp0);
+  if (CORRAL_UNLIKELY(_corral_modes.safe)) return _corral_safe_realloc(p, size, ret0, fp0);
   corral_where_t where;
   corral_chunk_t *c = _corral_chunk_of(p, &where);
   if (where != CORRAL_OBJECT && where != CORRAL_NOT_GROUP) {
@@ -128,7 +119,7 @@ void *_corral_realloc_at(void *p, size_t size, void *ret0, void *fp0)
   int g = _corral_pick_group(size, ret0, fp0);
   if (g >= 0) {
     void *q = _corral_group_alloc((unsigned)g, size, 0);
-    if (q && CORRAL_UNLIKELY(_corral_dyn_on)) _corral_dyn_allocated(q);
+    if (q && CORRAL_UNLIKELY(_corral_modes.dynamic)) _corral_dyn_allocated(q);
     if (q) return move_to(q, p, usable_size(p), size);
   }
   void *q = _corral_next.realloc(p, size);
@@ -385,4 +376,10 @@ __thread uint64_t _corral_rng __attribute__((tls_model("initial-exec")));
 void *_corral_new_alloc(size_t size, size_t align, void *ret0, void *fp0)
 {
   return _corral_alloc_at(size, align, ret0, fp0, 0);
+}
+
+/* Start the runtime when the library is loaded, if no allocation has. */
+__attribute__((constructor)) static void corral_constructor(void)
+{
+  if (atomic_load(&_corral_state) == CORRAL_STATE_NONE) _corral_init_slow(&_corral_call_targets);
 }

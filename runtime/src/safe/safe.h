@@ -17,7 +17,7 @@
 
 /* From init, after the heap and identification, before the runtime is
  * ready: when CORRAL_SAFE is set, maps the site tables and the large-block
- * space and turns safe mode on (_corral_safe_on, heap.h). */
+ * space and turns safe mode on (_corral_modes.safe, heap/modes.h). */
 void _corral_safe_init(void);
 
 /* Every allocation once ready (align: 0 = malloc's, else a power of two):
@@ -36,10 +36,6 @@ void _corral_safe_free_other(void *p, corral_where_t where, void *ret);
  * its slow way), for the reports of the checks below. */
 extern __thread void *_corral_safe_free_site __attribute__((tls_model("initial-exec")));
 
-/* From the group heap's slow free (alloc.c): block p of c is already free
- * (its key is in word 1), or goes onto the owner's local list, encoded. */
-void _corral_safe_double_free(corral_chunk_t *c, void *p);
-void _corral_safe_free_local(corral_chunk_t *c, void *p);
 
 /* Usable bytes of a large block, 0 if p is none (safe_large.c). */
 size_t _corral_safe_large_usable(const void *p);

@@ -76,7 +76,7 @@ corral_heap_t *_corral_heap_create_for_thread(void)
   corral_heap_t *h = heap_create();
   if (!h) return NULL;
   _corral_tls_heap = h;
-  if (!_corral_full_ways) _corral_tls_fast = h;
+  if (!_corral_modes.full_ways) _corral_tls_fast = h;
   if (exit_key_ok) pthread_setspecific(exit_key, h);
   return h;
 }

@@ -10,7 +10,7 @@
 #include <sys/random.h>
 
 #include "dynamic.h"
-#include "entry.h"
+#include "next.h"
 #include "lock.h"
 #include "modules.h"
 
@@ -18,8 +18,6 @@
 #define SAFE_SHARED 0                       /* the group of sites past the last group */
 #define SAFE_MAX_REPORTS 64                 /* lines on stderr; the statistics count all */
 
-int _corral_safe_on;
-uint64_t _corral_link_keys[2];
 __thread void *_corral_safe_free_site __attribute__((tls_model("initial-exec")));
 
 static struct {
@@ -46,6 +44,11 @@ static const char *const error_keys[CORRAL_SAFE_ERROR_KINDS] = {
 
 /* ---- init ------------------------------------------------------------------ */
 
+/* What safe mode does with what the heap's slow ways find (heap/modes.h). */
+static void double_free(corral_chunk_t *c, void *p);
+static void free_local(corral_chunk_t *c, void *p);
+static void bad_link(corral_chunk_t *c, const void *at);
+
 static uint64_t random_key(void)
 {
   uint64_t k = 0;
@@ -67,10 +70,13 @@ void _corral_safe_init(void)
                  _corral_options.safe_large_space >> 20);
     return;
   }
-  _corral_link_keys[0] = random_key();
-  _corral_link_keys[1] = random_key() | 1;  /* odd: a multiplier that loses no address bit */
+  _corral_modes.link_keys[0] = random_key();
+  _corral_modes.link_keys[1] = random_key() | 1;  /* odd: a multiplier that loses no address bit */
   safe.groups = 1;
-  _corral_safe_on = 1;
+  _corral_modes.safe_double_free = double_free;
+  _corral_modes.safe_free_local = free_local;
+  _corral_modes.safe_bad_link = bad_link;
+  _corral_modes.safe = 1;
 }
 
 /* ---- sites -------------------------------------------------------------------- */
@@ -149,13 +155,13 @@ static const char *describe(corral_chunk_t *c, char *buf, size_t len)
   return buf;
 }
 
-void _corral_safe_double_free(corral_chunk_t *c, void *p)
+static void double_free(corral_chunk_t *c, void *p)
 {
   char what[160];
   _corral_safe_report(CORRAL_SAFE_DOUBLE_FREE, p, describe(c, what, sizeof what), _corral_safe_free_site);
 }
 
-void _corral_safe_bad_link(corral_chunk_t *c, const void *at)
+static void bad_link(corral_chunk_t *c, const void *at)
 {
   char what[160];
   _corral_safe_report(CORRAL_SAFE_BAD_LINK, at, describe(c, what, sizeof what), NULL);
@@ -179,7 +185,7 @@ void _corral_safe_free_other(void *p, corral_where_t where, void *ret)
 
 /* ---- small blocks ------------------------------------------------------------- */
 
-void _corral_safe_free_local(corral_chunk_t *c, void *p)
+static void free_local(corral_chunk_t *c, void *p)
 {
   void **q = p;
   _corral_link_set(q, c->local_free);
@@ -231,6 +237,13 @@ static void *move(void *q, void *p, size_t old, size_t size, void (*release)(voi
 
 static void free_large(void *p) { _corral_safe_large_free(p, NULL); }
 
+/* An object a group handed out (safe realloc has just found its chunk). */
+static void free_grouped(void *p)
+{
+  corral_where_t where;
+  _corral_group_free(_corral_chunk_of(p, &where), p);
+}
+
 void *_corral_safe_realloc(void *p, size_t size, void *ret0, void *fp0)
 {
   corral_where_t where;
@@ -246,7 +259,8 @@ void *_corral_safe_realloc(void *p, size_t size, void *ret0, void *fp0)
     if (size <= c->block_size) return p;
     void *q = size <= _corral_options.safe_max_size ? _corral_group_alloc_slow(c->group, size, 0) : NULL;
     if (!q) q = _corral_safe_alloc(size, 0, ret0, fp0, 0);
-    return move(q, p, c->block_size, size, _corral_free);
+    _corral_safe_free_site = ret0;
+    return move(q, p, c->block_size, size, free_grouped);
   }
   if (where == CORRAL_NOT_GROUP && _corral_safe_large_owns(p)) {
     size_t old = _corral_safe_large_usable(p);
@@ -279,7 +293,7 @@ void *_corral_safe_realloc(void *p, size_t size, void *ret0, void *fp0)
 
 void _corral_safe_stats_json(int fd)
 {
-  if (!_corral_safe_on) {
+  if (!_corral_modes.safe) {
     _corral_fdprintf(fd, "\"safe\":null");
     return;
   }
@@ -304,7 +318,7 @@ void _corral_safe_stats_json(int fd)
 
 void _corral_safe_stats_text(int fd)
 {
-  if (!_corral_safe_on) return;
+  if (!_corral_modes.safe) return;
   unsigned pools, kept;
   corral_safe_large_stats_t l;
   _corral_pool_totals(&pools, &kept);
@@ -327,21 +341,21 @@ void _corral_safe_stats_text(int fd)
 
 void _corral_safe_fork_prepare(void)
 {
-  if (!_corral_safe_on) return;
+  if (!_corral_modes.safe) return;
   _corral_lock(&safe.lock);
   _corral_safe_large_fork_prepare();
 }
 
 void _corral_safe_fork_parent(void)
 {
-  if (!_corral_safe_on) return;
+  if (!_corral_modes.safe) return;
   _corral_safe_large_fork_parent();
   _corral_unlock(&safe.lock);
 }
 
 void _corral_safe_fork_child(void)
 {
-  if (!_corral_safe_on) return;
+  if (!_corral_modes.safe) return;
   _corral_safe_large_fork_child();
   _corral_unlock(&safe.lock);
 }

@@ -16,10 +16,6 @@
 #include <sched.h>
 
 atomic_int _corral_state;
-corral_gates_t _corral_gates = {.forward_from = SIZE_MAX, .on_malloc = CORRAL_GATE_FULL,
-                                .on_calloc = CORRAL_GATE_FULL, .on_realloc = CORRAL_GATE_FULL,
-                                .on_new = CORRAL_GATE_FULL, .pool_below = 0};
-unsigned _corral_ngroups;
 static __thread int initialising __attribute__((tls_model("initial-exec")));
 
 int _corral_in_init(void) { return initialising; }
@@ -58,7 +54,7 @@ static void exclude_from_safe_mode(void)
   _corral_options.random_pools = 0;
 }
 
-int _corral_init_slow(void)
+int _corral_init_slow(const corral_call_targets_t *targets)
 {
   int expected = CORRAL_STATE_NONE;
   if (!atomic_compare_exchange_strong(&_corral_state, &expected, CORRAL_STATE_BOOT)) {
@@ -68,6 +64,7 @@ int _corral_init_slow(void)
     return atomic_load(&_corral_state);
   }
   initialising = 1;
+  _corral_stubs_set_targets(targets);
   _corral_options_init();
   if (_corral_next_init() != 0) {
     /* Without an allocator underneath there is nothing safe to do but to
@@ -81,14 +78,14 @@ int _corral_init_slow(void)
   _corral_ident_init();
   _corral_dyn_init();
   _corral_safe_init();
-  _corral_track = _corral_options.stats != NULL;
-  _corral_full_ways = _corral_track || _corral_safe_on;
+  _corral_modes.track = _corral_options.stats != NULL;
+  _corral_modes.full_ways = _corral_modes.track || _corral_modes.safe;
   _corral_exit_init();
   unsigned n = _corral_options.random_pools > 0 ? (unsigned)_corral_options.random_pools
-               : _corral_dyn_on || _corral_safe_on ? CORRAL_MAX_GROUPS - 1   /* pools appear as it runs */
+               : _corral_modes.dynamic || _corral_modes.safe ? CORRAL_MAX_GROUPS - 1   /* pools appear as it runs */
                                 : _corral_group_count();
   _corral_ngroups = n < CORRAL_MAX_GROUPS ? n : CORRAL_MAX_GROUPS - 1;
-  if (_corral_options.random_pools > 0 || _corral_dyn_on)
+  if (_corral_options.random_pools > 0 || _corral_modes.dynamic)
     memset(_corral_group_mixed, _corral_options.mixed, sizeof _corral_group_mixed);
   pthread_atfork(fork_prepare, fork_parent, fork_child);
   _corral_note(1, "ready: %u groups%s", _corral_ngroups,
@@ -101,19 +98,15 @@ int _corral_init_slow(void)
   __atomic_store_n(&_corral_mine_hi, hi, __ATOMIC_RELEASE);
   /* Release: a thread that sees the new value jumps to _corral_next at once. */
   __atomic_store_n(&_corral_gates.forward_from,
-                   _corral_full_ways ? SIZE_MAX : _corral_ngroups ? _corral_options.max_size + 1 : 0,
+                   _corral_modes.full_ways ? SIZE_MAX : _corral_ngroups ? _corral_options.max_size + 1 : 0,
                    __ATOMIC_RELEASE);
   /* Opening the direct table also sets the gates from its tables; safe
    * mode keeps them full: every request is its own. */
-  if (!_corral_full_ways && _corral_options.random_pools <= 0) _corral_ident_open_direct();
-  if (!_corral_track && _corral_options.random_pools > 0)
+  if (!_corral_modes.full_ways && _corral_options.random_pools <= 0) _corral_ident_open_direct();
+  if (!_corral_modes.track && _corral_options.random_pools > 0)
     __atomic_store_n(&_corral_gates.on_malloc, CORRAL_GATE_RANDOM, __ATOMIC_RELAXED);
   initialising = 0;
   atomic_store(&_corral_state, CORRAL_STATE_READY);
   return CORRAL_STATE_READY;
 }
 
-__attribute__((constructor)) static void corral_constructor(void)
-{
-  if (atomic_load(&_corral_state) == CORRAL_STATE_NONE) _corral_init_slow();
-}

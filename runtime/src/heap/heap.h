@@ -6,9 +6,9 @@
 #define CORRAL_HEAP_H
 
 #include "debug.h"
-#include "dynamic.h"
 #include "gates.h"
 #include "internal.h"
+#include "modes.h"
 #include "size_class.h"
 
 #include <stdatomic.h>
@@ -18,6 +18,8 @@
 /* Internal: every declaration below is of this library, not exported. */
 #pragma GCC visibility push(hidden)
 
+/* Largest alignment a group serves; larger ones go to the next allocator. */
+#define CORRAL_MAX_GROUP_ALIGN 4096
 #define CORRAL_GRANULE 16         /* mixed chunks place objects in whole granules */
 /* Plan groups are 0..254, random pools up to 255, dynamic pools up to 255;
  * safe mode gives each allocation site a group of its own (docs/safe.md). */
@@ -62,7 +64,7 @@ typedef struct corral_chunk_s {
   void *local_free;                        /* block chunks: the owner's frees, taken when `free` runs dry */
   size_t live;                             /* objects not freed locally or drained */
   char *bump, *end;                        /* never-used space [bump, end) */
-  uint64_t counted_allocs;                 /* objects handed out while counting (_corral_track) or in
+  uint64_t counted_allocs;                 /* objects handed out while counting (_corral_modes.track) or in
                                               dynamic mode (its remote-free judgement) */
   uint64_t drained;                        /* objects drained from `remote` */
   uint32_t torn;                           /* owned by a thread a fork left behind: a pop or push it
@@ -141,19 +143,8 @@ static inline corral_heap_t *_corral_heap_get(void)
  * runtime is ready. */
 extern uint8_t _corral_group_mixed[CORRAL_MAX_GROUPS];
 
-/* Allocations and frees take the counted way: statistics were asked for.
- * Set once, before the runtime is ready. */
-extern int _corral_track;
-
-/* Every grouped allocation and free takes the slow way: statistics count
- * (_corral_track), or safe mode checks and encodes (_corral_safe_on). Then
- * _corral_tls_fast is always _corral_no_heap, and free's first way hands
- * every pointer on. Set once, before the runtime is ready. */
-extern int _corral_full_ways;
-
-/* Safe mode (safe.c, docs/safe.md): pools per allocation site, checked
- * frees, encoded free lists. Set once, before the runtime is ready. */
-extern int _corral_safe_on;
+/* What the modes ask of the heap (counting, the slow ways, safe mode's
+ * links and checks, dynamic mode's counted remote frees): modes.h. */
 
 /* Safe mode's free-list links: stored encoded with two per-process secrets
  * and the address they are stored at, so that a write through a dangling
@@ -162,26 +153,25 @@ extern int _corral_safe_on;
  * copied elsewhere decodes wrong. The keys are drawn at safe mode's init.
  * Outside safe mode links are plain pointers, and the fast paths, which
  * safe mode never takes, read them as such. */
-extern uint64_t _corral_link_keys[2];
 static inline uintptr_t _corral_link_encode(const void *at, const void *next)
 {
-  uintptr_t x = (uintptr_t)next ^ _corral_link_keys[0];
-  return ((x << 23) | (x >> 41)) + (uintptr_t)at * _corral_link_keys[1];
+  uintptr_t x = (uintptr_t)next ^ _corral_modes.link_keys[0];
+  return ((x << 23) | (x >> 41)) + (uintptr_t)at * _corral_modes.link_keys[1];
 }
 static inline void *_corral_link_decode(const void *at, uintptr_t word)
 {
-  uintptr_t x = word - (uintptr_t)at * _corral_link_keys[1];
-  return (void *)(((x >> 23) | (x << 41)) ^ _corral_link_keys[0]);
+  uintptr_t x = word - (uintptr_t)at * _corral_modes.link_keys[1];
+  return (void *)(((x >> 23) | (x << 41)) ^ _corral_modes.link_keys[0]);
 }
 /* The link stored at `at`, in whichever form the mode keeps it. */
 static inline void *_corral_link_get(const void *at)
 {
   uintptr_t w = *(const uintptr_t *)at;
-  return CORRAL_UNLIKELY(_corral_safe_on) ? _corral_link_decode(at, w) : (void *)w;
+  return CORRAL_UNLIKELY(_corral_modes.safe) ? _corral_link_decode(at, w) : (void *)w;
 }
 static inline void _corral_link_set(void *at, const void *next)
 {
-  *(uintptr_t *)at = CORRAL_UNLIKELY(_corral_safe_on) ? _corral_link_encode(at, next) : (uintptr_t)next;
+  *(uintptr_t *)at = CORRAL_UNLIKELY(_corral_modes.safe) ? _corral_link_encode(at, next) : (uintptr_t)next;
 }
 
 /* What a pointer is to group memory (_corral_chunk_of). */
@@ -243,11 +233,10 @@ static inline int _corral_block_start(corral_chunk_t *c, const void *p)
  * block of c. If not, the link was overwritten after its block was freed:
  * safe.c reports it (and aborts unless told to go on), and the caller ends
  * the list there, so the blocks behind it are never handed out again. */
-void _corral_safe_bad_link(corral_chunk_t *c, const void *at);
 static inline int _corral_safe_link_ok(corral_chunk_t *c, const void *at, const void *next)
 {
   if (CORRAL_LIKELY(_corral_block_start(c, next))) return 1;
-  _corral_safe_bad_link(c, at);
+  _corral_modes.safe_bad_link(c, at);
   return 0;
 }
 
@@ -422,7 +411,7 @@ static inline __attribute__((always_inline)) int _corral_free_owned(void *p)
       _corral_block_free_local(c, p);
       return 1;
     }
-    if (!_corral_full_ways) {
+    if (!_corral_modes.full_ways) {
       _corral_free_remote(c, p);
       return 1;
     }
@@ -436,7 +425,7 @@ static inline __attribute__((always_inline)) int _corral_free_owned(void *p)
  * a remote free is one atomic, not two. */
 static inline int _corral_remote_counted(uintptr_t head)
 {
-  return (head & CORRAL_REMOTE_COUNTED) || _corral_dyn_on;
+  return (head & CORRAL_REMOTE_COUNTED) || _corral_modes.dynamic;
 }
 
 /* Owner: moves the objects other threads freed onto c's lists and leaves

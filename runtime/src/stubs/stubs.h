@@ -75,6 +75,7 @@ typedef enum {
   CORRAL_CALLS_NEW,            /* operator new, new[] */
   CORRAL_CALLS_NEW_NOTHROW,    /* their nothrow forms */
   CORRAL_CALLS_ALIGNED,        /* the aligned forms, reallocarray: always the full way */
+  CORRAL_CALLS_KINDS
 } corral_callee_t;
 
 /* One frame-0 site of the direct table to point at its pool. */
@@ -122,22 +123,18 @@ corral_stub_refusal_t _corral_point_at_none(uintptr_t ret);
 #define CORRAL_DYN_SLOTS 4096
 extern uint64_t _corral_dyn_slots[CORRAL_DYN_SLOTS];
 corral_stub_refusal_t _corral_point_at_slot(uintptr_t ret, uint64_t word, unsigned *slot);
-void *_corral_dyn_malloc_slot(size_t size, size_t slot);
-void *_corral_dyn_calloc_slot(size_t n, size_t size, size_t slot);
-void *_corral_dyn_new_slot(size_t n, size_t slot);
-void *_corral_dyn_new_slot_nothrow(size_t n, const void *nothrow, size_t slot);
 
-/* The pool ways (pool_call.c): the pool arrives after the entry point's own
- * arguments, as a 64-bit register the stub's 32-bit move zero-extended. */
-void *_corral_malloc_pool(size_t size, size_t pool);
-void *_corral_calloc_pool(size_t n, size_t size, size_t pool);
-void *_corral_new_pool(size_t n, size_t pool);
-void *_corral_new_pool_nothrow(size_t n, const void *nothrow, size_t pool);
-/* The none ways, for sites the plan lists ungrouped (pool CORRAL_POOL_NONE). */
-void *_corral_malloc_none(size_t size);
-void *_corral_calloc_none(size_t n, size_t size);
-void *_corral_new_none(size_t n);
-void *_corral_new_none_nothrow(size_t n, const void *nothrow);
+/* Where stubs and pointed calls lead, by callee (CORRAL_CALLS_*): the entry
+ * layer's pool ways (the pool arrives after the entry point's own
+ * arguments, as a 64-bit register the stub's 32-bit move zero-extended),
+ * its none ways (sites the plan lists ungrouped, pool CORRAL_POOL_NONE) and
+ * dynamic mode's slot ways (the slot after the arguments); 0 where a callee
+ * has none. The entry layer hands them over as it starts the runtime
+ * (_corral_init_slow), before any stub is written. */
+typedef struct corral_call_targets_s {
+  uintptr_t pool[CORRAL_CALLS_KINDS], none[CORRAL_CALLS_KINDS], slot[CORRAL_CALLS_KINDS];
+} corral_call_targets_t;
+void _corral_stubs_set_targets(const corral_call_targets_t *targets);
 
 #pragma GCC visibility pop
 

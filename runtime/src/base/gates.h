@@ -1,8 +1,9 @@
 /* What the entry points read before anything else, shared by the C entry
  * points (interpose.c, pool_call.c) and the C++ operators (new.cc). Plain
  * variables read and written with the __atomic builtins, which C and C++
- * both have, so the two languages see one declaration. Written by init.c,
- * chunk.c (the span) and identify.c (the gates). */
+ * both have, so the two languages see one declaration. Defined in gates.c;
+ * written by life/init.c, heap/chunk.c (the span), identify/identify.c (the
+ * gates) and the stubs (the notes). */
 #ifndef CORRAL_GATES_H
 #define CORRAL_GATES_H
 
@@ -133,26 +134,11 @@ static inline void _corral_span_bounds(uintptr_t range_lo, uintptr_t range_hi, u
   }
 }
 
-/* ---- entries the C++ operators continue in (interpose.c, new.cc) ------------- */
+/* ---- groups ------------------------------------------------------------------ */
 
-/* free of any pointer: free itself (interpose.c). */
-void _corral_free(void *p) CORRAL_NOEXCEPT;
-/* The allocation path of every entry point; ret0/fp0 are the exported
- * function's own return and frame address (interpose.c). */
-void *_corral_new_alloc(size_t size, size_t align, void *ret0, void *fp0) CORRAL_NOEXCEPT;
-/* operator new's full way, entered by a tail call from a pool call that
- * missed: it may throw std::bad_alloc (new.cc). */
-void *_corral_new_rest(size_t n);
-void *_corral_new_rest_nothrow(size_t n) CORRAL_NOEXCEPT;
-/* The unaligned operator new's ways past a gate that is not open: the
- * direct table's probe and the stub notes' decision, as malloc's, entered
- * by a tail call once its first test did not serve the request (new_ways.c). */
-void *_corral_new_gated(size_t n);
-void *_corral_new_gated_nothrow(size_t n) CORRAL_NOEXCEPT;
-/* operator new's way while its gate is CORRAL_GATE_DYNAMIC, entered by a
- * tail call: dynamic mode's fast way, else the full way (dynamic.c). */
-void *_corral_dyn_new(size_t n);
-void *_corral_dyn_new_nothrow(size_t n) CORRAL_NOEXCEPT;
+/* Groups in use: random pools, else the plan's; 0 = nothing is grouped
+ * (life/init.c sets it). */
+extern unsigned _corral_ngroups;
 
 #pragma GCC visibility pop
 

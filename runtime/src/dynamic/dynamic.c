@@ -13,7 +13,7 @@
 #include "dynamic_context.h"
 #include "dynamic_merge.h"
 #include "dynamic_wrappers.h"
-#include "entry.h"
+#include "settled.h"
 #include "heap.h"
 #include "internal.h"
 #include "lock.h"
@@ -62,19 +62,14 @@ typedef struct dyn_merge_rec_s {
   uint32_t evidence;
 } dyn_merge_rec_t;
 
-int _corral_dyn_on;
 __thread int _corral_dyn_sample_pending;
-static __thread uint32_t sample_ctx, sample_size, steady_countdown = DYN_STEADY_EVERY;
+static __thread uint32_t sample_ctx, sample_size;
+__thread uint32_t _corral_dyn_countdown __attribute__((tls_model("initial-exec"))) = DYN_STEADY_EVERY;
+corral_dyn_settled_t _corral_dyn_settled;
 static __thread uint64_t sample_rng;
 
 static struct {
-  corral_dync_t table;
   int tables_on;                         /* contexts are looked up: dynamic or safe mode */
-  size_t max_size;
-  /* Bumped whenever a context's pool changes other than by its own slow
-   * way (a merge, a pool given back): every site's fast word then goes
-   * stale (see "The fast way"). Starts at 1, so a zeroed word never holds. */
-  uint32_t epoch;
   corral_dynm_t merge;
   dyn_ctx_t *ctx;
   corral_dynw_list_t wrappers;
@@ -180,7 +175,7 @@ static void load_wrappers(const char *path, const corral_module_table_t *t) {
 }
 
 void _corral_dyn_after_dlopen(void) {
-  if (!dyn.tables_on || (!dyn.wrappers_loaded && !(_corral_dyn_on && _corral_options.stubs))) return;
+  if (!dyn.tables_on || (!dyn.wrappers_loaded && !(_corral_modes.dynamic && _corral_options.stubs))) return;
   /* Identification rescans only for a plan; dynamic mode needs the new
    * modules too, for its wrappers, the walk through them and the none-way
    * stubs of sites it gives back. */
@@ -188,7 +183,7 @@ void _corral_dyn_after_dlopen(void) {
   if (!t) t = _corral_modules_current();
   lock();
   if (dyn.wrappers_loaded) relocate_wrappers(t);
-  if (_corral_dyn_on && _corral_options.stubs) _corral_none_stubs_prepare(t);
+  if (_corral_modes.dynamic && _corral_options.stubs) _corral_none_stubs_prepare(t);
   unlock();
 }
 
@@ -202,21 +197,21 @@ static uint32_t site_kind(uintptr_t addr) {
 
 /* Kind of a return address, learning it once (slow path, under the lock). */
 static uint32_t kind_of(uintptr_t addr) {
-  const corral_dync_site_t *s = _corral_dync_site(&dyn.table, addr);
+  const corral_dync_site_t *s = _corral_dync_site(&_corral_dyn_settled.table, addr);
   if (s) return s->kind;
   uint32_t kind = site_kind(addr);
   lock();
-  _corral_dync_add_site(&dyn.table, addr, kind);
+  _corral_dync_add_site(&_corral_dyn_settled.table, addr, kind);
   unlock();
   return kind;
 }
 
 static uint32_t intern(const corral_dync_chain_t *chain) {
-  uint32_t id = _corral_dync_find_chain(&dyn.table, chain);
+  uint32_t id = _corral_dync_find_chain(&_corral_dyn_settled.table, chain);
   if (id != DYNC_NONE) return id;
   int created;
   lock();
-  id = _corral_dync_intern(&dyn.table, chain, &created);
+  id = _corral_dync_intern(&_corral_dyn_settled.table, chain, &created);
   if (created) {
     dyn_ctx_t *c = &dyn.ctx[id];
     c->group = -1;
@@ -243,7 +238,7 @@ static uint32_t context_by_full_walk(uintptr_t ret0, void *fp0, corral_dync_chai
     while (chain->depth < DYNC_MAX_CHAIN) {
       uintptr_t callee_cfa = f.sp;
       if (_corral_unwind_step(t, &stack, &f) == UNWIND_STOP) break;
-      corral_dync_site_t *s = (corral_dync_site_t *)_corral_dync_site(&dyn.table, chain->frames[chain->depth - 1]);
+      corral_dync_site_t *s = (corral_dync_site_t *)_corral_dync_site(&_corral_dyn_settled.table, chain->frames[chain->depth - 1]);
       if (s && f.sp > callee_cfa && f.sp - callee_cfa < (1u << 20))
         __atomic_store_n(&s->frame, (uint32_t)(f.sp - callee_cfa), __ATOMIC_RELAXED);
       chain->frames[chain->depth++] = f.pc;
@@ -279,11 +274,11 @@ static uint32_t context_through_wrappers(const corral_dync_site_t *s, uintptr_t 
       if (cfa - 8 < stack.lo || cfa > stack.hi) break;
       uintptr_t ret = *(const uintptr_t *)(cfa - 8);
       chain.frames[chain.depth++] = ret;
-      s = _corral_dync_site(&dyn.table, ret);
+      s = _corral_dync_site(&_corral_dyn_settled.table, ret);
       if (s && s->kind == DYNC_SITE_PLAIN) {
         uint32_t id;
         if (_corral_dync_tail(s, below, &id) >= 0) return id;
-        id = _corral_dync_find_chain(&dyn.table, &chain);
+        id = _corral_dync_find_chain(&_corral_dyn_settled.table, &chain);
         if (id == DYNC_NONE) break;
         _corral_dync_set_tail((corral_dync_site_t *)s, below, id);
         return id;
@@ -298,14 +293,14 @@ static uint32_t context_through_wrappers(const corral_dync_site_t *s, uintptr_t 
 /* Frame 0 seen for the first time. */
 static uint32_t context_of_new_site(uintptr_t ret0, void *fp0) {
   if (kind_of(ret0) == DYNC_SITE_WRAPPER)
-    return context_through_wrappers(_corral_dync_site(&dyn.table, ret0), ret0, fp0);
+    return context_through_wrappers(_corral_dync_site(&_corral_dyn_settled.table, ret0), ret0, fp0);
   corral_dync_chain_t chain;
   memset(&chain, 0, sizeof chain);
   chain.frames[0] = ret0;
   chain.depth = 1;
   uint32_t id = intern(&chain);
   if (id != DYNC_NONE) {
-    corral_dync_site_t *s = (corral_dync_site_t *)_corral_dync_site(&dyn.table, ret0);
+    corral_dync_site_t *s = (corral_dync_site_t *)_corral_dync_site(&_corral_dyn_settled.table, ret0);
     if (s) __atomic_store_n(&s->ctx, id, __ATOMIC_RELEASE);   /* next time: one lookup */
   }
   return id;
@@ -378,10 +373,10 @@ static void maybe_sample(dyn_ctx_t *c, uint32_t id, size_t size) {
     }
     __atomic_store_n(&c->eager_tick, next_interval(DYN_EAGER_EVERY), __ATOMIC_RELAXED);
     __atomic_store_n(&c->eager_left, left - 1, __ATOMIC_RELAXED);
-  } else if (--steady_countdown) {
+  } else if (--_corral_dyn_countdown) {
     return;
   } else {
-    steady_countdown = next_interval(DYN_STEADY_EVERY);
+    _corral_dyn_countdown = next_interval(DYN_STEADY_EVERY);
   }
   sample_ctx = id;
   sample_size = (uint32_t)size;
@@ -401,12 +396,10 @@ static void maybe_sample(dyn_ctx_t *c, uint32_t id, size_t size) {
    notes); a sample due on this thread also takes the full way.
 --------------------------------------------------------------------------- */
 
-#define FAST_EPOCH_MASK 0xffffffu
-#define FAST_SIZE_MAX   0xffffffu
 
 static void bump_epoch(void) {
-  uint32_t e = (__atomic_load_n(&dyn.epoch, __ATOMIC_RELAXED) + 1) & FAST_EPOCH_MASK;
-  __atomic_store_n(&dyn.epoch, e ? e : 1, __ATOMIC_RELEASE);
+  uint32_t e = (__atomic_load_n(&_corral_dyn_settled.epoch, __ATOMIC_RELAXED) + 1) & CORRAL_DYN_EPOCH_MASK;
+  __atomic_store_n(&_corral_dyn_settled.epoch, e ? e : 1, __ATOMIC_RELEASE);
 }
 
 /* ---------------------------------------------------------------------------
@@ -452,7 +445,7 @@ static void settle_slot(const corral_dync_site_t *s, uint32_t id, dyn_ctx_t *c) 
   lock();
   if (c->slot == 0) {
     unsigned k;
-    corral_stub_refusal_t r = dyn.slotted_count < CORRAL_DYN_SLOTS && dyn.table.chains[id].depth == 1
+    corral_stub_refusal_t r = dyn.slotted_count < CORRAL_DYN_SLOTS && _corral_dyn_settled.table.chains[id].depth == 1
                                   ? _corral_point_at_slot(s->addr, slot_word(id), &k)
                                   : CORRAL_STUB_OUT_OF_REACH;
     if (r == CORRAL_STUB_OK) {
@@ -474,7 +467,7 @@ static void settle_slot(const corral_dync_site_t *s, uint32_t id, dyn_ctx_t *c) 
 static uint64_t fast_word(uint32_t epoch, int g, const dyn_ctx_t *c) {
   uint32_t size = __atomic_load_n(&c->size, __ATOMIC_RELAXED);
   if (size == DYNM_SIZE_MIXED) size = 0;
-  if (size > FAST_SIZE_MAX) return 0;
+  if (size > CORRAL_DYN_SIZE_MAX) return 0;
   uint64_t pool = g < 0 ? 0 : (uint64_t)g * CORRAL_SIZE_CLASSES + 1;
   return (uint64_t)epoch << 40 | (uint64_t)size << 16 | pool;
 }
@@ -486,9 +479,9 @@ static uint64_t fast_word(uint32_t epoch, int g, const dyn_ctx_t *c) {
  * epoch changes: a pool (or none) it was not meant for, never wrong for
  * the program. */
 static void publish_tail(const corral_dync_site_t *s0, uint32_t id, uint32_t epoch, int g, const dyn_ctx_t *c) {
-  const corral_dync_chain_t *chain = &dyn.table.chains[id];
+  const corral_dync_chain_t *chain = &_corral_dyn_settled.table.chains[id];
   if (chain->depth != 2 || chain->wrapped || chain->frames[0] != s0->addr) return;
-  corral_dync_site_t *s1 = (corral_dync_site_t *)_corral_dync_site(&dyn.table, chain->frames[1]);
+  corral_dync_site_t *s1 = (corral_dync_site_t *)_corral_dync_site(&_corral_dyn_settled.table, chain->frames[1]);
   if (!s1 || s1->kind != DYNC_SITE_PLAIN) return;
   uint32_t named;
   int k = _corral_dync_tail(s1, _corral_dync_below(chain->frames[0]), &named);
@@ -523,14 +516,14 @@ static inline __attribute__((always_inline)) uint32_t context_at(const corral_dy
 }
 
 uint32_t _corral_dyn_context(void *ret0, void *fp0) {
-  return context_at(_corral_dync_site(&dyn.table, (uintptr_t)ret0), (uintptr_t)ret0, fp0);
+  return context_at(_corral_dync_site(&_corral_dyn_settled.table, (uintptr_t)ret0), (uintptr_t)ret0, fp0);
 }
 
 int _corral_dyn_identify(void *ret0, void *fp0, size_t size) {
-  if (size > dyn.max_size) return -1;
-  uint32_t epoch = __atomic_load_n(&dyn.epoch, __ATOMIC_ACQUIRE);   /* before anything it decides from */
+  if (size > _corral_dyn_settled.max_size) return -1;
+  uint32_t epoch = __atomic_load_n(&_corral_dyn_settled.epoch, __ATOMIC_ACQUIRE);   /* before anything it decides from */
   uintptr_t r0 = (uintptr_t)ret0;
-  const corral_dync_site_t *s = _corral_dync_site(&dyn.table, r0);
+  const corral_dync_site_t *s = _corral_dync_site(&_corral_dyn_settled.table, r0);
   uint32_t id = context_at(s, r0, fp0);
   if (CORRAL_UNLIKELY(id == DYNC_NONE)) return -1;   /* tables full: base allocator */
   dyn_ctx_t *c = &dyn.ctx[id];
@@ -559,222 +552,27 @@ int _corral_dyn_identify(void *ret0, void *fp0, size_t size) {
   return g;
 }
 
-/* What the fast way decided for a request of `size` from the call
- * returning to ret: forward it (every size above max_size), here is the
- * block, or take the full way. */
-enum { FAST_FULL = CORRAL_DYN_FULL, FAST_FORWARD = CORRAL_DYN_FORWARD, FAST_POPPED = CORRAL_DYN_POPPED };
-
-/* A settled decision for `pool` (+ 1; 0 = the allocator underneath). */
-static inline __attribute__((always_inline)) int settled_way(size_t size, uint32_t pool, void **block) {
-  if (pool == 0) return FAST_FORWARD;
-  if (CORRAL_UNLIKELY(steady_countdown <= 1)) return FAST_FULL;   /* at 1 the full way samples */
-  corral_chunk_t *c = _corral_pool_ready(pool - 1, size);
-  if (CORRAL_UNLIKELY(c == NULL)) return FAST_FULL;
-  steady_countdown--;
-  c->counted_allocs++;
-  *block = _corral_block_pop(c);
-  return FAST_POPPED;
-}
-
 /* The decision for a call inside a wrapper, s the site of its return
  * address ret and cfa the entry point's CFA (the program's stack pointer
  * before its call): frame 1's return address is one load at the wrapper's
  * remembered frame size, as on the full way's short walk, and frame 1's
  * site holds the decision of the context a tail of it names, if that
  * chain is this one. 0 when not known: the full way decides. */
-static __attribute__((noinline)) uint64_t wrapper_word(const corral_dync_site_t *s, uintptr_t ret, uintptr_t cfa) {
+__attribute__((noinline)) uint64_t _corral_dyn_wrapper_word(const corral_dync_site_t *s, uintptr_t ret, uintptr_t cfa) {
   uint32_t frame = __atomic_load_n(&s->frame, __ATOMIC_RELAXED);
   const corral_thread_stack_t *stack = &_corral_thread_stack;
   /* hi is 0 until this thread's bounds are known; a signal stack fails too */
   if (!frame || cfa < stack->lo || cfa + frame > stack->hi) return 0;
   uintptr_t ret1 = *(const uintptr_t *)(cfa + frame - 8);
-  const corral_dync_site_t *s1 = _corral_dync_site(&dyn.table, ret1);
+  const corral_dync_site_t *s1 = _corral_dync_site(&_corral_dyn_settled.table, ret1);
   if (!s1 || s1->kind != DYNC_SITE_PLAIN) return 0;
   uint32_t named;
   int k = _corral_dync_tail(s1, _corral_dync_below(ret), &named);
   return k < 0 ? 0 : __atomic_load_n(&s1->tail_fast[k], __ATOMIC_ACQUIRE);
 }
 
-/* The settled word for a request of `size` from the call returning to
- * ret (cfa: the entry point's CFA), or 0: the full way decides. */
-static inline __attribute__((always_inline)) uint64_t settled_word(size_t size, uintptr_t ret, uintptr_t cfa) {
-  const corral_dync_site_t *s = _corral_dync_site(&dyn.table, ret);
-  if (CORRAL_UNLIKELY(s == NULL)) return 0;
-  uint64_t f = CORRAL_LIKELY(s->kind != DYNC_SITE_WRAPPER) ? __atomic_load_n(&s->fast, __ATOMIC_ACQUIRE)
-                                                          : wrapper_word(s, ret, cfa);
-  uint32_t want = (uint32_t)(f >> 16) & FAST_SIZE_MAX;
-  if (CORRAL_UNLIKELY((uint32_t)(f >> 40) != __atomic_load_n(&dyn.epoch, __ATOMIC_RELAXED) ||
-                      (want != size && want != 0)))
-    return 0;
-  return f;
-}
-
-static inline __attribute__((always_inline)) int fast_way(size_t size, uintptr_t ret, uintptr_t cfa, void **block) {
-  if (size > dyn.max_size) return FAST_FORWARD;
-  uint64_t f = settled_word(size, ret, cfa);
-  if (CORRAL_UNLIKELY(f == 0)) return FAST_FULL;
-  return settled_way(size, (uint32_t)f & 0xffff, block);
-}
-
-/* The slot way's decision: gate is the entry point's (anything but
- * CORRAL_GATE_DYNAMIC, such as statistics counting, takes the full way). */
-static inline __attribute__((always_inline)) int slot_way(size_t size, size_t slot, int64_t gate, void **block) {
-  if (CORRAL_UNLIKELY(gate != CORRAL_GATE_DYNAMIC)) return FAST_FULL;
-  uint64_t w = __atomic_load_n(&_corral_dyn_slots[slot], __ATOMIC_ACQUIRE);
-  uint32_t want = (uint32_t)(w >> 32);
-  if (CORRAL_UNLIKELY(want != size)) {   /* a size the word holds was at most max_size */
-    if (want != 0) return FAST_FULL;
-    if (size > dyn.max_size) return FAST_FORWARD;
-  }
-  return settled_way(size, (uint32_t)w, block);
-}
-
-static inline int64_t gate_of(const int64_t *gate) { return __atomic_load_n(gate, __ATOMIC_RELAXED); }
-
-/* What each entry point does with a decision (fast_way's or slot_way's,
- * taken in a statement of its own first: it sets the popped block p):
- * hand out the block, forward, or continue by a tail call in its full way,
- * whose return address is then still the program's call. */
-static inline __attribute__((always_inline)) void *malloc_by(int way, void *p, size_t size) {
-  switch (way) {
-  case FAST_POPPED: return p;
-  case FAST_FORWARD: return _corral_next.malloc(size);       /* errno is the next's */
-  default: return _corral_malloc_rest(size);
-  }
-}
-
-/* calloc: a popped block is zeroed. */
-static inline __attribute__((always_inline)) void *calloc_by(int way, void *p, size_t n, size_t size,
-                                                             size_t total) {
-  switch (way) {
-  case FAST_POPPED: return memset(p, 0, total);
-  case FAST_FORWARD: return _corral_next.calloc(n, size);     /* errno is the next's */
-  default: return _corral_calloc_rest(n, size);
-  }
-}
-
-/* operator new: the block, or NULL when its full way must decide, or call
- * the new-handler or throw because the allocator underneath failed. */
-static inline __attribute__((always_inline)) void *new_by(int way, void *p, size_t n) {
-  switch (way) {
-  case FAST_POPPED: return p;
-  case FAST_FORWARD: return _corral_next.malloc(n);
-  default: return NULL;
-  }
-}
-
-/* malloc's way in dynamic mode (gates.h, CORRAL_GATE_DYNAMIC), entered by
- * a tail call: its return address is the program's call. A settled site
- * forwards, or pops its pool's current chunk and counts the object on it
- * for the remote-free judgement; anything else continues on malloc's full
- * way, which decides from scratch. */
-void *_corral_dyn_malloc(size_t size) {
-  void *p = NULL;
-  int way = fast_way(size, (uintptr_t)__builtin_return_address(0), (uintptr_t)__builtin_dwarf_cfa(), &p);
-  return malloc_by(way, p, size);
-}
-
-/* The same for calloc (interpose.c). */
-void *_corral_dyn_calloc(size_t n, size_t size) {
-  void *p = NULL;
-  size_t total;
-  if (__builtin_mul_overflow(n, size, &total)) return _corral_calloc_rest(n, size);   /* it says ENOMEM */
-  int way = fast_way(total, (uintptr_t)__builtin_return_address(0), (uintptr_t)__builtin_dwarf_cfa(), &p);
-  return calloc_by(way, p, n, size, total);
-}
-
-/* The same for realloc of NULL or of a pointer of the allocator underneath
- * (interpose.c): a settled decision to forward forwards; NULL may also
- * take a block of a settled pool. Moving a block into a pool is the full
- * way's. */
-void *_corral_dyn_realloc(void *p, size_t size) {
-  int larger = size > dyn.max_size;                       /* never pooled: forwarded */
-  uint64_t f = larger ? 0 : settled_word(size, (uintptr_t)__builtin_return_address(0),
-                                         (uintptr_t)__builtin_dwarf_cfa());
-  if (larger || (f != 0 && (f & 0xffff) == 0)) return _corral_enomem_if_null(_corral_next.realloc(p, size));
-  if (f != 0 && !p) {
-    void *q = NULL;
-    if (settled_way(size, (uint32_t)f & 0xffff, &q) == FAST_POPPED) return q;
-  }
-  return _corral_realloc_rest(p, size);
-}
-
-/* The aligned forms (interpose.c). The context's word holds the size it
- * asks for; its block comes from the class the group heap's aligned way
- * takes (_corral_aligned_size). Olden voronoi makes every quad-edge record with
- * memalign(128, 128). */
-static inline __attribute__((always_inline)) int aligned_way(size_t align, size_t size, uintptr_t ret,
-                                                             uintptr_t cfa, void **block) {
-  if (size > dyn.max_size) return FAST_FORWARD;
-  if (CORRAL_UNLIKELY(align > CORRAL_MAX_GROUP_ALIGN)) return FAST_FULL;
-  uint64_t f = settled_word(size, ret, cfa);
-  if (CORRAL_UNLIKELY(f == 0)) return FAST_FULL;
-  return settled_way(_corral_aligned_size(size, align), (uint32_t)f & 0xffff, block);
-}
-
-void *_corral_dyn_memalign(size_t align, size_t size) {
-  void *p = NULL;
-  switch (aligned_way(align, size, (uintptr_t)__builtin_return_address(0), (uintptr_t)__builtin_dwarf_cfa(), &p)) {
-  case FAST_POPPED: return p;
-  case FAST_FORWARD: return _corral_next_alloc(size, align, 0);
-  default: return _corral_aligned_rest(align, size);
-  }
-}
-
-int _corral_dyn_aligned(size_t align, size_t size, uintptr_t ret, uintptr_t cfa, void **block) {
-  return aligned_way(align, size, ret, cfa, block);
-}
-
-/* The same for operator new and new[] (new.cc), and their nothrow forms. */
-void *_corral_dyn_new(size_t size) {
-  void *p = NULL;
-  int way = fast_way(size, (uintptr_t)__builtin_return_address(0), (uintptr_t)__builtin_dwarf_cfa(), &p);
-  p = new_by(way, p, size);
-  return CORRAL_LIKELY(p != NULL) ? p : _corral_new_rest(size);
-}
-
-void *_corral_dyn_new_nothrow(size_t size) {
-  void *p = NULL;
-  int way = fast_way(size, (uintptr_t)__builtin_return_address(0), (uintptr_t)__builtin_dwarf_cfa(), &p);
-  p = new_by(way, p, size);
-  return CORRAL_LIKELY(p != NULL) ? p : _corral_new_rest_nothrow(size);
-}
-
-/* The slot ways (stubs.h): a pooled site's call, the slot after the entry
- * point's own arguments; the same decisions without the site lookup.
- * Anything they cannot serve continues in the entry point's full way,
- * which finds the site in the table. */
-void *_corral_dyn_malloc_slot(size_t size, size_t slot) {
-  void *p = NULL;
-  int way = slot_way(size, slot, gate_of(&_corral_gates.on_malloc), &p);
-  return malloc_by(way, p, size);
-}
-
-void *_corral_dyn_calloc_slot(size_t n, size_t size, size_t slot) {
-  void *p = NULL;
-  size_t total;
-  if (__builtin_mul_overflow(n, size, &total)) return _corral_calloc_rest(n, size);
-  int way = slot_way(total, slot, gate_of(&_corral_gates.on_calloc), &p);
-  return calloc_by(way, p, n, size, total);
-}
-
-void *_corral_dyn_new_slot(size_t n, size_t slot) {
-  void *p = NULL;
-  int way = slot_way(n, slot, gate_of(&_corral_gates.on_new), &p);
-  p = new_by(way, p, n);
-  return CORRAL_LIKELY(p != NULL) ? p : _corral_new_rest(n);
-}
-
-void *_corral_dyn_new_slot_nothrow(size_t n, const void *nothrow, size_t slot) {
-  (void)nothrow;
-  void *p = NULL;
-  int way = slot_way(n, slot, gate_of(&_corral_gates.on_new), &p);
-  p = new_by(way, p, n);
-  return CORRAL_LIKELY(p != NULL) ? p : _corral_new_rest_nothrow(n);
-}
-
 void _corral_dyn_allocated(void *p) {
-  if (!_corral_track) _corral_chunk_header((uintptr_t)p)->counted_allocs++;
+  if (!_corral_modes.track) _corral_chunk_header((uintptr_t)p)->counted_allocs++;
   if (_corral_dyn_sample_pending) _corral_dyn_sample(p);
 }
 
@@ -821,9 +619,9 @@ static const char *const given_back_names[] = { "remote", "small", "as_base" };
  * allocator underneath. Under the lock; the stubs were prepared at
  * start-up or after dlopen. */
 static void point_at_none(uint32_t id) {
-  const corral_dync_chain_t *chain = &dyn.table.chains[id];
+  const corral_dync_chain_t *chain = &_corral_dyn_settled.table.chains[id];
   if (chain->depth != 1) return;
-  const corral_dync_site_t *s = _corral_dync_site(&dyn.table, chain->frames[0]);
+  const corral_dync_site_t *s = _corral_dync_site(&_corral_dyn_settled.table, chain->frames[0]);
   if (!s || s->kind == DYNC_SITE_WRAPPER || __atomic_load_n(&s->ctx, __ATOMIC_RELAXED) != id) return;
   corral_stub_refusal_t r = _corral_point_at_none(chain->frames[0]);
   if (r == CORRAL_STUB_OK) dyn.calls_to_none++;
@@ -837,7 +635,7 @@ static void give_back(uint32_t id, int why) {
   uint32_t root = _corral_dynm_find(&dyn.merge, id);
   int g = dyn.ctx[root].group;
   if (g < 0) return;
-  uint32_t total = __atomic_load_n(&dyn.table.context_count, __ATOMIC_ACQUIRE);
+  uint32_t total = __atomic_load_n(&_corral_dyn_settled.table.context_count, __ATOMIC_ACQUIRE);
   for (uint32_t i = 0; i < total; i++)          /* every context of the pool: never again */
     if (_corral_dynm_find(&dyn.merge, i) == root) __atomic_store_n(&dyn.ctx[i].allocs, UINT32_MAX, __ATOMIC_RELAXED);
   __atomic_store_n(&dyn.ctx[root].group, -1, __ATOMIC_RELEASE);
@@ -878,7 +676,7 @@ static int laid_out_as_base(uint32_t id) {
   if (g < 0 || size == 0 || size == DYNM_SIZE_MIXED) return 0;
   size_t footprint = _corral_next_footprint(size);
   if (footprint == 0 || footprint != corral_class_size(corral_size_class(size))) return 0;
-  uint32_t total = __atomic_load_n(&dyn.table.context_count, __ATOMIC_ACQUIRE);
+  uint32_t total = __atomic_load_n(&_corral_dyn_settled.table.context_count, __ATOMIC_ACQUIRE);
   for (uint32_t i = 0; i < total; i++)
     if (i != root && _corral_dynm_find(&dyn.merge, i) == root) return 0;
   for (unsigned h = 0; h < dyn.pools; h++)
@@ -964,7 +762,7 @@ int _corral_dyn_contexts_init(const char *who) {
     _corral_warn("%s: cannot map its tables; running ungrouped", who);
     return -1;
   }
-  _corral_dync_init(&dyn.table, tables, DYN_MAX_CONTEXTS);
+  _corral_dync_init(&_corral_dyn_settled.table, tables, DYN_MAX_CONTEXTS);
   _corral_dynm_init(&dyn.merge, merge, DYN_MAX_CONTEXTS, DYN_MERGE_SLOTS);
   _corral_unwind_init();
   const corral_module_table_t *t = _corral_modules_current();
@@ -977,11 +775,11 @@ int _corral_dyn_contexts_init(const char *who) {
 void _corral_dyn_init(void) {
   if (!_corral_options.dynamic) return;
   dyn.min_objects = _corral_options.dyn_min_objects;
-  dyn.max_size = _corral_options.dyn_max_size;
-  dyn.epoch = 1;
+  _corral_dyn_settled.max_size = _corral_options.dyn_max_size;
+  _corral_dyn_settled.epoch = 1;
   if (_corral_dyn_contexts_init("dynamic mode") != 0) return;
   if (_corral_options.stubs) _corral_none_stubs_prepare(_corral_modules_current());
-  __atomic_store_n(&_corral_dyn_on, 1, __ATOMIC_RELEASE);
+  __atomic_store_n(&_corral_modes.dynamic, 1, __ATOMIC_RELEASE);
 }
 
 void _corral_dyn_fork_prepare(void) { if (dyn.tables_on) lock(); }
@@ -999,11 +797,11 @@ static char group_names[DYN_MAX_POOLS][96];
 /* "dyn3 <- prog+0x11c9 via xmalloc": the deciding site (the context's
  * outermost frame) as module+offset, and the wrapper seen at frame 0. */
 void _corral_dyn_context_name(uint32_t id, char *buf, size_t len) {
-  if (id >= __atomic_load_n(&dyn.table.context_count, __ATOMIC_ACQUIRE)) {
+  if (id >= __atomic_load_n(&_corral_dyn_settled.table.context_count, __ATOMIC_ACQUIRE)) {
     snprintf(buf, len, "?");
     return;
   }
-  const corral_dync_chain_t *chain = &dyn.table.chains[id];
+  const corral_dync_chain_t *chain = &_corral_dyn_settled.table.chains[id];
   uintptr_t site = chain->frames[chain->depth - 1];
   const char *via = dyn.ctx[id].via;
   size_t n = _corral_address_name(site, buf, len);
@@ -1026,14 +824,14 @@ static size_t wrappers_in_use(void) {
 }
 
 static unsigned contexts_pooled(void) {
-  unsigned n = 0, total = __atomic_load_n(&dyn.table.context_count, __ATOMIC_ACQUIRE);
+  unsigned n = 0, total = __atomic_load_n(&_corral_dyn_settled.table.context_count, __ATOMIC_ACQUIRE);
   for (unsigned i = 0; i < total; i++)
     if (dyn.ctx[_corral_dynm_find(&dyn.merge, i)].group >= 0) n++;
   return n;
 }
 
 void _corral_dyn_stats_json(int fd) {
-  if (!_corral_dyn_on) {
+  if (!_corral_modes.dynamic) {
     _corral_fdprintf(fd, "\"dynamic\":null");
     return;
   }
@@ -1043,9 +841,9 @@ void _corral_dyn_stats_json(int fd) {
                   "\"table_full\":%llu,\"walks\":%llu,\"frames_walked\":%llu,"
                   "\"sampling\":{\"samples\":%llu,\"skipped\":%llu,\"words_read\":%llu,\"links_seen\":%llu,"
                   "\"cycles\":%llu,\"evidence_dropped\":%llu},\"merges\":[",
-                  dyn.min_objects, dyn.max_size, wrappers_in_use(),
-                  dyn.table.context_count, contexts_pooled(), dyn.pools, (unsigned long long)dyn.pools_refused,
-                  (unsigned long long)dyn.table.full, (unsigned long long)dyn.walks,
+                  dyn.min_objects, _corral_dyn_settled.max_size, wrappers_in_use(),
+                  _corral_dyn_settled.table.context_count, contexts_pooled(), dyn.pools, (unsigned long long)dyn.pools_refused,
+                  (unsigned long long)_corral_dyn_settled.table.full, (unsigned long long)dyn.walks,
                   (unsigned long long)dyn.frames_walked, (unsigned long long)dyn.samples,
                   (unsigned long long)dyn.samples_skipped, (unsigned long long)dyn.words_read,
                   (unsigned long long)dyn.links_seen, (unsigned long long)dyn.sample_cycles,
@@ -1065,9 +863,9 @@ void _corral_dyn_stats_json(int fd) {
 }
 
 void _corral_dyn_stats_text(int fd) {
-  if (!_corral_dyn_on) return;
+  if (!_corral_modes.dynamic) return;
   _corral_fdprintf(fd, "corral: dynamic: %u contexts, %u pooled in %u pools, %u merges, %zu wrappers\n",
-                   dyn.table.context_count, contexts_pooled(), dyn.pools, dyn.merge_count,
+                   _corral_dyn_settled.table.context_count, contexts_pooled(), dyn.pools, dyn.merge_count,
                    wrappers_in_use());
   _corral_fdprintf(fd, "corral: dynamic: %llu samples (%llu skipped), %llu words read, %llu cycles\n",
                    (unsigned long long)dyn.samples, (unsigned long long)dyn.samples_skipped,

@@ -1,0 +1,124 @@
+/* Dynamic mode's settled decisions, read without its lock: what the entry
+ * layer's dynamic ways (entry/dynamic_ways.c) take on the way in.
+ *
+ * A site whose context is its own (frame 0 not in a wrapper) and whose
+ * decision is settled carries that decision in its `fast` word:
+ *   epoch (24 bits) | size (24 bits, 0 = any) | pool + 1 (16 bits, 0 = the
+ *   allocator underneath).
+ * Settled: pooled with no eager samples left, or never to be pooled. A
+ * context still counting, or with eager samples to take, keeps the full
+ * way. The word holds while its epoch is current and the request has its
+ * size (another size may make the context mixed, which only the full way
+ * notes); a sample due on this thread also takes the full way. A pooled
+ * site's call may instead lead to a slot way (stubs.h), which reads its
+ * decision from the slot's word:
+ *   size (32 bits, 0 = any) << 32 | pool + 1 (0 = the allocator underneath).
+ * dynamic.c writes both words. */
+#ifndef CORRAL_DYN_SETTLED_H
+#define CORRAL_DYN_SETTLED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dynamic.h"
+#include "dynamic_context.h"
+#include "heap.h"
+#include "stubs.h"
+#include "unwind.h"
+
+/* Internal: every declaration below is of this library, not exported. */
+#pragma GCC visibility push(hidden)
+
+/* What a settled way decided for a request: take the full way, forward it
+ * to the allocator underneath (every size above max_size), or here is the
+ * block. */
+enum { CORRAL_DYN_FULL, CORRAL_DYN_FORWARD, CORRAL_DYN_POPPED };
+
+#define CORRAL_DYN_EPOCH_MASK 0xffffffu
+#define CORRAL_DYN_SIZE_MAX   0xffffffu
+
+typedef struct corral_dyn_settled_s {
+  corral_dync_t table;                   /* sites and contexts */
+  size_t max_size;                       /* larger requests are never pooled */
+  /* Bumped whenever a context's pool changes other than by its own slow
+   * way (a merge, a pool given back): every site's fast word then goes
+   * stale (see "The fast way"). Starts at 1, so a zeroed word never holds. */
+  uint32_t epoch;
+} corral_dyn_settled_t;
+
+extern corral_dyn_settled_t _corral_dyn_settled;
+
+/* Pooled allocations this thread may still take on a settled way before
+ * the full way takes a sample (dynamic.c, "Sampling"). */
+extern __thread uint32_t _corral_dyn_countdown __attribute__((tls_model("initial-exec")));
+
+/* A settled decision for `pool` (+ 1; 0 = the allocator underneath). */
+CORRAL_INLINE int _corral_dyn_settled_way(size_t size, uint32_t pool, void **block) {
+  if (pool == 0) return CORRAL_DYN_FORWARD;
+  if (CORRAL_UNLIKELY(_corral_dyn_countdown <= 1)) return CORRAL_DYN_FULL;   /* at 1 the full way samples */
+  corral_chunk_t *c = _corral_pool_ready(pool - 1, size);
+  if (CORRAL_UNLIKELY(c == NULL)) return CORRAL_DYN_FULL;
+  _corral_dyn_countdown--;
+  c->counted_allocs++;
+  *block = _corral_block_pop(c);
+  return CORRAL_DYN_POPPED;
+}
+
+/* The decision for a call inside a wrapper, s the site of its return
+ * address ret and cfa the entry point's CFA (the program's stack pointer
+ * before its call): frame 1's return address is one load at the wrapper's
+ * remembered frame size, as on the full way's short walk, and frame 1's
+ * site holds the decision of the context a tail of it names, if that
+ * chain is this one. 0 when not known: the full way decides. */
+uint64_t _corral_dyn_wrapper_word(const corral_dync_site_t *s, uintptr_t ret, uintptr_t cfa);
+
+/* The settled word for a request of `size` from the call returning to
+ * ret (cfa: the entry point's CFA), or 0: the full way decides. */
+CORRAL_INLINE uint64_t _corral_dyn_settled_word(size_t size, uintptr_t ret, uintptr_t cfa) {
+  const corral_dync_site_t *s = _corral_dync_site(&_corral_dyn_settled.table, ret);
+  if (CORRAL_UNLIKELY(s == NULL)) return 0;
+  uint64_t f = CORRAL_LIKELY(s->kind != DYNC_SITE_WRAPPER) ? __atomic_load_n(&s->fast, __ATOMIC_ACQUIRE)
+                                                          : _corral_dyn_wrapper_word(s, ret, cfa);
+  uint32_t want = (uint32_t)(f >> 16) & CORRAL_DYN_SIZE_MAX;
+  if (CORRAL_UNLIKELY((uint32_t)(f >> 40) != __atomic_load_n(&_corral_dyn_settled.epoch, __ATOMIC_RELAXED) ||
+                      (want != size && want != 0)))
+    return 0;
+  return f;
+}
+
+CORRAL_INLINE int _corral_dyn_fast_way(size_t size, uintptr_t ret, uintptr_t cfa, void **block) {
+  if (size > _corral_dyn_settled.max_size) return CORRAL_DYN_FORWARD;
+  uint64_t f = _corral_dyn_settled_word(size, ret, cfa);
+  if (CORRAL_UNLIKELY(f == 0)) return CORRAL_DYN_FULL;
+  return _corral_dyn_settled_way(size, (uint32_t)f & 0xffff, block);
+}
+
+/* The slot way's decision: gate is the entry point's (anything but
+ * CORRAL_GATE_DYNAMIC, such as statistics counting, takes the full way). */
+CORRAL_INLINE int _corral_dyn_slot_way(size_t size, size_t slot, int64_t gate, void **block) {
+  if (CORRAL_UNLIKELY(gate != CORRAL_GATE_DYNAMIC)) return CORRAL_DYN_FULL;
+  uint64_t w = __atomic_load_n(&_corral_dyn_slots[slot], __ATOMIC_ACQUIRE);
+  uint32_t want = (uint32_t)(w >> 32);
+  if (CORRAL_UNLIKELY(want != size)) {   /* a size the word holds was at most max_size */
+    if (want != 0) return CORRAL_DYN_FULL;
+    if (size > _corral_dyn_settled.max_size) return CORRAL_DYN_FORWARD;
+  }
+  return _corral_dyn_settled_way(size, (uint32_t)w, block);
+}
+
+/* The aligned forms (interpose.c). The context's word holds the size it
+ * asks for; its block comes from the class the group heap's aligned way
+ * takes (_corral_aligned_size). Olden voronoi makes every quad-edge record with
+ * memalign(128, 128). */
+CORRAL_INLINE int _corral_dyn_aligned_way(size_t align, size_t size, uintptr_t ret,
+                                                             uintptr_t cfa, void **block) {
+  if (size > _corral_dyn_settled.max_size) return CORRAL_DYN_FORWARD;
+  if (CORRAL_UNLIKELY(align > CORRAL_MAX_GROUP_ALIGN)) return CORRAL_DYN_FULL;
+  uint64_t f = _corral_dyn_settled_word(size, ret, cfa);
+  if (CORRAL_UNLIKELY(f == 0)) return CORRAL_DYN_FULL;
+  return _corral_dyn_settled_way(_corral_aligned_size(size, align), (uint32_t)f & 0xffff, block);
+}
+
+#pragma GCC visibility pop
+
+#endif
