@@ -436,8 +436,8 @@ def test_requests_above_the_pools_limit_are_forwarded_at_the_first_test(tmp_path
     env = launch.environment(base="glibc", extra=launch.dynamic_extra(str(prog)))
     done = run_callgrind([prog, "5000"], env, out, "--smc-check=all")
     assert done.returncode == 0 and "0 failed" in done.stdout, done.stdout + done.stderr
-    calls = calls_of(out, ["_corral_dyn_malloc", "_corral_malloc_rest"])
-    assert calls["_corral_dyn_malloc"] + calls["_corral_malloc_rest"] < 1000, calls
+    calls = calls_of(out, ["dyn_malloc", "_corral_malloc_rest"])
+    assert calls["dyn_malloc"] + calls["_corral_malloc_rest"] < 1000, calls
 
 
 def test_a_given_back_malloc_call_jumps_straight_to_the_allocator_underneath(tmp_path):

@@ -52,7 +52,7 @@ MUTANTS = [
            "  return sp >= lo && sp <= hi - 8 && *(const uintptr_t *)sp == t->stub_ret[k];\n",
            "  return sp >= lo && sp <= hi - 8;\n",
            "a site whose call returned still counts as live"),
-    Mutant("reallocarray-overflow", "runtime/src/entry/interpose.c",
+    Mutant("reallocarray-overflow", "runtime/src/entry/malloc.c",
            "CORRAL_EXPORT void *reallocarray(void *p, size_t n, size_t size)\n{\n  size_t total;\n"
            "  if (__builtin_mul_overflow(n, size, &total)) {",
            "CORRAL_EXPORT void *reallocarray(void *p, size_t n, size_t size)\n{\n  size_t total;\n"
@@ -91,22 +91,22 @@ MUTANTS = [
            "return off < __atomic_load_n(&c->limit, __ATOMIC_RELAXED) && off * c->div_magic < c->div_magic;",
            "return off < __atomic_load_n(&c->limit, __ATOMIC_RELAXED);",
            "a free of a pointer inside a block is taken for the block's own"),
-    Mutant("malloc-not-a-tail-call", "runtime/src/entry/interpose.c",
+    Mutant("malloc-not-a-tail-call", "runtime/src/entry/malloc.c",
            "    return _corral_malloc_rest(size);                            /* CORRAL_GATE_FULL */\n",
            "    void *p = _corral_malloc_rest(size);\n"
            "    __asm__ __volatile__(\"\" : : \"r\"(p) : \"memory\");\n    return p;\n",
            "identification sees a frame inside libcorral instead of the program's call site"),
-    Mutant("realloc-interior-pointer", "runtime/src/entry/interpose.c",
+    Mutant("realloc-interior-pointer", "runtime/src/entry/malloc.c",
            "  if (where != CORRAL_OBJECT && where != CORRAL_NOT_GROUP) {\n"
            "    _corral_warn(\"realloc of invalid pointer %p (%s)\", p, _corral_where_text(where));\n"
            "    errno = ENOMEM;\n    return NULL;\n  }\n",
            "",
            "realloc of an interior pointer is passed on instead of refused"),
-    Mutant("realloc-copies-half", "runtime/src/entry/interpose.c",
+    Mutant("realloc-copies-half", "runtime/src/entry/malloc.c",
            "  memcpy(q, p, old < size ? old : size);\n",
            "  memcpy(q, p, (old < size ? old : size) / 2);\n",
            "realloc that moves an object loses its contents"),
-    Mutant("posix-memalign-errno", "runtime/src/entry/interpose.c",
+    Mutant("posix-memalign-errno", "runtime/src/entry/malloc.c",
            "  errno = saved;                        /* posix_memalign leaves errno alone */\n",
            "",
            "posix_memalign changes errno"),
@@ -143,7 +143,7 @@ MUTANTS = [
            "  __atomic_store_n(&_corral_gates.pool_below, t ? below : none_below, __ATOMIC_RELAXED);\n",
            "  __atomic_store_n(&_corral_gates.pool_below, below, __ATOMIC_RELAXED);\n",
            "pool calls keep grouping after the plan went stale"),
-    Mutant("calloc-pool-unzeroed", "runtime/src/entry/pool_call.c",
+    Mutant("calloc-pool-unzeroed", "runtime/src/entry/call_ways.c",
            "    if (CORRAL_LIKELY(p != NULL)) return memset(p, 0, total);\n",
            "    if (CORRAL_LIKELY(p != NULL)) return p;\n",
            "calloc through a pool call hands out a reused block unzeroed"),
@@ -159,17 +159,17 @@ MUTANTS = [
            "    if (CORRAL_UNLIKELY(rsp >= s->hi)) return 0;     /* hi is 0 until the bounds are known */\n",
            "",
            "a handler on a signal stack above the thread's drops the interrupted site's note"),
-    Mutant("dyn-fast-way-forwards", "runtime/src/entry/dynamic_ways.c",
+    Mutant("dyn-fast-way-forwards", "runtime/src/entry/ways.h",
            "  case CORRAL_DYN_POPPED: return p;\n  case CORRAL_DYN_FORWARD: return _corral_next.malloc(size);       /* errno",
            "  case CORRAL_DYN_POPPED: return _corral_next.malloc(size);\n"
            "  case CORRAL_DYN_FORWARD: return _corral_next.malloc(size);       /* errno",
            "malloc's dynamic way sends a pooled context's objects to the allocator underneath"),
-    Mutant("dyn-new-fast-way-forwards", "runtime/src/entry/dynamic_ways.c",
+    Mutant("dyn-new-fast-way-forwards", "runtime/src/entry/ways.h",
            "  case CORRAL_DYN_POPPED: return p;\n  case CORRAL_DYN_FORWARD: return _corral_next.malloc(n);\n  default: return NULL;",
            "  case CORRAL_DYN_POPPED: return _corral_next.malloc(n);\n"
            "  case CORRAL_DYN_FORWARD: return _corral_next.malloc(n);\n  default: return NULL;",
            "operator new's dynamic ways send a pooled context's objects to the allocator underneath"),
-    Mutant("dyn-calloc-unzeroed", "runtime/src/entry/dynamic_ways.c",
+    Mutant("dyn-calloc-unzeroed", "runtime/src/entry/ways.h",
            "  case CORRAL_DYN_POPPED: return memset(p, 0, total);\n",
            "  case CORRAL_DYN_POPPED: return p;\n",
            "calloc's dynamic ways (fast and slot) hand out a reused block without zeroing it"),
@@ -177,7 +177,7 @@ MUTANTS = [
            "  if (_corral_dyn_sample_pending) _corral_dyn_sample(p);\n}",
            "}",
            "dynamic mode's samples are scheduled but never read, so no pool merges"),
-    Mutant("random-way-forwards", "runtime/src/entry/interpose.c",
+    Mutant("random-way-forwards", "runtime/src/entry/malloc.c",
            "  if (CORRAL_LIKELY(p != NULL)) return p;\n  if ((p = _corral_group_alloc_slow(g, size, 0))) return p;\n",
            "  if (CORRAL_LIKELY(p != NULL)) return _corral_next.malloc(size);\n"
            "  if ((p = _corral_group_alloc_slow(g, size, 0))) return p;\n",
@@ -198,10 +198,10 @@ MUTANTS = [
            "    if (!_corral_modes.full_ways) {\n      _corral_free_remote(c, p);\n",
            "    {\n      _corral_free_remote(c, p);\n",
            "free's first way pushes another thread's block while statistics count frees, so they go uncounted"),
-    Mutant("realloc-frame-popped", "runtime/src/entry/interpose.c",
-           "  void *q = _corral_realloc_at(p, size, __builtin_return_address(0), __builtin_frame_address(0));\n"
+    Mutant("realloc-frame-popped", "runtime/src/entry/malloc.c",
+           "  void *q = realloc_at(p, size, __builtin_return_address(0), __builtin_frame_address(0));\n"
            "  CORRAL_KEEP_FRAME(q);\n  return q;\n",
-           "  return _corral_realloc_at(p, size, __builtin_return_address(0), __builtin_frame_address(0));\n",
+           "  return realloc_at(p, size, __builtin_return_address(0), __builtin_frame_address(0));\n",
            "realloc's full way hands its frame over by a sibling call: in a frame-pointer module every realloc "
            "context stops at frame 0"),
     Mutant("wrapper-tail-ignores-frame-0", "runtime/src/dynamic/dynamic_context.h",

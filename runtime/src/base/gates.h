@@ -1,5 +1,5 @@
 /* What the entry points read before anything else, shared by the C entry
- * points (interpose.c, pool_call.c) and the C++ operators (new.cc). Plain
+ * points (malloc.c, call_ways.c) and the C++ operators (new.cc). Plain
  * variables read and written with the __atomic builtins, which C and C++
  * both have, so the two languages see one declaration. Defined in gates.c;
  * written by life/init.c, heap/chunk.c (the span), identify/identify.c (the
@@ -58,9 +58,9 @@ extern __thread corral_stub_notes_t _corral_stub_notes __attribute__((tls_model(
  * fast way");
  * malloc's is -3 (CORRAL_GATE_RANDOM) with random pools without
  * statistics: a pool at random, popped without identification
- * (interpose.c).
+ * (malloc.c).
  *
- * pool_below: the pool calls (pool_call.c) serve sizes below this; 0 while
+ * pool_below: the pool calls (call_ways.c) serve sizes below this; 0 while
  * they must take the entry point's full way (not ready, counting, random
  * pools, a plan gone stale). */
 enum {

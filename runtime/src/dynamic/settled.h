@@ -1,5 +1,5 @@
 /* Dynamic mode's settled decisions, read without its lock: what the entry
- * layer's dynamic ways (entry/dynamic_ways.c) take on the way in.
+ * layer's dynamic ways (entry/malloc.c) take on the way in.
  *
  * A site whose context is its own (frame 0 not in a wrapper) and whose
  * decision is settled carries that decision in its `fast` word:
@@ -106,7 +106,7 @@ CORRAL_INLINE int _corral_dyn_slot_way(size_t size, size_t slot, int64_t gate, v
   return _corral_dyn_settled_way(size, (uint32_t)w, block);
 }
 
-/* The aligned forms (interpose.c). The context's word holds the size it
+/* The aligned forms (malloc.c). The context's word holds the size it
  * asks for; its block comes from the class the group heap's aligned way
  * takes (_corral_aligned_size). Olden voronoi makes every quad-edge record with
  * memalign(128, 128). */

@@ -15,12 +15,12 @@ extern "C" {
 /* Internal: every declaration below is of this library, not exported. */
 #pragma GCC visibility push(hidden)
 
-/* ---- entries the C++ operators continue in (interpose.c, new.cc) ------------- */
+/* ---- entries the C++ operators continue in (malloc.c, new.cc) ------------- */
 
-/* free of any pointer: free itself (interpose.c). */
+/* free of any pointer: free itself (malloc.c). */
 void _corral_free(void *p) CORRAL_NOEXCEPT;
 /* The allocation path of every entry point; ret0/fp0 are the exported
- * function's own return and frame address (interpose.c). */
+ * function's own return and frame address (malloc.c). */
 void *_corral_new_alloc(size_t size, size_t align, void *ret0, void *fp0) CORRAL_NOEXCEPT;
 /* operator new's full way, entered by a tail call from a pool call that
  * missed: it may throw std::bad_alloc (new.cc). */
@@ -32,7 +32,7 @@ void *_corral_new_rest_nothrow(size_t n) CORRAL_NOEXCEPT;
 void *_corral_new_gated(size_t n);
 void *_corral_new_gated_nothrow(size_t n) CORRAL_NOEXCEPT;
 /* operator new's way while its gate is CORRAL_GATE_DYNAMIC, entered by a
- * tail call: dynamic mode's fast way, else the full way (dynamic_ways.c). */
+ * tail call: dynamic mode's fast way, else the full way (malloc.c). */
 void *_corral_dyn_new(size_t n);
 void *_corral_dyn_new_nothrow(size_t n) CORRAL_NOEXCEPT;
 

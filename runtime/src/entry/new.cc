@@ -94,7 +94,7 @@ inline void *new_at(std::size_t size, std::size_t align, void *ret0, void *fp0, 
   return new_failed(size, align, ret0, fp0, nothrow);
 }
 
-// The unaligned operators take malloc's short way (interpose.c): a size
+// The unaligned operators take malloc's short way (malloc.c): a size
 // corral cannot group goes straight to the next allocator, and only a
 // request it failed continues in the full way (_corral_new_rest). Any other
 // goes past the gate by a tail call (_corral_new_gated, new_ways.c), which
@@ -123,7 +123,7 @@ inline void delete_at(void *p) noexcept { _corral_free(p); }
 
 }  // namespace
 
-// Also where a pool call that missed continues (pool_call.c).
+// Also where a pool call that missed continues (call_ways.c).
 extern "C" __attribute__((noinline)) void *_corral_new_rest(std::size_t n) { return new_at(n, 0, RET0, FP0, false); }
 extern "C" __attribute__((noinline)) void *_corral_new_rest_nothrow(std::size_t n) noexcept
 {

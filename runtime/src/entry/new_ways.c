@@ -49,6 +49,23 @@ static __attribute__((noinline)) void *new_noted_nothrow(size_t size, const corr
                            new_stubbed_nothrow);
 }
 
+/* operator new's and new[]'s way in dynamic mode (CORRAL_GATE_DYNAMIC), and
+ * their nothrow forms: malloc's (malloc.c, "4. dynamic"), ending in
+ * operator new's full way. */
+__attribute__((noinline)) void *_corral_dyn_new(size_t size) {
+  void *p = NULL;
+  int way = _corral_dyn_fast_way(size, (uintptr_t)__builtin_return_address(0), (uintptr_t)__builtin_dwarf_cfa(), &p);
+  p = new_by(way, p, size);
+  return CORRAL_LIKELY(p != NULL) ? p : _corral_new_rest(size);
+}
+
+__attribute__((noinline)) void *_corral_dyn_new_nothrow(size_t size) {
+  void *p = NULL;
+  int way = _corral_dyn_fast_way(size, (uintptr_t)__builtin_return_address(0), (uintptr_t)__builtin_dwarf_cfa(), &p);
+  p = new_by(way, p, size);
+  return CORRAL_LIKELY(p != NULL) ? p : _corral_new_rest_nothrow(size);
+}
+
 /* Entered by a tail call from operator new once its first test found the
  * request concerns corral (gates.h): past a negative gate dynamic mode's
  * way or the full way, past the others malloc's ways. The gate is read

@@ -1,5 +1,5 @@
 /* The ways past an entry point's gate for a small request, shared by malloc
- * (interpose.c) and the unaligned operator new and new[] (new_ways.c): the
+ * (malloc.c) and the unaligned operator new and new[] (new_ways.c): the
  * direct table's probe of frame 0, and the decision of the stub sites noted
  * live on this thread. Before operator new had them it took the full way
  * whenever a plan had a stub site or a probed frame-0 site: Xalan-C paid
@@ -170,6 +170,42 @@ static inline __attribute__((always_inline)) void *_corral_way_gated(size_t size
     }
   }
   return rest(size);
+}
+
+/* A gate as the ways read it after the first test. */
+CORRAL_INLINE int64_t gate_of(const int64_t *gate) { return __atomic_load_n(gate, __ATOMIC_RELAXED); }
+
+/* What each entry point does with a settled decision of dynamic mode
+ * (dynamic/settled.h: _corral_dyn_fast_way's or _corral_dyn_slot_way's,
+ * taken in a statement of its own first: it sets the popped block p):
+ * hand out the block, forward, or continue by a tail call in its full way,
+ * whose return address is then still the program's call. */
+CORRAL_INLINE void *malloc_by(int way, void *p, size_t size) {
+  switch (way) {
+  case CORRAL_DYN_POPPED: return p;
+  case CORRAL_DYN_FORWARD: return _corral_next.malloc(size);       /* errno is the next's */
+  default: return _corral_malloc_rest(size);
+  }
+}
+
+/* calloc: a popped block is zeroed. */
+CORRAL_INLINE void *calloc_by(int way, void *p, size_t n, size_t size,
+                                                             size_t total) {
+  switch (way) {
+  case CORRAL_DYN_POPPED: return memset(p, 0, total);
+  case CORRAL_DYN_FORWARD: return _corral_next.calloc(n, size);     /* errno is the next's */
+  default: return _corral_calloc_rest(n, size);
+  }
+}
+
+/* operator new: the block, or NULL when its full way must decide, or call
+ * the new-handler or throw because the allocator underneath failed. */
+CORRAL_INLINE void *new_by(int way, void *p, size_t n) {
+  switch (way) {
+  case CORRAL_DYN_POPPED: return p;
+  case CORRAL_DYN_FORWARD: return _corral_next.malloc(n);
+  default: return NULL;
+  }
 }
 
 #pragma GCC visibility pop

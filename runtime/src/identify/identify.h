@@ -31,7 +31,7 @@ int _corral_identify(void *ret0, void *fp0, size_t size);
 int _corral_identify_after_stubs(void *ret0, void *fp0);
 
 /* The tables while the entry points may decide frame 0 themselves
- * (interpose.c's malloc): a plan with direct entries or one that never
+ * (entry/malloc.c): a plan with direct entries or one that never
  * needs a walk, nothing counted, no random pools, the runtime ready. NULL
  * otherwise. Opened by init. */
 struct ident_tables_s;

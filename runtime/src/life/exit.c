@@ -3,6 +3,7 @@
  * too. A program may close its stderr before it exits (coreutils do, in an
  * atexit handler), so the table goes to a copy of fd 2 made at start-up. */
 #define _GNU_SOURCE
+#include "exit.h"
 #include "attributes.h"
 #include "init.h"
 #include "internal.h"

@@ -3,6 +3,7 @@
  * comes first. Shut-down (the statistics at exit) is exit.c. */
 #include "init.h"
 #include "dynamic.h"
+#include "exit.h"
 #include "heap.h"
 #include "identify.h"
 #include "internal.h"
@@ -90,7 +91,7 @@ int _corral_init_slow(const corral_call_targets_t *targets)
   pthread_atfork(fork_prepare, fork_parent, fork_child);
   _corral_note(1, "ready: %u groups%s", _corral_ngroups,
                _corral_options.random_pools > 0 ? " (random pools)" : "");
-  /* The entry points' short ways (interpose.c), open from READY on. */
+  /* The entry points' short ways (malloc.c), open from READY on. */
   uintptr_t lo, hi, boot = (uintptr_t)_corral_boot_buffer;
   _corral_span_bounds(_corral_range_min, _corral_range_max, boot, boot + CORRAL_BOOT_BYTES, _corral_boot_used(),
                       &lo, &hi);

@@ -9,10 +9,6 @@
  * else a JSON file path where %p stands for the pid. */
 void _corral_stats_write(const char *dest, int err_fd);
 
-/* exit.c: writes the statistics once, at exit, _exit or _Exit. */
-void _corral_exit_init(void);
-void _corral_exit_after_fork(void);
-
 #pragma GCC visibility pop
 
 #endif

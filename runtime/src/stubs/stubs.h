@@ -14,7 +14,7 @@
  * A grouped frame-0 site (a direct table entry) whose call enters corral's
  * malloc, calloc or operator new gets a pool call instead: a stub that
  * loads the group's first pool into the next free argument register and
- * jumps to that entry's pool way (pool_call.c), so the allocation needs
+ * jumps to that entry's pool way (call_ways.c), so the allocation needs
  * no lookup at all and the plain entry point none for it. */
 #ifndef CORRAL_STUBS_H
 #define CORRAL_STUBS_H

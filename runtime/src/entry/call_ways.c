@@ -9,6 +9,7 @@
 #include "entry.h"
 #include "next.h"
 #include "stubs.h"
+#include "ways.h"
 
 /* The pool and none ways serve while a plan is loaded with the direct
  * table open, and sizes up to max_size: otherwise (counting, random pools,
@@ -82,6 +83,40 @@ void *_corral_new_none_nothrow(size_t n, const void *nothrow)
   void *p = ways_serve(n) ? _corral_next.malloc(n) : NULL;
   if (CORRAL_LIKELY(p != NULL)) return p;
   return _corral_new_rest_nothrow(n);
+}
+
+/* The slot ways (stubs.h): a pooled site's call in dynamic mode, the slot
+ * after the entry point's own arguments; the decisions of malloc.c's
+ * dynamic ways without the site lookup.
+ * Anything they cannot serve continues in the entry point's full way,
+ * which finds the site in the table. */
+void *_corral_dyn_malloc_slot(size_t size, size_t slot) {
+  void *p = NULL;
+  int way = _corral_dyn_slot_way(size, slot, gate_of(&_corral_gates.on_malloc), &p);
+  return malloc_by(way, p, size);
+}
+
+void *_corral_dyn_calloc_slot(size_t n, size_t size, size_t slot) {
+  void *p = NULL;
+  size_t total;
+  if (__builtin_mul_overflow(n, size, &total)) return _corral_calloc_rest(n, size);
+  int way = _corral_dyn_slot_way(total, slot, gate_of(&_corral_gates.on_calloc), &p);
+  return calloc_by(way, p, n, size, total);
+}
+
+void *_corral_dyn_new_slot(size_t n, size_t slot) {
+  void *p = NULL;
+  int way = _corral_dyn_slot_way(n, slot, gate_of(&_corral_gates.on_new), &p);
+  p = new_by(way, p, n);
+  return CORRAL_LIKELY(p != NULL) ? p : _corral_new_rest(n);
+}
+
+void *_corral_dyn_new_slot_nothrow(size_t n, const void *nothrow, size_t slot) {
+  (void)nothrow;
+  void *p = NULL;
+  int way = _corral_dyn_slot_way(n, slot, gate_of(&_corral_gates.on_new), &p);
+  p = new_by(way, p, n);
+  return CORRAL_LIKELY(p != NULL) ? p : _corral_new_rest_nothrow(n);
 }
 
 const corral_call_targets_t _corral_call_targets = {
