@@ -131,3 +131,48 @@ def test_stats_of_every_member_of_a_pipeline_each_in_one_piece(exit_paths):
     for i in starts:
         block = lines[i:lines.index("corral: plan: none", i) + 1]
         assert "statistics of pid" not in "\n".join(block[1:]), r.stderr
+
+
+def options_table():
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "tools" / "options_doc.py"
+    spec = importlib.util.spec_from_file_location("options_doc", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_statistics_list_every_option_of_the_table_with_its_default(prog, tmp_path):
+    """options.def is the one list: the statistics' `options` object has
+    exactly its rows, each at the row's default where the environment set
+    nothing."""
+    doc = options_table()
+    s = json_stats(prog, tmp_path)
+    rows = doc.options()
+    assert list(s["options"]) == [o.name for o in rows]
+    for o in rows:
+        if o.name != "stats":
+            assert s["options"][o.name] == doc.c_value(o.default), o.name
+
+
+def test_every_option_of_the_table_is_read_from_the_environment(prog, tmp_path):
+    """Each row's name is the variable the parser reads: a value inside the
+    row's range comes back in the statistics (plan and wrappers are not set:
+    a missing file would change what runs)."""
+    doc = options_table()
+    values = {"BOOL": lambda o: 1 - doc.c_value(o.default),
+              "INT": lambda o: max(doc.c_value(o.low), min(doc.c_value(o.default) + 1, doc.c_value(o.high))),
+              "COUNT": lambda o: max(doc.c_value(o.low), doc.c_value(o.default) + 1),
+              "SIZE": lambda o: 2 * doc.c_value(o.low) if o.pow2 else max(doc.c_value(o.low), 64)}
+    wanted = {o.name: values[o.kind](o) for o in doc.options()
+              if o.kind in values and o.name not in ("safe", "dynamic", "random_pools", "verbose", "plan_pid")}
+    s = json_stats(prog, tmp_path, **wanted)
+    got = {name: s["options"][name] for name in wanted}
+    # The values lie inside start-up's own limits too (reserve at least 4
+    # chunks, the largest objects at most chunk_size / 8), which apply after.
+    assert {k: v for k, v in got.items() if got[k] != wanted[k]} == {}, (wanted, got)
+
+
+def test_the_option_tables_of_the_docs_are_the_tables_rows():
+    assert options_table().main(["--check"]) == 0

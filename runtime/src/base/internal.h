@@ -52,30 +52,17 @@ void _corral_os_purge(void *p, size_t size);
 
 /* ---- options (options.c) ------------------------------------------------- */
 
+/* The options, one field each, named and typed as options.def lists them
+ * (its rows say what each does). */
+#define CORRAL_OPTION_TYPE_STRING const char *
+#define CORRAL_OPTION_TYPE_BOOL int
+#define CORRAL_OPTION_TYPE_INT int
+#define CORRAL_OPTION_TYPE_COUNT size_t
+#define CORRAL_OPTION_TYPE_SIZE size_t
 typedef struct corral_options_s {
-  const char *plan;        /* CORRAL_PLAN: plan file, NULL = none */
-  int plan_pid;            /* CORRAL_PLAN_PID: the process the plan was given to (corral run sets it) */
-  size_t chunk_size;       /* CORRAL_CHUNK_SIZE: group chunk, power of two (1 MiB) */
-  size_t max_spare;        /* CORRAL_MAX_SPARE: empty chunks kept resident (4) */
-  size_t max_size;         /* CORRAL_MAX_SIZE: largest grouped object (4096) */
-  int depth;               /* CORRAL_DEPTH: frames identification looks at (6) */
-  int first_match;         /* CORRAL_FIRST_MATCH: a walk stops at the first frame that completes a clause (0) */
-  int stubs;               /* CORRAL_STUBS: redirect clause and direct sites' calls to stubs (1) */
-  const char *stats;       /* CORRAL_STATS: NULL, "stderr" or a JSON path with %p */
-  int verbose;             /* CORRAL_VERBOSE: 0 quiet, 1 notes, 2 more */
-  int random_pools;        /* CORRAL_RANDOM_POOLS: N > 0 = random group of N */
-  int mixed;               /* CORRAL_MIXED: groups without a `layout` record mix sizes (0) */
-  size_t reserve;          /* CORRAL_RESERVE: bytes per reserved range (8 GiB) */
-  /* dynamic mode (docs/dynamic.md) */
-  int dynamic;             /* CORRAL_DYNAMIC */
-  const char *wrappers;    /* CORRAL_WRAPPERS: wrapper list path */
-  size_t dyn_min_objects;  /* CORRAL_DYN_MIN_OBJECTS (100) */
-  size_t dyn_max_size;     /* CORRAL_DYN_MAX_SIZE (128) */
-  /* safe mode (docs/safe.md) */
-  int safe;                /* CORRAL_SAFE */
-  int safe_abort;          /* CORRAL_SAFE_ABORT: abort on a detected error (1), else warn and go on */
-  size_t safe_large_space; /* CORRAL_SAFE_LARGE_SPACE: address space for large blocks (64 GiB) */
-  size_t safe_max_size;    /* CORRAL_SAFE_MAX_SIZE: largest object of a site's pool (65536) */
+#define CORRAL_OPTION(name, kind, def, min, max, pow2, section, text) CORRAL_OPTION_TYPE_##kind name;
+#include "options.def"
+#undef CORRAL_OPTION
 } corral_options_t;
 
 extern corral_options_t _corral_options;
@@ -89,7 +76,7 @@ void _corral_options_init(void);
  * one warning. */
 void _corral_option_from_plan(const char *name, const char *value);
 
-/* Write the options as a JSON object / as text lines (stats). */
+/* Write every option as one JSON object (the statistics' `options`). */
 void _corral_options_json(int fd);
 
 /* ---- timing --------------------------------------------------------------- */

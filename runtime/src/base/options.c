@@ -1,5 +1,6 @@
-/* The one table of options: defaults, read from CORRAL_<NAME> at init, and
- * from the plan's `option` records where the environment is silent.
+/* The options of options.def: their defaults, read from CORRAL_<NAME> at
+ * init and from the plan's `option` records where the environment is
+ * silent, and written into the statistics.
  * Values are lenient: 1/true/on/yes, 0/false/off/no, K/KiB/M/MiB/G/GiB. */
 #include "internal.h"
 
@@ -11,62 +12,26 @@
 extern char **environ;
 
 corral_options_t _corral_options = {
-  .plan = NULL,
-  .chunk_size = 1u << 20,
-  .max_spare = 4,
-  .max_size = 4096,
-  .depth = 6,
-  .first_match = 0,
-  .stubs = 1,
-  .stats = NULL,
-  .verbose = 0,
-  .random_pools = 0,
-  .mixed = 0,
-  .reserve = (size_t)8 << 30,
-  .dynamic = 0,
-  .wrappers = NULL,
-  .dyn_min_objects = 100,
-  .dyn_max_size = 128,
-  .safe = 0,
-  .safe_abort = 1,
-  .safe_large_space = (size_t)64 << 30,
-  .safe_max_size = 65536,
+#define CORRAL_OPTION(name, kind, def, min, max, pow2, section, text) .name = def,
+#include "options.def"
+#undef CORRAL_OPTION
 };
 
-typedef enum { OPT_STRING, OPT_SIZE, OPT_INT, OPT_BOOL } option_kind_t;
+typedef enum { OPT_STRING, OPT_SIZE, OPT_COUNT, OPT_INT, OPT_BOOL } option_kind_t;
 
 typedef struct option_desc_s {
   const char *name;          /* lower case, without CORRAL_ */
   option_kind_t kind;
   size_t offset;             /* into corral_options_t */
-  size_t min, max;           /* accepted range for SIZE and INT */
+  size_t min, max;           /* accepted range for SIZE, COUNT and INT */
   int pow2;                  /* SIZE must be a power of two */
 } option_desc_t;
 
-#define OPT(n, k, f, lo, hi, p2) { n, k, offsetof(corral_options_t, f), lo, hi, p2 }
-
 static const option_desc_t option_table[] = {
-  OPT("plan", OPT_STRING, plan, 0, 0, 0),
-  OPT("plan_pid", OPT_INT, plan_pid, 0, 1 << 22, 0),
-  OPT("chunk_size", OPT_SIZE, chunk_size, 64u << 10, 256u << 20, 1),
-  OPT("max_spare", OPT_SIZE, max_spare, 0, 1u << 20, 0),
-  OPT("max_size", OPT_SIZE, max_size, 16, 65536, 0),
-  OPT("depth", OPT_INT, depth, 1, 64, 0),
-  OPT("first_match", OPT_BOOL, first_match, 0, 1, 0),
-  OPT("stubs", OPT_BOOL, stubs, 0, 1, 0),
-  OPT("stats", OPT_STRING, stats, 0, 0, 0),
-  OPT("verbose", OPT_INT, verbose, 0, 9, 0),
-  OPT("random_pools", OPT_INT, random_pools, 0, 255, 0),
-  OPT("mixed", OPT_BOOL, mixed, 0, 1, 0),
-  OPT("reserve", OPT_SIZE, reserve, 1u << 20, (size_t)1 << 40, 0),
-  OPT("dynamic", OPT_BOOL, dynamic, 0, 1, 0),
-  OPT("wrappers", OPT_STRING, wrappers, 0, 0, 0),
-  OPT("dyn_min_objects", OPT_SIZE, dyn_min_objects, 1, (size_t)1 << 32, 0),
-  OPT("dyn_max_size", OPT_SIZE, dyn_max_size, 16, 65536, 0),
-  OPT("safe", OPT_BOOL, safe, 0, 1, 0),
-  OPT("safe_abort", OPT_BOOL, safe_abort, 0, 1, 0),
-  OPT("safe_large_space", OPT_SIZE, safe_large_space, 1u << 20, (size_t)1 << 44, 0),
-  OPT("safe_max_size", OPT_SIZE, safe_max_size, 16, 65536, 0),
+#define CORRAL_OPTION(name, kind, def, min, max, pow2, section, text) \
+  {#name, OPT_##kind, offsetof(corral_options_t, name), min, max, pow2},
+#include "options.def"
+#undef CORRAL_OPTION
 };
 
 #define OPTION_COUNT (sizeof option_table / sizeof option_table[0])
@@ -125,6 +90,7 @@ static int set_option(const option_desc_t *d, const char *value, const char *ori
     *(int *)field = (int)b;
     return 1;
   case OPT_SIZE:
+  case OPT_COUNT:
   case OPT_INT:
     if (!parse_size(value, &n)) {
       /* verbose=on, random_pools=true mean 1 */
@@ -208,13 +174,20 @@ void _corral_option_from_plan(const char *name, const char *value)
 
 void _corral_options_json(int fd)
 {
-  const corral_options_t *o = &_corral_options;
-  _corral_fdprintf(fd, "{\"chunk_size\":%zu,\"max_spare\":%zu,\"max_size\":%zu,\"depth\":%d,"
-                   "\"first_match\":%d,\"verbose\":%d,\"random_pools\":%d,\"reserve\":%zu,"
-                   "\"dynamic\":%d,\"safe\":%d,\"plan\":",
-                   o->chunk_size, o->max_spare, o->max_size, o->depth, o->first_match, o->verbose,
-                   o->random_pools, o->reserve, o->dynamic, o->safe);
-  if (o->plan) _corral_json_string(fd, o->plan);
-  else _corral_fdprintf(fd, "null");
+  _corral_fdprintf(fd, "{");
+  for (unsigned i = 0; i < OPTION_COUNT; i++) {
+    const option_desc_t *d = &option_table[i];
+    const char *field = (const char *)&_corral_options + d->offset;
+    _corral_fdprintf(fd, "%s\"%s\":", i ? "," : "", d->name);
+    switch (d->kind) {
+    case OPT_STRING:
+      if (*(const char *const *)field) _corral_json_string(fd, *(const char *const *)field);
+      else _corral_fdprintf(fd, "null");
+      break;
+    case OPT_SIZE:
+    case OPT_COUNT: _corral_fdprintf(fd, "%zu", *(const size_t *)field); break;
+    default: _corral_fdprintf(fd, "%d", *(const int *)field); break;
+    }
+  }
   _corral_fdprintf(fd, "}");
 }
