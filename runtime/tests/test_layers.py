@@ -24,7 +24,7 @@ def layers():
 
 
 def sources(layer):
-    return sorted(p for p in (SRC / layer).iterdir() if p.suffix in (".c", ".cc", ".h"))
+    return sorted(p for p in (SRC / layer).iterdir() if p.suffix in (".c", ".cc", ".h", ".def"))
 
 
 def include_violations(order):
@@ -127,3 +127,25 @@ def test_the_checks_see_an_upward_include_and_an_upward_call(tmp_path):
             subprocess.run(["gcc", "-c", f"-I{tmp_path / 'base'}", f"-I{tmp_path / 'entry'}", str(c),
                             "-o", str(obj_dir / layer / (c.stem + ".o"))], check=True)
     assert symbol_violations(order, obj_dir) == ["heap/heap.o: uses entry_way of the higher layer entry"]
+
+
+def doc_section(title):
+    text = (RUNTIME.parent / "docs" / "runtime.md").read_text()
+    start = text.index(f"## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end > 0 else len(text)]
+
+
+def test_the_docs_list_every_layer_in_order():
+    rows = re.findall(r"^\| `(\w+)/` \|", doc_section("Layers"), re.M)
+    assert rows == layers()
+
+
+def test_the_docs_file_table_is_the_tree():
+    """docs/runtime.md's file table names every file of runtime/src, and
+    nothing else."""
+    named = set()
+    for row in re.findall(r"^\| (`[^|]+`) \|", doc_section("Files (runtime/src)"), re.M):
+        named.update(re.findall(r"`([^`]+)`", row))
+    tree = {str(p.relative_to(SRC)) for p in SRC.rglob("*") if p.is_file()}
+    assert sorted(named - tree) == [] and sorted(tree - named) == []
