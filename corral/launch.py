@@ -1,8 +1,11 @@
 """How corral starts a program: the environment of each mode (base
 allocator alone, libcorral.so with a plan, dynamic mode) and the program
-named after `--`. Shared by `corral run`, optimize, validation and the bench."""
+named after `--`. Shared by `corral run`, optimize, validation and the bench.
 
-import hashlib
+`corral run` imports this module on its way to the program: what only one
+mode needs (the plan reader, the wrapper list's analysis, hashing) is
+imported where that mode asks for it."""
+
 import os
 import shutil
 import sys
@@ -10,12 +13,12 @@ import sys
 from corral import paths
 from corral.allocators import base_library, preload_value
 from corral.errors import CorralError
-from corral.plan import planfile
 
 
-def _parsed(plan) -> planfile.Plan | None:
-    """The plan, or None when it does not parse: the runtime then says what
-    is wrong with it, once."""
+def _parsed(plan):
+    """The plan (planfile.Plan), or None when it does not parse: the
+    runtime then says what is wrong with it, once."""
+    from corral.plan import planfile
     try:
         return planfile.read(plan)
     except CorralError:
@@ -69,6 +72,8 @@ def dynamic_extra(program, wrappers_from=(), switch="CORRAL_DYNAMIC") -> dict:
     which tells sites apart the same way): the switch and the wrapper list
     of `program`, whose analysis (seconds, once per build) is announced on
     stderr."""
+    import hashlib
+
     from corral.dynamic import wrapperlist
     key = hashlib.sha1(os.path.realpath(shutil.which(program) or program).encode()).hexdigest()[:16]
     out = os.path.join(wrapperlist.cache_dir(), f"list-{key}.txt")

@@ -11,9 +11,9 @@ import argparse
 import os
 import sys
 
+from corral.allocators import BASE_LIBRARIES
 from corral.errors import CorralError
 from corral.launch import dynamic_extra, environment, program_after_dashes
-from corral.plan import planfile
 
 
 def add_arguments(p):
@@ -26,7 +26,7 @@ def add_arguments(p):
     p.add_argument("--wrappers-from", metavar="LIB", action="append", default=[],
                    help="with --dynamic or --safe: also look for allocation wrappers in this library "
                         "(the program and its non-system libraries are always analysed)")
-    p.add_argument("--base", choices=list(planfile.BASES),
+    p.add_argument("--base", choices=list(BASE_LIBRARIES),
                    help="allocator underneath corral (default: the plan's, chosen by `corral "
                         "optimize` on the training run; glibc without one)")
     p.add_argument("--stats", metavar="DEST",
@@ -43,6 +43,7 @@ def run(args) -> int:
              else dynamic_extra(command[0], args.wrappers_from, switch="CORRAL_SAFE") if args.safe else None)
     plan, recorded_base, recorded_mode = args.plan, None, None
     if plan:
+        from corral.plan import planfile
         try:
             parsed = planfile.read(plan)
             recorded_base, recorded_mode = parsed.base, parsed.mode
