@@ -12,7 +12,7 @@ from corral import __version__
 from corral.errors import CorralError
 
 # Order is the order shown in --help.
-SUBCOMMANDS = ["profile", "plan", "run", "optimize", "merge", "inspect", "bench", "report", "demo"]
+SUBCOMMANDS = ["profile", "plan", "run", "env", "optimize", "merge", "inspect", "bench", "report", "demo"]
 
 
 def _load(name):
