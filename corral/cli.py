@@ -12,7 +12,7 @@ from corral import __version__
 from corral.errors import CorralError
 
 # Order is the order shown in --help.
-SUBCOMMANDS = ["profile", "plan", "run", "optimize", "merge", "inspect", "bench", "report", "demo"]
+SUBCOMMANDS = ["profile", "plan", "run", "env", "optimize", "merge", "inspect", "bench", "report", "demo"]
 
 
 def _load(name):
@@ -24,13 +24,24 @@ def _load(name):
         raise
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _named(argv) -> str | None:
+    """The subcommand argv names: its first word that is not an option (the
+    top level's options, --help and --version, take no value)."""
+    return next((word for word in argv if not word.startswith("-")), None)
+
+
+def build_parser(only=None) -> argparse.ArgumentParser:
+    """The parser of every subcommand, or with `only`, of that one alone:
+    each subcommand's module is imported to build its parser, and a command
+    that starts a program (`corral run`) should not pay for the others'."""
     parser = argparse.ArgumentParser(
         prog="corral",
         description="Learn which heap objects a program uses together and lay them out side by side.")
     parser.add_argument("--version", action="version", version=f"corral {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in SUBCOMMANDS:
+        if only is not None and name != only:
+            continue
         module = _load(name)
         if module is None:
             continue
@@ -43,7 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    named = _named(argv)
+    parser = build_parser(named if named in SUBCOMMANDS else None)
     args = parser.parse_args(argv)
     try:
         return args._run(args) or 0

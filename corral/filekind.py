@@ -2,7 +2,6 @@
 file given where another kind is expected gets a message that names what it
 is and the command that reads it, instead of a parser's complaint."""
 
-import gzip
 import zlib
 
 KINDS = {       # what it is, what it is called where expected, what reads it
@@ -52,6 +51,8 @@ def not_a(path, expected: str) -> str | None:
 def read_text(path, what: str) -> str:
     """A possibly gzip-compressed text file, with one clear error per way it
     can be broken (`what` names the file in the message: "profile x.gz")."""
+    import gzip
+
     from corral.errors import CorralError
     try:
         with open(path, "rb") as f:

@@ -1,8 +1,11 @@
 """How corral starts a program: the environment of each mode (base
 allocator alone, libcorral.so with a plan, dynamic mode) and the program
-named after `--`. Shared by `corral run`, optimize, validation and the bench."""
+named after `--`. Shared by `corral run`, optimize, validation and the bench.
 
-import hashlib
+`corral run` imports this module on its way to the program: what only one
+mode needs (the plan reader, the wrapper list's analysis, hashing) is
+imported where that mode asks for it."""
+
 import os
 import shutil
 import sys
@@ -10,58 +13,119 @@ import sys
 from corral import paths
 from corral.allocators import base_library, preload_value
 from corral.errors import CorralError
-from corral.plan import planfile
 
 
-def _parsed(plan) -> planfile.Plan | None:
-    """The plan, or None when it does not parse: the runtime then says what
-    is wrong with it, once."""
+def _parsed(plan):
+    """The plan (planfile.Plan), or None when it does not parse: the
+    runtime then says what is wrong with it, once."""
+    from corral.plan import planfile
     try:
         return planfile.read(plan)
     except CorralError:
         return None
 
 
-def base_environment(base="glibc", env=None) -> dict:
-    """The environment that runs a child on the base allocator alone."""
+def applied(settings: dict, env=None) -> dict:
+    """`env` (os.environ by default), copied, with `settings` applied: a
+    variable set to None is removed."""
     env = dict(os.environ if env is None else env)
-    env.pop("LD_PRELOAD", None)
-    env.pop("CORRAL_PLAN", None)
-    lib = base_library(base)
-    if lib is not None:
-        env["LD_PRELOAD"] = preload_value([lib])
+    for name, value in settings.items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
     return env
 
 
-def environment(plan=None, base="glibc", stats=None, extra=None, env=None, program=None) -> dict:
-    """The environment that makes a child process run under corral; with a
-    plan that has no groups (and no statistics asked for), the one that runs
-    it on the base allocator alone; with a plan that says `mode dynamic`,
-    dynamic mode for `program`."""
+def base_settings(base="glibc") -> dict:
+    """The variables that run a child on the base allocator alone (None:
+    remove the variable)."""
+    lib = base_library(base)
+    return {"LD_PRELOAD": None if lib is None else preload_value([lib]), "CORRAL_PLAN": None}
+
+
+def base_environment(base="glibc", env=None) -> dict:
+    """The environment that runs a child on the base allocator alone."""
+    return applied(base_settings(base), env)
+
+
+def settings(plan=None, base="glibc", stats=None, extra=None, program=None, pid=None) -> dict:
+    """The variables that make a child process run under corral (None:
+    remove the variable); with a plan that has no groups (and no
+    statistics asked for), those that run it on the base allocator alone;
+    with a plan that says `mode dynamic`, dynamic mode for `program`.
+    `pid`: the process the plan is given to, when it is known before the
+    program starts (CORRAL_PLAN_PID)."""
     if plan and not os.path.exists(plan):
         raise CorralError(f"plan file {plan} does not exist")
-    parsed = _parsed(plan) if plan else None
+    return _settings(plan, _parsed(plan) if plan else None, base, stats, extra, program, pid)
+
+
+def _settings(plan, parsed, base, stats, extra, program, pid) -> dict:
     if parsed is not None and parsed.mode == "dynamic":
         if program is None:
             raise CorralError(f"the plan {plan} says dynamic mode, which needs the program's name")
         extra = {**dynamic_extra(program), **(extra or {})}
         plan = parsed = None
     if parsed is not None and not parsed.groups and not stats and not extra:
-        return base_environment(base, env)
-    env = dict(os.environ if env is None else env)
+        return base_settings(base)
     lib = paths.require(paths.RUNTIME_LIB, "libcorral.so")
-    env["LD_PRELOAD"] = preload_value([lib, base_library(base)])
+    out = {"LD_PRELOAD": preload_value([lib, base_library(base)])}
     if plan:
-        env["CORRAL_PLAN"] = os.path.abspath(plan)
+        out["CORRAL_PLAN"] = os.path.abspath(plan)
         # corral run execs the program, which keeps this pid: the runtime
         # checks the plan against that process only, not its children.
         # A plan made for a program the command starts is not checked there.
-        if not (parsed and parsed.children):
-            env["CORRAL_PLAN_PID"] = str(os.getpid())
+        if pid is not None and not (parsed and parsed.children):
+            out["CORRAL_PLAN_PID"] = str(pid)
     if stats:
-        env["CORRAL_STATS"] = stats
-    env.update(extra or {})
-    return env
+        out["CORRAL_STATS"] = stats
+    out.update(extra or {})
+    return out
+
+
+def environment(plan=None, base="glibc", stats=None, extra=None, env=None, program=None) -> dict:
+    """The environment that makes a child process run under corral
+    (settings): this process's pid is the plan's, as `corral run`, which
+    execs the program, gives it."""
+    return applied(settings(plan, base, stats, extra, program, pid=os.getpid()), env)
+
+
+def run_settings(plan=None, base=None, stats=None, dynamic=False, safe=False, wrappers_from=(),
+                 program=None, pid=None, strict=False, say=None) -> dict:
+    """What `corral run` sets for its options, and `corral env` prints: the
+    modes exclude each other; a plan's recorded base is taken unless `base`
+    says otherwise; a plan that does not parse is left out with a warning
+    (`strict`: it is an error). What it decides is said through `say`
+    (stderr by default)."""
+    say = say or (lambda text: print(text, file=sys.stderr))
+    modes = [flag for flag, on in (("--plan", plan), ("--dynamic", dynamic), ("--safe", safe)) if on]
+    if len(modes) > 1:
+        raise CorralError(f"{' and '.join(modes)} exclude each other: choose one mode")
+    who = program or "the program"
+    if (dynamic or safe) and program is None:
+        raise CorralError(f"{modes[0]} needs the program (its wrapper list): put it after --")
+    extra = (dynamic_extra(program, wrappers_from) if dynamic
+             else dynamic_extra(program, wrappers_from, switch="CORRAL_SAFE") if safe else None)
+    parsed = None
+    if plan:
+        from corral.plan import planfile
+        try:
+            parsed = planfile.read(plan)
+        except CorralError as e:
+            if strict:
+                raise
+            # The program runs on, as the runtime would run it on a bad plan.
+            say(f"corral: warning: {e}; running {who} without a plan")
+            plan = None
+    base = base or (parsed.base if parsed else None) or "glibc"
+    out = _settings(plan, parsed, base, stats, extra, program, pid)
+    if parsed and parsed.mode == "dynamic":
+        say(f"corral: the plan {plan} chose dynamic mode (faster than its groups on the "
+            f"training run); running {who} in dynamic mode over {base}")
+    elif plan and out.get("CORRAL_PLAN") is None:
+        say(f"corral: the plan {plan} has no groups; running {who} on {base} alone")
+    return out
 
 
 def dynamic_extra(program, wrappers_from=(), switch="CORRAL_DYNAMIC") -> dict:
@@ -69,6 +133,8 @@ def dynamic_extra(program, wrappers_from=(), switch="CORRAL_DYNAMIC") -> dict:
     which tells sites apart the same way): the switch and the wrapper list
     of `program`, whose analysis (seconds, once per build) is announced on
     stderr."""
+    import hashlib
+
     from corral.dynamic import wrapperlist
     key = hashlib.sha1(os.path.realpath(shutil.which(program) or program).encode()).hexdigest()[:16]
     out = os.path.join(wrapperlist.cache_dir(), f"list-{key}.txt")

@@ -20,8 +20,8 @@ import statistics
 import sys
 
 from corral import launch
+from corral.measure import evidence, runs
 from corral.plan import planfile
-from corral.validation import evidence, runs
 
 BASES = ("glibc", "jemalloc", "mimalloc")
 DYNAMIC_BASES = ("glibc", "mimalloc")

@@ -1,3 +1,4 @@
-"""The benchmark harness: workloads, allocator configurations, alternating
-timed runs, cache-miss counts under cachegrind, and the results document
-(docs/bench.md). The entry point for other code is harness.run_suite."""
+"""The benchmark harness: workloads, allocator configurations, the public
+suite, and the results document (docs/bench.md); the runs themselves, their
+timing and cache-miss counts under cachegrind are corral.measure's. The
+entry point for other code is harness.run_suite."""

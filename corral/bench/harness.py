@@ -15,11 +15,12 @@ import statistics
 import tempfile
 
 from corral import paths
-from corral.bench import cachegrind, planning, results, stats as runtime_stats, timing
+from corral.bench import planning, results
 from corral.bench.configs import BASELINE, Config
-from corral.bench.runner import run_once
 from corral.bench.workloads import DEFAULT_WARMUP, MISS_INPUTS, Workload
 from corral.errors import CorralError
+from corral.measure import cachegrind, runtime_stats, timing
+from corral.measure.runner import run_once
 
 
 def _miss_args(workload, miss_input, quick):

@@ -16,8 +16,8 @@ import sys
 import time
 from dataclasses import dataclass
 
-from corral.bench.runner import stdin_of
 from corral.errors import CorralError
+from corral.measure.streams import stdin_of
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 

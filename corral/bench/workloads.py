@@ -15,12 +15,12 @@ layout changes.
 """
 
 import functools
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
 from corral import paths
 from corral.errors import CorralError
+from corral.measure.streams import output_hash
 
 
 DEFAULT_WARMUP = 1      # unmeasured rounds of every configuration before the pairs
@@ -97,8 +97,7 @@ def load(name: str, folder: Path = SOURCES) -> Workload:
 
 @functools.cache
 def all_workloads() -> dict[str, Workload]:
-    """Read from the folders when first asked for, not on import: validation
-    imports this module for output_hash alone."""
+    """Read from the folders when first asked for, not on import."""
     return {name: load(name) for name in NAMES}
 
 
@@ -119,20 +118,6 @@ def select(names: str | None) -> list[Workload]:
             raise CorralError(f"unknown workload {name!r}; known: {', '.join(known)}")
         chosen.append(known[name])
     return chosen
-
-
-def output_text(data: bytes) -> str:
-    """A program's stdout as text that keeps every byte. povray prints a
-    binary image: decoded with errors="replace", every byte that is not
-    UTF-8 would read as the same U+FFFD, and two different images could
-    hash alike. Text that is UTF-8 reads and hashes as before."""
-    return data.decode(errors="surrogateescape")
-
-
-def output_hash(stdout: str) -> str:
-    """A checksum of everything a program printed (output_text gives its
-    bytes back exactly), for programs that print no checksum line."""
-    return hashlib.sha256(stdout.encode(errors="surrogateescape")).hexdigest()[:16]
 
 
 def parse_checksum(stdout: str) -> str | None:

@@ -33,7 +33,7 @@ cancels out: what matters is allocations against uses.
 
 from dataclasses import dataclass
 
-from corral.bench.cachegrind import L1_MISS_CYCLES, LL_MISS_CYCLES
+from corral.measure.cachegrind import L1_MISS_CYCLES, LL_MISS_CYCLES
 
 # Runtime deltas per malloc+free pair, in instructions, against the base.
 DIRECT_DELTA = 89.7 - 116.1      # frame 0 in the direct table, grouped: cheaper than the base
@@ -43,7 +43,7 @@ CLAUSE_DELTA = 131.9 - 116.1     # one stub site live: it decides
 NESTED_DELTA = 220.0 - 116.1     # several live, each only in one-site clauses: malloc_noted picks
 STUBBED_DELTA = 318.1 - 116.1    # several live, one in a clause of several: the general decision
 WALKED_DELTA = 329.3 - 116.1     # a clause site has no stub: a walk (or its replay) of 6 frames
-# The stated cache model (corral/bench/cachegrind.py).
+# The stated cache model (corral/measure/cachegrind.py).
 D1_BYTES = 32 << 10
 LL_BYTES = 1 << 20
 LINE_BYTES = 64

@@ -6,7 +6,7 @@ back is one the runtime accepts.
 """
 
 import re
-from dataclasses import dataclass, field
+from collections import namedtuple
 
 from corral.errors import CorralError
 
@@ -19,12 +19,16 @@ MAX_DIRECT = 65536
 MAX_BYTES = 16 << 20
 NAME_CHARS = re.compile(r"[^A-Za-z0-9_.:+@-]")
 
+# The records below are written out rather than made with @dataclass:
+# `corral run --plan` reads a plan on every program start, and importing
+# dataclasses (with inspect) and generating the classes would cost it about
+# as much as the rest of its start-up (bench/tools/startup.py).
 
-@dataclass(frozen=True, order=True)
-class PlanSite:
-    module: int
-    lo: int
-    hi: int | None = None     # None: exactly the return address lo
+
+class PlanSite(namedtuple("PlanSite", "module lo hi", defaults=(None,))):
+    """A site: the return address `lo` in module `module`, or with `hi`, any
+    in lo..hi (hi excluded). Immutable; ordered by (module, lo, hi)."""
+    __slots__ = ()
 
     def __str__(self) -> str:
         return f"{self.module}+{self.lo:#x}" + (f"..{self.hi:#x}" if self.hi is not None else "")
@@ -35,38 +39,59 @@ class PlanSite:
         return offset == self.lo if self.hi is None else self.lo <= offset < self.hi
 
 
-@dataclass(frozen=True)
-class PlanModule:
-    buildid: str | None
-    path: str
+PlanModule = namedtuple("PlanModule", "buildid path")      # buildid None: `-`
 
 
-@dataclass
-class PlanGroup:
-    gid: int
-    name: str
-    clauses: list[tuple[PlanSite, ...]] = field(default_factory=list)
-    # `layout GID by-size` (also the runtime's default without a record): each
-    # size class in chunks of its own; False: `layout GID mixed`
-    by_size: bool = True
+class _Record:
+    """Equality and a readable repr over __slots__, as @dataclass gives them."""
+    __slots__ = ()
+    __hash__ = None
+
+    def _values(self) -> tuple:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __eq__(self, other) -> bool:
+        return type(other) is type(self) and other._values() == self._values()
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"{type(self).__name__}({fields})"
 
 
-@dataclass
-class Plan:
-    options: dict[str, int] = field(default_factory=dict)
-    modules: list[PlanModule] = field(default_factory=list)
-    groups: list[PlanGroup] = field(default_factory=list)
-    direct: list[tuple[PlanSite, int | None]] = field(default_factory=list)
-    comments: list[str] = field(default_factory=list)
-    # The allocator underneath that validation found fastest on the training
-    # run (`base NAME`); `corral run` uses it unless --base says otherwise.
-    base: str | None = None
-    # Made from a profile that followed the command's children (`children`):
-    # the plan is for a program the command starts, not the command itself.
-    children: bool = False
-    # `mode dynamic`: validation found dynamic mode faster than the groups
-    # and the base alone; `corral run --plan` runs dynamic mode (no groups).
-    mode: str | None = None
+class PlanGroup(_Record):
+    __slots__ = ("gid", "name", "clauses", "by_size")
+
+    def __init__(self, gid: int, name: str, clauses: list[tuple[PlanSite, ...]] | None = None,
+                 by_size: bool = True):
+        self.gid = gid
+        self.name = name
+        self.clauses = [] if clauses is None else clauses
+        # `layout GID by-size` (also the runtime's default without a record): each
+        # size class in chunks of its own; False: `layout GID mixed`
+        self.by_size = by_size
+
+
+class Plan(_Record):
+    __slots__ = ("options", "modules", "groups", "direct", "comments", "base", "children", "mode")
+
+    def __init__(self, options: dict[str, int] | None = None, modules: list[PlanModule] | None = None,
+                 groups: list[PlanGroup] | None = None,
+                 direct: list[tuple[PlanSite, int | None]] | None = None, comments: list[str] | None = None,
+                 base: str | None = None, children: bool = False, mode: str | None = None):
+        self.options = {} if options is None else options
+        self.modules = [] if modules is None else modules
+        self.groups = [] if groups is None else groups
+        self.direct = [] if direct is None else direct
+        self.comments = [] if comments is None else comments
+        # The allocator underneath that validation found fastest on the training
+        # run (`base NAME`); `corral run` uses it unless --base says otherwise.
+        self.base = base
+        # Made from a profile that followed the command's children (`children`):
+        # the plan is for a program the command starts, not the command itself.
+        self.children = children
+        # `mode dynamic`: validation found dynamic mode faster than the groups
+        # and the base alone; `corral run --plan` runs dynamic mode (no groups).
+        self.mode = mode
 
 
 BASES = ("glibc", "jemalloc", "mimalloc")

@@ -4,9 +4,9 @@ formatted, so the template only lays them out and tests can read them back.
 
 from dataclasses import dataclass, field
 
+from corral.measure.runtime_stats import summarize
 from corral.report import formatting as fmt
 from corral.report.results import comparison
-from corral.bench.stats import summarize
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """The runs validation decides on (corral/validation/validate.py): each
 configuration timed in alternation with the others, or simulated under
-cachegrind, and a verdict for each pair it compares (evidence.py), within
-a time budget.
+cachegrind, and a verdict for each pair it compares
+(corral/measure/evidence.py), within a time budget.
 
 A configuration is (key, environment): the key names what runs (a base
 alone, a plan's text over a base, dynamic mode over a base), so a run or
@@ -14,9 +14,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
-from corral.bench import cachegrind
-from corral.validation import evidence, runs
-from corral.validation.evidence import NOISE
+from corral.measure import cachegrind, evidence, runs
+from corral.measure.evidence import NOISE
 
 ROUNDS = 5              # timed rounds at least: five pairs in one direction are the sign test's 3%
 MAX_ROUNDS = 15

@@ -8,7 +8,8 @@ would make, decided while the program runs). A plan never does worse than
 dynamic mode where validation can see the difference: when dynamic mode
 wins, the plan says so (`mode dynamic`) and `corral run --plan` runs it.
 
-How a verdict is reached (evidence.py; docs/planner.md, "Validation"):
+How a verdict is reached (corral/measure/evidence.py; docs/planner.md,
+"Validation"):
 
 - Timed: configurations run in alternation, round after round, and the
   clock decides only when the sign test over the pairs is conclusive.
@@ -17,7 +18,7 @@ How a verdict is reached (evidence.py; docs/planner.md, "Validation"):
   percent on a 20 ms training run, and the real run pays it once. The
   bases alone, whose start-ups differ less, are timed from BASE_TIME_FROM.
 - Simulated under cachegrind (cycles of the stated cache model, counted
-  from the program's start: corral/bench/cachegrind.py), in parallel on
+  from the program's start: corral/measure/cachegrind.py), in parallel on
   the cores there are: runs too short to time, and comparisons the clock
   leaves within noise while the time budget allows. A training heap under
   trial.SCALE_RATIO times the stated last level is also simulated on caches
@@ -49,14 +50,14 @@ from pathlib import Path
 from corral import launch
 from corral.allocators import BASE_LIBRARIES
 from corral.errors import CorralError
+from corral.measure import evidence, runs
+from corral.measure.evidence import FASTER, NOISE
 from corral.plan import planfile
-from corral.validation import evidence, runs
-from corral.validation.evidence import FASTER, NOISE
 from corral.validation.trial import Trials
 
 TIME_FROM = 0.1         # CPU seconds on glibc from which runs under libcorral.so are timed
 BASE_TIME_FROM = 0.01   # and from which the bases alone are (their start-ups differ by ~0.15 ms)
-# The modelled last level (corral/bench/cachegrind.py): a training heap
+# The modelled last level (corral/measure/cachegrind.py): a training heap
 # smaller than this cannot show a layout gain that needs a heap past it.
 SMALL_HEAP = 1 << 20
 

@@ -1,5 +1,5 @@
 """Simulated runs with and without start-up: validation compares the steady
-part of a run (corral.bench.cachegrind, `steady`), in which a preloaded
+part of a run (corral.measure.cachegrind, `steady`), in which a preloaded
 allocator's set-up and the dynamic linker's work are left out."""
 
 import subprocess
@@ -7,8 +7,8 @@ import subprocess
 import pytest
 
 from corral import paths
-from corral.bench import cachegrind
 from corral import launch
+from corral.measure import cachegrind
 
 PROGRAM = r"""
 #include <stdio.h>

@@ -15,11 +15,11 @@ import sys
 import pytest
 
 from corral import launch, paths
+from corral.measure import runs
 from corral.plan import graph as profile_graph
 from corral.plan import planfile
 from corral.plan.options import DEFAULTS
 from corral.plan.planner import make_plan
-from corral.validation import runs
 from tests.support import TESTS
 
 TINY = ["8000", "10", "4", "1"]          # 500 KiB of heap, about 3 ms

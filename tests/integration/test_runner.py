@@ -3,7 +3,7 @@ harness that launched it; exit statuses pass through the launcher."""
 
 import sys
 
-from corral.bench.runner import run_once
+from corral.measure.runner import run_once
 
 
 def test_peak_rss_is_the_childs_not_the_harness(built_workloads):

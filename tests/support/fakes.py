@@ -1,8 +1,8 @@
 """Fake workload, runner and miss counter, so the harness's bookkeeping can
 be checked without timing anything."""
 
-from corral.bench.runner import RunResult
 from corral.bench.workloads import parse_checksum
+from corral.measure.runner import RunResult
 
 
 class FakeWorkload:

@@ -1,8 +1,8 @@
-"""The scaled cache model (corral/bench/cachegrind.py, `scaled`): caches
+"""The scaled cache model (corral/measure/cachegrind.py, `scaled`): caches
 shrunk by a power of two so a small training heap is past them, as a real
 run's heap is past a real cache."""
 
-from corral.bench import cachegrind
+from corral.measure import cachegrind
 
 
 def test_a_small_heap_gets_caches_it_overflows_by_about_the_ratio():

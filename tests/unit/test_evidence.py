@@ -1,8 +1,8 @@
-"""Verdicts on evidence (corral/validation/evidence.py): the sign test over
+"""Verdicts on evidence (corral/measure/evidence.py): the sign test over
 paired runs, its interval for the median ratio, and which measure decides."""
 
-from corral.validation import evidence
-from corral.validation.evidence import FASTER, NOISE, SLOWER
+from corral.measure import evidence
+from corral.measure.evidence import FASTER, NOISE, SLOWER
 
 
 def test_five_pairs_all_one_way_are_conclusive_and_four_are_not():

@@ -7,9 +7,10 @@ import pytest
 from tests.support.fakes import FakeWorkload, ScriptedRunner, fixed_misses
 
 from corral.allocators import base_library
-from corral.bench import harness, timing
+from corral.bench import harness
 from corral.bench.configs import CONFIGS, select
 from corral.errors import CorralError
+from corral.measure import timing
 
 GLIBC, JE, MI = "", str(base_library("jemalloc")), str(base_library("mimalloc"))
 

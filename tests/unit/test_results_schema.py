@@ -9,9 +9,10 @@ import pytest
 from tests.support.fakes import FakeWorkload, ScriptedRunner, fixed_misses
 
 from corral.allocators import base_library
-from corral.bench import cachegrind, harness, results
+from corral.bench import harness, results
 from corral.bench.configs import CONFIGS
 from corral.errors import CorralError
+from corral.measure import cachegrind
 
 JE = str(base_library("jemalloc"))
 

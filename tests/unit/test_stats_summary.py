@@ -2,7 +2,7 @@
 
 import pytest
 
-from corral.bench.stats import summarize
+from corral.measure.runtime_stats import summarize
 
 STATS = {
     "corralStats": 1,

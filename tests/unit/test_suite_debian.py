@@ -10,8 +10,8 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from corral.bench import suite, suite_build, suite_inputs, suite_packages, suite_scene, suite_xml
-from corral.bench.workloads import output_hash, output_text
 from corral.errors import CorralError
+from corral.measure.streams import output_hash, output_text
 
 DEBIAN = suite.select("debian")
 XSL = "{http://www.w3.org/1999/XSL/Transform}"

@@ -14,11 +14,11 @@ import pytest
 
 from corral import launch
 from corral.allocators import BASE_LIBRARIES
+from corral.measure.runs import Simulated
 from corral.plan import planfile
 from corral.plan.options import DEFAULTS
 from corral.plan.planner import make_plan
 from corral.validation import validate as validation
-from corral.validation.runs import Simulated
 from tests.support.profiles import synthetic_profile
 
 # Two groups: contexts 0+1 (create_a, create_b) and 2+3 (through xmalloc from create_c, and main).

@@ -9,7 +9,6 @@ The program's environment is handed to the launcher as arguments, so the
 allocator under test is preloaded into the program only.
 """
 
-import contextlib
 import os
 import subprocess
 import tempfile
@@ -17,7 +16,7 @@ import time
 from dataclasses import dataclass
 
 from corral import paths
-from corral.bench.workloads import output_text
+from corral.measure.streams import output_text, stdin_of
 
 RSS_EXEC = paths.BENCH_DIR / "rss_exec"
 
@@ -29,11 +28,6 @@ class RunResult:
     returncode: int
     stdout: str
     stderr: str
-
-
-def stdin_of(path):
-    """A file to hand a child as standard input: `path`, or nothing to read."""
-    return open(path, "rb") if path else contextlib.nullcontext(subprocess.DEVNULL)
 
 
 def run_once(argv, env, stdin=None, clock=time.perf_counter) -> RunResult:

@@ -12,9 +12,8 @@ import os
 import subprocess
 import tempfile
 
-from corral.bench.runner import stdin_of
-from corral.bench.workloads import output_text
 from corral.errors import CorralError
+from corral.measure.streams import output_text, stdin_of
 
 CACHE = {"I1": "32768,8,64", "D1": "32768,8,64", "LL": "1048576,16,64"}
 # The stated cost of a run in cycles, the weights of Valgrind's own cycle

@@ -9,10 +9,9 @@ import resource
 import subprocess
 from dataclasses import dataclass
 
-from corral.bench import cachegrind
-from corral.bench.runner import stdin_of
-from corral.bench.workloads import output_hash, output_text
 from corral.errors import CorralError
+from corral.measure import cachegrind
+from corral.measure.streams import output_hash, output_text, stdin_of
 
 
 @dataclass(frozen=True)
