@@ -1,6 +1,18 @@
 /* Dynamic mode (DPA-style pools with no profile): the hooks core and ident
  * call. Design: docs/dynamic.md. Everything here is a no-op unless
- * CORRAL_DYNAMIC is on. */
+ * CORRAL_DYNAMIC is on.
+ *
+ * The files: the pure parts, built on their own by the unit tests, are
+ * dynamic_context.c (site and context tables), dynamic_merge.c
+ * (union-find, SSG evidence) and dynamic_wrappers.c (the wrapper list's
+ * parser). Bound to the allocator, over the shared state of
+ * dynamic_state.h: dynamic_init.c (start-up, fork), wrapper_list.c
+ * (CORRAL_WRAPPERS loaded and relocated), context_lookup.c (an
+ * allocation's context), full_way.c (_corral_dyn_identify: pools after
+ * min_objects small allocations), publish.c (the fast, tail and slot
+ * words, the epoch), settled.c (what the entry layer's settled ways read,
+ * settled.h), sampling.c (samples, SSG edges, merges), give_back.c (pools
+ * that do not pay) and dynamic_stats.c. */
 #ifndef CORRAL_DYNAMIC_H
 #define CORRAL_DYNAMIC_H
 

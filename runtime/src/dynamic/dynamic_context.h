@@ -46,8 +46,7 @@ typedef struct dync_site_s {
    * alternates between. */
   uint64_t tail[DYNC_TAILS];
   /* For a site whose context is its own (a non-wrapper frame 0): the
-   * decision malloc may take without the full way (dynamic.c, "The fast
-   * way"); 0 = none. */
+   * decision malloc may take without the full way (settled.h); 0 = none. */
   uint64_t fast;
   /* The same for the context tail[k] names, when its chain is one wrapper
    * frame and this site. Cleared before tail[k] names another context. */
@@ -87,7 +86,7 @@ static inline const corral_dync_site_t *_corral_dync_site(const corral_dync_t *t
 }
 
 /* The running hash of a chain's frames below a site: started at frame 0,
- * folded in once per frame above it (dynamic.c walks it up a chain). */
+ * folded in once per frame above it (context_lookup.c walks it up a chain). */
 static inline uint64_t _corral_dync_below(uintptr_t ret0) { return ret0 * 0x9e3779b97f4a7c15ull; }
 static inline uint64_t _corral_dync_below_then(uint64_t below, uintptr_t ret) {
   return (below ^ ret) * 0x9e3779b97f4a7c15ull;

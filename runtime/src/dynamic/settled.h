@@ -13,7 +13,7 @@
  * site's call may instead lead to a slot way (stubs.h), which reads its
  * decision from the slot's word:
  *   size (32 bits, 0 = any) << 32 | pool + 1 (0 = the allocator underneath).
- * dynamic.c writes both words. */
+ * publish.c writes both words. */
 #ifndef CORRAL_DYN_SETTLED_H
 #define CORRAL_DYN_SETTLED_H
 
@@ -42,14 +42,14 @@ typedef struct corral_dyn_settled_s {
   size_t max_size;                       /* larger requests are never pooled */
   /* Bumped whenever a context's pool changes other than by its own slow
    * way (a merge, a pool given back): every site's fast word then goes
-   * stale (see "The fast way"). Starts at 1, so a zeroed word never holds. */
+   * stale (see above). Starts at 1, so a zeroed word never holds. */
   uint32_t epoch;
 } corral_dyn_settled_t;
 
 extern corral_dyn_settled_t _corral_dyn_settled;
 
 /* Pooled allocations this thread may still take on a settled way before
- * the full way takes a sample (dynamic.c, "Sampling"). */
+ * the full way takes a sample (full_way.c schedules it, sampling.h). */
 extern __thread uint32_t _corral_dyn_countdown __attribute__((tls_model("initial-exec")));
 
 /* A settled decision for `pool` (+ 1; 0 = the allocator underneath). */

@@ -1,0 +1,110 @@
+/* Dynamic mode's statistics: the "dynamic" member of the stats JSON, its
+ * lines of the text table, and the names of its groups and contexts
+ * ("dyn3 <- prog+0x11c9 via xmalloc") that the statistics and the heap
+ * print. Read at exit or on demand, never on the allocation path; the
+ * counters they print are the relaxed ones of _corral_dyn. */
+#include <stdio.h>
+
+#include "dynamic.h"
+#include "dynamic_context.h"
+#include "dynamic_merge.h"
+#include "dynamic_state.h"
+#include "dynamic_wrappers.h"
+#include "give_back.h"
+#include "heap.h"
+#include "internal.h"
+#include "modules.h"
+#include "settled.h"
+
+/* Why a pool was given back, in the order of give_back.h's DYN_GIVEN_BACK_*. */
+static const char *const given_back_names[] = { "remote", "small", "as_base" };
+_Static_assert(sizeof given_back_names / sizeof given_back_names[0] == DYN_GIVEN_BACK_AS_BASE + 1,
+               "a name for every reason");
+
+unsigned _corral_dyn_group_count(void) { return __atomic_load_n(&_corral_dyn.pools, __ATOMIC_ACQUIRE); }
+
+static char group_names[DYN_MAX_POOLS][96];
+
+/* "dyn3 <- prog+0x11c9 via xmalloc": the deciding site (the context's
+ * outermost frame) as module+offset, and the wrapper seen at frame 0. */
+void _corral_dyn_context_name(uint32_t id, char *buf, size_t len) {
+  if (id >= __atomic_load_n(&_corral_dyn_settled.table.context_count, __ATOMIC_ACQUIRE)) {
+    snprintf(buf, len, "?");
+    return;
+  }
+  const corral_dync_chain_t *chain = &_corral_dyn_settled.table.chains[id];
+  uintptr_t site = chain->frames[chain->depth - 1];
+  const char *via = _corral_dyn.ctx[id].via;
+  size_t n = _corral_address_name(site, buf, len);
+  if (via && n < len) snprintf(buf + n, len - n, " via %s", via);
+}
+
+const char *_corral_dyn_group_name(unsigned g) {
+  if (g >= _corral_dyn_group_count()) return "?";
+  char *name = group_names[g];
+  if (name[0]) return name;
+  int n = snprintf(name, sizeof group_names[0], "dyn%u <- ", g);
+  _corral_dyn_context_name((uint32_t)_corral_dyn.group_owner[g], name + n, sizeof group_names[0] - (size_t)n);
+  return name;
+}
+
+/* Wrapper ranges relocated into loaded modules (none may be loaded yet). */
+static size_t wrappers_in_use(void) {
+  const corral_dynw_view_t *view = __atomic_load_n(&_corral_dyn.wrappers.active, __ATOMIC_ACQUIRE);
+  return view ? view->count : 0;
+}
+
+static unsigned contexts_pooled(void) {
+  unsigned n = 0, total = __atomic_load_n(&_corral_dyn_settled.table.context_count, __ATOMIC_ACQUIRE);
+  for (unsigned i = 0; i < total; i++)
+    if (_corral_dyn.ctx[_corral_dynm_find(&_corral_dyn.merge, i)].group >= 0) n++;
+  return n;
+}
+
+void _corral_dyn_stats_json(int fd) {
+  if (!_corral_modes.dynamic) {
+    _corral_fdprintf(fd, "\"dynamic\":null");
+    return;
+  }
+  _corral_fdprintf(fd,
+                  "\"dynamic\":{\"min_objects\":%zu,\"max_size\":%zu,\"wrappers_loaded\":%zu,"
+                  "\"contexts_seen\":%u,\"contexts_pooled\":%u,\"pools\":%u,\"pools_refused\":%llu,"
+                  "\"table_full\":%llu,\"walks\":%llu,\"frames_walked\":%llu,"
+                  "\"sampling\":{\"samples\":%llu,\"skipped\":%llu,\"words_read\":%llu,\"links_seen\":%llu,"
+                  "\"cycles\":%llu,\"evidence_dropped\":%llu},\"merges\":[",
+                  _corral_dyn.min_objects, _corral_dyn_settled.max_size, wrappers_in_use(),
+                  _corral_dyn_settled.table.context_count, contexts_pooled(), _corral_dyn.pools,
+                  (unsigned long long)_corral_dyn.pools_refused,
+                  (unsigned long long)_corral_dyn_settled.table.full, (unsigned long long)_corral_dyn.walks,
+                  (unsigned long long)_corral_dyn.frames_walked, (unsigned long long)_corral_dyn.samples,
+                  (unsigned long long)_corral_dyn.samples_skipped, (unsigned long long)_corral_dyn.words_read,
+                  (unsigned long long)_corral_dyn.links_seen, (unsigned long long)_corral_dyn.sample_cycles,
+                  (unsigned long long)_corral_dyn.merge.dropped);
+  for (unsigned i = 0; i < _corral_dyn.merge_count; i++) {
+    const dyn_merge_rec_t *m = &_corral_dyn.merges[i];
+    _corral_fdprintf(fd, "%s{\"into\":%d,\"from\":%d,\"type\":\"%s\",\"evidence\":%u}", i ? "," : "", m->into,
+                    m->from, m->type == 1 ? "I" : "II", m->evidence);
+  }
+  _corral_fdprintf(fd, "],\"unpooled\":[");
+  for (unsigned i = 0; i < _corral_dyn.unpooled_count; i++)
+    _corral_fdprintf(fd, "%s%d", i ? "," : "", _corral_dyn.unpooled[i]);
+  _corral_fdprintf(fd, "],\"unpooled_why\":[");
+  for (unsigned i = 0; i < _corral_dyn.unpooled_count; i++)
+    _corral_fdprintf(fd, "%s\"%s\"", i ? "," : "", given_back_names[_corral_dyn.unpooled_why[i]]);
+  _corral_fdprintf(fd, "],\"calls_to_none\":%llu,\"calls_to_pool\":%llu}",
+                   (unsigned long long)_corral_dyn.calls_to_none, (unsigned long long)_corral_dyn.calls_to_pool);
+}
+
+void _corral_dyn_stats_text(int fd) {
+  if (!_corral_modes.dynamic) return;
+  _corral_fdprintf(fd, "corral: dynamic: %u contexts, %u pooled in %u pools, %u merges, %zu wrappers\n",
+                   _corral_dyn_settled.table.context_count, contexts_pooled(), _corral_dyn.pools, _corral_dyn.merge_count,
+                   wrappers_in_use());
+  _corral_fdprintf(fd, "corral: dynamic: %llu samples (%llu skipped), %llu words read, %llu cycles\n",
+                   (unsigned long long)_corral_dyn.samples, (unsigned long long)_corral_dyn.samples_skipped,
+                   (unsigned long long)_corral_dyn.words_read, (unsigned long long)_corral_dyn.sample_cycles);
+  for (unsigned i = 0; i < _corral_dyn.merge_count; i++)
+    _corral_fdprintf(fd, "corral: dynamic: merged dyn%d into dyn%d (type %s, evidence %u)\n",
+                     _corral_dyn.merges[i].from, _corral_dyn.merges[i].into, _corral_dyn.merges[i].type == 1 ? "I" : "II",
+                     _corral_dyn.merges[i].evidence);
+}

@@ -1,0 +1,139 @@
+/* Dynamic mode's second thoughts: whether a pool pays, judged at its
+ * samples, and giving back one that does not, so that its contexts go to
+ * the allocator underneath from then on (objects already pooled stay).
+ * A pool goes when its objects are mostly freed by other threads, when its
+ * live objects fit in a page, or when the allocator underneath would lay
+ * them out as it does; a given-back site whose call is direct is pointed
+ * at the entry's none way. Everything here runs under the lock, from a
+ * sample (sampling.c). */
+#include "give_back.h"
+
+#include "dynamic.h"
+#include "dynamic_context.h"
+#include "dynamic_merge.h"
+#include "dynamic_state.h"
+#include "heap.h"
+#include "internal.h"
+#include "next.h"
+#include "publish.h"
+#include "settled.h"
+#include "stubs.h"
+
+/* A context given back whose frame 0 is its own call site (not inside a
+ * wrapper, where the call serves other contexts too): when that call is a
+ * direct call to malloc, calloc or operator new, point it at the entry's
+ * none way, so its allocations skip the lookup and go straight to the
+ * allocator underneath. Under the lock; the stubs were prepared at
+ * start-up or after dlopen. */
+static void point_at_none(uint32_t id) {
+  const corral_dync_chain_t *chain = &_corral_dyn_settled.table.chains[id];
+  if (chain->depth != 1) return;
+  const corral_dync_site_t *s = _corral_dync_site(&_corral_dyn_settled.table, chain->frames[0]);
+  if (!s || s->kind == DYNC_SITE_WRAPPER || __atomic_load_n(&s->ctx, __ATOMIC_RELAXED) != id) return;
+  corral_stub_refusal_t r = _corral_point_at_none(chain->frames[0]);
+  if (r == CORRAL_STUB_OK) _corral_dyn.calls_to_none++;
+  else _corral_note(2, "dynamic: site %#lx given back keeps its lookup (%s)", (unsigned long)chain->frames[0],
+                    _corral_stub_refusal_text(r));
+}
+
+/* Every context of the pool of context `id` goes to the allocator
+ * underneath from now on; objects already pooled stay. */
+static void give_back(uint32_t id, int why) {
+  uint32_t root = _corral_dynm_find(&_corral_dyn.merge, id);
+  int g = _corral_dyn.ctx[root].group;
+  if (g < 0) return;
+  uint32_t total = __atomic_load_n(&_corral_dyn_settled.table.context_count, __ATOMIC_ACQUIRE);
+  for (uint32_t i = 0; i < total; i++)          /* every context of the pool: never again */
+    if (_corral_dynm_find(&_corral_dyn.merge, i) == root)
+      __atomic_store_n(&_corral_dyn.ctx[i].allocs, UINT32_MAX, __ATOMIC_RELAXED);
+  __atomic_store_n(&_corral_dyn.ctx[root].group, -1, __ATOMIC_RELEASE);
+  _corral_dyn_pools_changed();
+  if (_corral_options.stubs)
+    for (uint32_t i = 0; i < total; i++)
+      if (_corral_dynm_find(&_corral_dyn.merge, i) == root) point_at_none(i);
+  if (_corral_dyn.unpooled_count < DYN_MAX_MERGES) {
+    _corral_dyn.unpooled_why[_corral_dyn.unpooled_count] = (uint8_t)why;
+    _corral_dyn.unpooled[_corral_dyn.unpooled_count++] = g;
+  }
+}
+
+/* Whether a context asked for any size whose footprint in the allocator
+ * underneath is `footprint` (bit 63 stands for sizes it cannot tell). */
+static int asked_for_footprint(const dyn_ctx_t *c, size_t footprint) {
+  uint64_t seen = __atomic_load_n(&c->sizes_seen, __ATOMIC_RELAXED);
+  if (seen >> 63) return 1;
+  for (; seen; seen &= seen - 1)
+    if (_corral_next_footprint(8 * ((size_t)__builtin_ctzll(seen) + 1)) == footprint) return 1;
+  return 0;
+}
+
+/* Whether the pool of context `id` lays its objects out as the allocator
+ * underneath already does, so that it can only cost: one context of one
+ * size, whose block here is exactly the footprint it has there (a
+ * size-class allocator serving a size of its own class; never glibc, whose
+ * header the pool drops), and no other pool (live or given back) whose
+ * context asked the full way for a size of that footprint (sizes_seen):
+ * the base would interleave those objects with this pool's, which the pool
+ * keeps apart. Pointers between this pool and others do not matter: the
+ * base already keeps objects of other footprints in other classes, and a
+ * merge needs equal sizes, which no other pool has. */
+static int laid_out_as_base(uint32_t id) {
+  uint32_t root = _corral_dynm_find(&_corral_dyn.merge, id);
+  int g = _corral_dyn.ctx[root].group;
+  uint32_t size = _corral_dyn.ctx[root].size;
+  if (g < 0 || size == 0 || size == DYNM_SIZE_MIXED) return 0;
+  size_t footprint = _corral_next_footprint(size);
+  if (footprint == 0 || footprint != corral_class_size(corral_size_class(size))) return 0;
+  uint32_t total = __atomic_load_n(&_corral_dyn_settled.table.context_count, __ATOMIC_ACQUIRE);
+  for (uint32_t i = 0; i < total; i++)
+    if (i != root && _corral_dynm_find(&_corral_dyn.merge, i) == root) return 0;
+  for (unsigned h = 0; h < _corral_dyn.pools; h++)
+    if ((int)h != g && asked_for_footprint(&_corral_dyn.ctx[_corral_dyn.group_owner[h]], footprint)) return 0;
+  return 1;
+}
+
+/* Whether the pool of context `id` pays, judged at its samples on the
+ * allocating thread, which owns the chunk `p` came from. It does not, and
+ * is given back:
+ * - when its objects are mostly freed by other threads (producers
+ *   allocate, consumers free): it gains no locality and pays the group
+ *   heap's cross-thread free on every object. `balance` counts the frees
+ *   other threads pushed onto the chunk that its owner has not taken back
+ *   yet, `drained` those it took back, `counted_allocs` the objects it
+ *   handed out;
+ * - when its live objects fit in a page (allocation-heavy, short-lived:
+ *   each object is freed before many more are made): the allocator
+ *   underneath keeps those few in a few hot lines anyway, so the pool has
+ *   nothing to lay out and only costs its lookup and its free. A
+ *   structure still being built looks small only to the pool's eager
+ *   samples, which are at most half of the first DYN_JUDGE_AFTER: by its
+ *   first steady sample it has grown by hundreds of objects.
+ * Each judged over all samples, once there are DYN_JUDGE_AFTER; a pool that
+ * churns is given back already at its last eager sample: every eager sample
+ * found it small and its chunk holds under a quarter of the objects it
+ * handed out (a structure being built holds nearly all of them). A burst
+ * too brief for steady samples (1 in 512 pooled allocations) would never
+ * be judged otherwise, and each such pool keeps its own hot lines apart
+ * from the allocator underneath's. At that last eager sample, too, a pool
+ * laid out as the allocator underneath would lay it out goes (as_base). */
+void _corral_dyn_judge_pool(uint32_t id, void *p, uint32_t size) {
+  corral_chunk_t *chunk = _corral_chunk_header((uintptr_t)p);
+  long undrained = atomic_load_explicit(&chunk->balance, memory_order_relaxed);
+  uint64_t remote = chunk->drained + (uint64_t)(undrained > 0 ? undrained : 0);
+  size_t object = chunk->block_size ? chunk->block_size : _corral_granules(size) * CORRAL_GRANULE;
+  dyn_ctx_t *c = &_corral_dyn.ctx[id];
+  c->checks++;
+  if (remote * 2 > chunk->counted_allocs) c->remote_heavy++;
+  if (chunk->live * object < DYN_SMALL_BYTES) c->small++;
+  if (c->checks == DYN_EAGER_SAMPLES && c->small == c->checks && chunk->live * 4 < chunk->counted_allocs) {
+    give_back(id, DYN_GIVEN_BACK_SMALL);
+    return;
+  }
+  if (c->checks == DYN_EAGER_SAMPLES && laid_out_as_base(id)) {
+    give_back(id, DYN_GIVEN_BACK_AS_BASE);
+    return;
+  }
+  if (c->checks < DYN_JUDGE_AFTER) return;
+  if (c->remote_heavy * 4 > c->checks * 3) give_back(id, DYN_GIVEN_BACK_REMOTE);
+  else if (c->small * 4 > c->checks * 3) give_back(id, DYN_GIVEN_BACK_SMALL);
+}

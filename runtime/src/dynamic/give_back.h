@@ -1,0 +1,23 @@
+/* Dynamic mode's judgement of a pool at each sample, and the pools it
+ * gives back (give_back.c). */
+#ifndef CORRAL_DYN_GIVE_BACK_H
+#define CORRAL_DYN_GIVE_BACK_H
+
+#include <stdint.h>
+
+/* Internal: every declaration below is of this library, not exported. */
+#pragma GCC visibility push(hidden)
+
+/* Why a pool was given back (_corral_dyn.unpooled_why): its objects were
+ * mostly freed by other threads, its live objects fit in a page, or the
+ * allocator underneath lays them out as the pool would. */
+enum { DYN_GIVEN_BACK_REMOTE, DYN_GIVEN_BACK_SMALL, DYN_GIVEN_BACK_AS_BASE };
+
+/* Under the lock, at a sample of context `id`: p the sampled object and
+ * size the size asked for. Gives the context's pool back if it does not
+ * pay. */
+void _corral_dyn_judge_pool(uint32_t id, void *p, uint32_t size);
+
+#pragma GCC visibility pop
+
+#endif
