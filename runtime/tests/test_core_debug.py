@@ -66,3 +66,16 @@ def test_a_broken_invariant_aborts(tmp_path):
                        timeout=60)
     assert r.returncode != 0
     assert "corral: debug: invariant broken at" in r.stderr, r.stderr
+
+
+def test_every_mode_asserts_its_invariants_in_the_debug_build():
+    """Not only the heap: dynamic mode, the stubs, identification and safe
+    mode check their own invariants in the debug build (their objects call
+    the failure report), and the threaded tests of each run under it
+    (test_dynamic.py, test_identify_pool_calls.py, test_safe.py)."""
+    obj = DEBUG.parent / "obj"
+    for layer in ("heap", "dynamic", "stubs", "identify", "safe"):
+        checking = [o.name for o in sorted((obj / layer).glob("*.o"))
+                    if "_corral_debug_fail" in subprocess.run(["nm", "-u", str(o)], capture_output=True,
+                                                               text=True, check=True).stdout]
+        assert checking, f"no object of {layer}/ asserts anything"

@@ -193,6 +193,23 @@ def test_a_pool_freed_by_another_thread_is_given_back(tmp_path):
     assert stats["dynamic"]["unpooled_why"] == ["remote"]
 
 
+@pytest.mark.parametrize("name", ["dyn_threads", "dyn_prodcons"])
+def test_threads_under_the_debug_build(tmp_path, name):
+    """The debug build asserts dynamic mode's invariants (a pool's context
+    owns it, a settled word names a pool that exists, the slow way holds
+    the lock) and the heap's on every request: threads sharing and
+    handing over pooled objects, and fork."""
+    from corral import launch, paths
+    prog = build(tmp_path, name, ("-O2", "-pthread"))
+    env = launch.environment(base="glibc", extra=launch.dynamic_extra(str(prog)))
+    env["LD_PRELOAD"] = env["LD_PRELOAD"].replace(str(paths.RUNTIME_LIB), str(paths.RUNTIME_DEBUG_LIB))
+    assert str(paths.RUNTIME_DEBUG_LIB) in env["LD_PRELOAD"]
+    plain = run_plain(prog)
+    done = subprocess.run([str(prog)], env=env, capture_output=True, text=True, timeout=120)
+    assert "invariant broken" not in done.stderr, done.stderr
+    assert (done.returncode, done.stdout) == (plain.returncode, plain.stdout), done.stderr
+
+
 @pytest.mark.parametrize("stubs", [1, 0])
 def test_a_pool_whose_live_set_fits_a_page_is_given_back(tmp_path, stubs):
     """Scratch buffers that die one by one (from malloc, and zeroed from

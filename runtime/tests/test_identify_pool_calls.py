@@ -88,6 +88,17 @@ def test_threads_allocate_and_free_across_pool_calls(tmp_path, every):
     run_program(tmp_path, prog, plan_for(tmp_path, prog, every), "threads", every, env=corral_env("mimalloc"))
 
 
+def test_threads_across_pool_calls_under_the_debug_build(tmp_path):
+    """The debug build asserts identification's and the stubs' invariants on
+    every request (a direct entry agrees with its pool, a walk stays within
+    its depth, a patched call enters its stub, a live note's site has one):
+    threads through pool calls, a clause's stub and the full way."""
+    from corral import paths
+    prog = build(tmp_path)
+    run_program(tmp_path, prog, plan_for(tmp_path, prog, every=True), "threads", every=True,
+                env=corral_env("mimalloc", lib=paths.RUNTIME_DEBUG_LIB))
+
+
 def test_a_forked_child_allocates_through_the_patched_calls(tmp_path):
     prog = build(tmp_path)
     run_program(tmp_path, prog, plan_for(tmp_path, prog, every=False), "fork", every=False)

@@ -88,13 +88,6 @@ static inline uint64_t _corral_rdtsc(void)
   return ((uint64_t)hi << 32) | lo;
 }
 
-/* ---- statistics contract with identification (stats.c) -------------------
- * The JSON stats file is one object written by core; at its end core writes
- *     ,<_corral_ident_stats_json(fd)>}
- * i.e. ident writes `"identify":{...},"plan":{...}` with no leading or
- * trailing comma. The text table calls _corral_ident_stats_text(fd) after the
- * group lines; ident writes whole lines. */
-
 #pragma GCC visibility pop
 
 #endif

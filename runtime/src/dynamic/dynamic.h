@@ -67,10 +67,9 @@ void _corral_dyn_fork_prepare(void);
 void _corral_dyn_fork_parent(void);
 void _corral_dyn_fork_child(void);
 
-/* Statistics: the "dynamic" member of the stats JSON (no leading or trailing
- * comma: `"dynamic":{...}`), and a few lines of the text table. */
-void _corral_dyn_stats_json(int fd);
-void _corral_dyn_stats_text(int fd);
+/* Register the "dynamic" section of the statistics (base/stats_table.h);
+ * _corral_dyn_init does. */
+void _corral_dyn_stats_register(void);
 
 /* Group names and count while dynamic mode owns the groups. */
 unsigned _corral_dyn_group_count(void);

@@ -40,6 +40,7 @@ int _corral_dyn_contexts_init(const char *who) {
 }
 
 void _corral_dyn_init(void) {
+  _corral_dyn_stats_register();
   if (!_corral_options.dynamic) return;
   _corral_dyn.min_objects = _corral_options.dyn_min_objects;
   _corral_dyn_settled.max_size = _corral_options.dyn_max_size;

@@ -13,6 +13,8 @@
 #include <stdint.h>
 
 #include "attributes.h"
+#include "debug.h"
+#include "gates.h"
 #include "dynamic_merge.h"
 #include "dynamic_wrappers.h"
 #include "lock.h"
@@ -79,15 +81,36 @@ typedef struct dyn_state_s {
   int unpooled[DYN_MAX_MERGES];          /* pools given back, and why (DYN_GIVEN_BACK_*, give_back.h) */
   uint8_t unpooled_why[DYN_MAX_MERGES];
   unsigned unpooled_count;
+  uintptr_t lock_holder;                 /* debug build: the thread holding the lock */
 } dyn_state_t;
 
 extern dyn_state_t _corral_dyn;
 
-CORRAL_INLINE void _corral_dyn_lock(void) { _corral_lock(&_corral_dyn.lock); }
-CORRAL_INLINE int _corral_dyn_trylock(void) {
-  return !atomic_flag_test_and_set_explicit(&_corral_dyn.lock.held, memory_order_acquire);
+/* The debug build remembers which thread holds the lock (by the address of
+ * its stub notes, a thread-local every thread has), so that what must run
+ * under the lock can assert it does. */
+#if CORRAL_DEBUG
+#define DYN_ME ((uintptr_t)&_corral_stub_notes)
+#define DYN_HOLDER(who) (_corral_dyn.lock_holder = (who))
+#else
+#define DYN_HOLDER(who) ((void)0)
+#endif
+#define DYN_ASSERT_LOCKED() CORRAL_ASSERT(_corral_dyn.lock_holder == DYN_ME)
+
+CORRAL_INLINE void _corral_dyn_lock(void) {
+  _corral_lock(&_corral_dyn.lock);
+  DYN_HOLDER(DYN_ME);
 }
-CORRAL_INLINE void _corral_dyn_unlock(void) { _corral_unlock(&_corral_dyn.lock); }
+CORRAL_INLINE int _corral_dyn_trylock(void) {
+  if (atomic_flag_test_and_set_explicit(&_corral_dyn.lock.held, memory_order_acquire)) return 0;
+  DYN_HOLDER(DYN_ME);
+  return 1;
+}
+CORRAL_INLINE void _corral_dyn_unlock(void) {
+  DYN_ASSERT_LOCKED();
+  DYN_HOLDER(0);
+  _corral_unlock(&_corral_dyn.lock);
+}
 
 #define RELAXED_ADD(x, v) __atomic_store_n(&(x), __atomic_load_n(&(x), __ATOMIC_RELAXED) + (v), __ATOMIC_RELAXED)
 

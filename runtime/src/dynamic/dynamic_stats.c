@@ -1,5 +1,5 @@
-/* Dynamic mode's statistics: the "dynamic" member of the stats JSON, its
- * lines of the text table, and the names of its groups and contexts
+/* Dynamic mode's statistics: its section (base/stats_table.h: the
+ * "dynamic" member of the stats JSON and its lines of the text table), and the names of its groups and contexts
  * ("dyn3 <- prog+0x11c9 via xmalloc") that the statistics and the heap
  * print. Read at exit or on demand, never on the allocation path; the
  * counters they print are the relaxed ones of _corral_dyn. */
@@ -15,6 +15,7 @@
 #include "internal.h"
 #include "modules.h"
 #include "settled.h"
+#include "stats_table.h"
 
 /* Why a pool was given back, in the order of give_back.h's DYN_GIVEN_BACK_*. */
 static const char *const given_back_names[] = { "remote", "small", "as_base" };
@@ -61,41 +62,88 @@ static unsigned contexts_pooled(void) {
   return n;
 }
 
-void _corral_dyn_stats_json(int fd) {
-  if (!_corral_modes.dynamic) {
-    _corral_fdprintf(fd, "\"dynamic\":null");
-    return;
-  }
-  _corral_fdprintf(fd,
-                  "\"dynamic\":{\"min_objects\":%zu,\"max_size\":%zu,\"wrappers_loaded\":%zu,"
-                  "\"contexts_seen\":%u,\"contexts_pooled\":%u,\"pools\":%u,\"pools_refused\":%llu,"
-                  "\"table_full\":%llu,\"walks\":%llu,\"frames_walked\":%llu,"
-                  "\"sampling\":{\"samples\":%llu,\"skipped\":%llu,\"words_read\":%llu,\"links_seen\":%llu,"
-                  "\"cycles\":%llu,\"evidence_dropped\":%llu},\"merges\":[",
-                  _corral_dyn.min_objects, _corral_dyn_settled.max_size, wrappers_in_use(),
-                  _corral_dyn_settled.table.context_count, contexts_pooled(), _corral_dyn.pools,
-                  (unsigned long long)_corral_dyn.pools_refused,
-                  (unsigned long long)_corral_dyn_settled.table.full, (unsigned long long)_corral_dyn.walks,
-                  (unsigned long long)_corral_dyn.frames_walked, (unsigned long long)_corral_dyn.samples,
-                  (unsigned long long)_corral_dyn.samples_skipped, (unsigned long long)_corral_dyn.words_read,
-                  (unsigned long long)_corral_dyn.links_seen, (unsigned long long)_corral_dyn.sample_cycles,
-                  (unsigned long long)_corral_dyn.merge.dropped);
+/* What the "dynamic" section writes, gathered at exit. */
+static struct {
+  size_t min_objects, max_size, wrappers;
+  unsigned contexts_seen, contexts_pooled, pools;
+  uint64_t pools_refused, table_full, walks, frames_walked;
+  uint64_t samples, skipped, words_read, links_seen, cycles, evidence_dropped;
+  uint64_t calls_to_none, calls_to_pool;
+} got;
+
+static void write_merges(int fd) {
+  _corral_fdprintf(fd, "[");
   for (unsigned i = 0; i < _corral_dyn.merge_count; i++) {
     const dyn_merge_rec_t *m = &_corral_dyn.merges[i];
     _corral_fdprintf(fd, "%s{\"into\":%d,\"from\":%d,\"type\":\"%s\",\"evidence\":%u}", i ? "," : "", m->into,
-                    m->from, m->type == 1 ? "I" : "II", m->evidence);
+                     m->from, m->type == 1 ? "I" : "II", m->evidence);
   }
-  _corral_fdprintf(fd, "],\"unpooled\":[");
-  for (unsigned i = 0; i < _corral_dyn.unpooled_count; i++)
-    _corral_fdprintf(fd, "%s%d", i ? "," : "", _corral_dyn.unpooled[i]);
-  _corral_fdprintf(fd, "],\"unpooled_why\":[");
-  for (unsigned i = 0; i < _corral_dyn.unpooled_count; i++)
-    _corral_fdprintf(fd, "%s\"%s\"", i ? "," : "", given_back_names[_corral_dyn.unpooled_why[i]]);
-  _corral_fdprintf(fd, "],\"calls_to_none\":%llu,\"calls_to_pool\":%llu}",
-                   (unsigned long long)_corral_dyn.calls_to_none, (unsigned long long)_corral_dyn.calls_to_pool);
+  _corral_fdprintf(fd, "]");
 }
 
-void _corral_dyn_stats_text(int fd) {
+static void write_unpooled(int fd) {
+  _corral_fdprintf(fd, "[");
+  for (unsigned i = 0; i < _corral_dyn.unpooled_count; i++)
+    _corral_fdprintf(fd, "%s%d", i ? "," : "", _corral_dyn.unpooled[i]);
+  _corral_fdprintf(fd, "]");
+}
+
+static void write_unpooled_why(int fd) {
+  _corral_fdprintf(fd, "[");
+  for (unsigned i = 0; i < _corral_dyn.unpooled_count; i++)
+    _corral_fdprintf(fd, "%s\"%s\"", i ? "," : "", given_back_names[_corral_dyn.unpooled_why[i]]);
+  _corral_fdprintf(fd, "]");
+}
+
+static const corral_stat_t *stats_gather(unsigned *n) {
+  static const corral_stat_t fields[] = {
+    CORRAL_STAT("min_objects", SIZE, &got.min_objects),
+    CORRAL_STAT("max_size", SIZE, &got.max_size),
+    CORRAL_STAT("wrappers_loaded", SIZE, &got.wrappers),
+    CORRAL_STAT("contexts_seen", U32, &got.contexts_seen),
+    CORRAL_STAT("contexts_pooled", U32, &got.contexts_pooled),
+    CORRAL_STAT("pools", U32, &got.pools),
+    CORRAL_STAT("pools_refused", U64, &got.pools_refused),
+    CORRAL_STAT("table_full", U64, &got.table_full),
+    CORRAL_STAT("walks", U64, &got.walks),
+    CORRAL_STAT("frames_walked", U64, &got.frames_walked),
+    CORRAL_STAT_OBJECT_OF("sampling", 6),
+    CORRAL_STAT("samples", U64, &got.samples),
+    CORRAL_STAT("skipped", U64, &got.skipped),
+    CORRAL_STAT("words_read", U64, &got.words_read),
+    CORRAL_STAT("links_seen", U64, &got.links_seen),
+    CORRAL_STAT("cycles", U64, &got.cycles),
+    CORRAL_STAT("evidence_dropped", U64, &got.evidence_dropped),
+    CORRAL_STAT_WRITTEN("merges", write_merges),
+    CORRAL_STAT_WRITTEN("unpooled", write_unpooled),
+    CORRAL_STAT_WRITTEN("unpooled_why", write_unpooled_why),
+    CORRAL_STAT("calls_to_none", U64, &got.calls_to_none),
+    CORRAL_STAT("calls_to_pool", U64, &got.calls_to_pool),
+  };
+  if (!_corral_modes.dynamic) return NULL;
+  got.min_objects = _corral_dyn.min_objects;
+  got.max_size = _corral_dyn_settled.max_size;
+  got.wrappers = wrappers_in_use();
+  got.contexts_seen = _corral_dyn_settled.table.context_count;
+  got.contexts_pooled = contexts_pooled();
+  got.pools = _corral_dyn.pools;
+  got.pools_refused = _corral_dyn.pools_refused;
+  got.table_full = _corral_dyn_settled.table.full;
+  got.walks = _corral_dyn.walks;
+  got.frames_walked = _corral_dyn.frames_walked;
+  got.samples = _corral_dyn.samples;
+  got.skipped = _corral_dyn.samples_skipped;
+  got.words_read = _corral_dyn.words_read;
+  got.links_seen = _corral_dyn.links_seen;
+  got.cycles = _corral_dyn.sample_cycles;
+  got.evidence_dropped = _corral_dyn.merge.dropped;
+  got.calls_to_none = _corral_dyn.calls_to_none;
+  got.calls_to_pool = _corral_dyn.calls_to_pool;
+  *n = sizeof fields / sizeof *fields;
+  return fields;
+}
+
+static void stats_text(int fd) {
   if (!_corral_modes.dynamic) return;
   _corral_fdprintf(fd, "corral: dynamic: %u contexts, %u pooled in %u pools, %u merges, %zu wrappers\n",
                    _corral_dyn_settled.table.context_count, contexts_pooled(), _corral_dyn.pools, _corral_dyn.merge_count,
@@ -108,3 +156,11 @@ void _corral_dyn_stats_text(int fd) {
                      _corral_dyn.merges[i].from, _corral_dyn.merges[i].into, _corral_dyn.merges[i].type == 1 ? "I" : "II",
                      _corral_dyn.merges[i].evidence);
 }
+
+static const char *stats_mode(void) { return _corral_modes.dynamic ? "dynamic" : NULL; }
+
+static corral_stats_section_t section = {.name = "dynamic", .gather = stats_gather, .text = stats_text,
+                                         .mode = stats_mode, .group_count = _corral_dyn_group_count,
+                                         .group_name = _corral_dyn_group_name};
+
+void _corral_dyn_stats_register(void) { _corral_stats_register(&section); }

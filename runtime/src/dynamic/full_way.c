@@ -35,6 +35,7 @@ static int create_pool(uint32_t id) {
       c->eager_tick = DYN_EAGER_EVERY;
       __atomic_store_n(&_corral_dyn.ctx[root].group, g, __ATOMIC_RELEASE);
       __atomic_store_n(&_corral_dyn.pools, _corral_dyn.pools + 1, __ATOMIC_RELEASE);
+      CORRAL_ASSERT(_corral_dyn.ctx[_corral_dyn.group_owner[g]].group == g && g < DYN_MAX_POOLS);
     } else {
       _corral_dyn.pools_refused++;
     }
@@ -126,6 +127,7 @@ int _corral_dyn_identify(void *ret0, void *fp0, size_t size) {
       return -1;
     }
   }
+  CORRAL_ASSERT(g < (int)__atomic_load_n(&_corral_dyn.pools, __ATOMIC_ACQUIRE));
   maybe_sample(c, id, size);
   if (__atomic_load_n(&c->eager_left, __ATOMIC_RELAXED) == 0) _corral_dyn_publish_fast(s, id, epoch, g, c);
   return g;

@@ -39,6 +39,7 @@ static void point_at_none(uint32_t id) {
 /* Every context of the pool of context `id` goes to the allocator
  * underneath from now on; objects already pooled stay. */
 static void give_back(uint32_t id, int why) {
+  DYN_ASSERT_LOCKED();
   uint32_t root = _corral_dynm_find(&_corral_dyn.merge, id);
   int g = _corral_dyn.ctx[root].group;
   if (g < 0) return;

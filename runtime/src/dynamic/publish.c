@@ -36,6 +36,7 @@ static uint64_t slot_word(uint32_t id) {
 
 /* Under the lock: every slotted context's word, after a pool changed. */
 static void refresh_slots(void) {
+  DYN_ASSERT_LOCKED();
   for (unsigned i = 0; i < _corral_dyn.slotted_count; i++) {
     uint32_t id = _corral_dyn.slotted[i];
     __atomic_store_n(&_corral_dyn_slots[_corral_dyn.ctx[id].slot - 1], slot_word(id), __ATOMIC_RELEASE);
@@ -79,6 +80,9 @@ static void settle_slot(const corral_dync_site_t *s, uint32_t id, dyn_ctx_t *c) 
 
 /* A context's settled decision as a fast word: see settled.h. */
 static uint64_t fast_word(uint32_t epoch, int g, const dyn_ctx_t *c) {
+  /* A word names a pool that exists, under an epoch that can hold. */
+  CORRAL_ASSERT(epoch != 0 && epoch <= CORRAL_DYN_EPOCH_MASK);
+  CORRAL_ASSERT(g < (int)__atomic_load_n(&_corral_dyn.pools, __ATOMIC_ACQUIRE));
   uint32_t size = __atomic_load_n(&c->size, __ATOMIC_RELAXED);
   if (size == DYNM_SIZE_MIXED) size = 0;
   if (size > CORRAL_DYN_SIZE_MAX) return 0;

@@ -19,6 +19,7 @@ __thread int _corral_dyn_sample_pending;
 __thread uint32_t _corral_dyn_sample_ctx, _corral_dyn_sample_size;
 
 static void note_merge(const corral_dynm_merge_t *m) {
+  DYN_ASSERT_LOCKED();
   _corral_dyn_pools_changed();          /* the merged context's sites now lead to another pool */
   if (_corral_dyn.merge_count >= DYN_MAX_MERGES) return;
   dyn_merge_rec_t *r = &_corral_dyn.merges[_corral_dyn.merge_count++];

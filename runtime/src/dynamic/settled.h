@@ -54,6 +54,7 @@ extern __thread uint32_t _corral_dyn_countdown __attribute__((tls_model("initial
 
 /* A settled decision for `pool` (+ 1; 0 = the allocator underneath). */
 CORRAL_INLINE int _corral_dyn_settled_way(size_t size, uint32_t pool, void **block) {
+  CORRAL_ASSERT(pool == 0 || ((pool - 1) % CORRAL_SIZE_CLASSES == 0 && pool - 1 < CORRAL_POOLS));
   if (pool == 0) return CORRAL_DYN_FORWARD;
   if (CORRAL_UNLIKELY(_corral_dyn_countdown <= 1)) return CORRAL_DYN_FULL;   /* at 1 the full way samples */
   corral_chunk_t *c = _corral_pool_ready(pool - 1, size);

@@ -308,6 +308,7 @@ static void warn_no_module(const corral_plan_t *plan)
 
 void _corral_ident_init(void)
 {
+  _corral_ident_stats_register();
   const char *path = _corral_options.plan;
   if (!path || !*path) return;
   snprintf(_corral_ident.path, sizeof _corral_ident.path, "%s", path);

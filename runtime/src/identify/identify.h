@@ -47,12 +47,9 @@ const char *_corral_group_name(unsigned g);
  * relocated. */
 void _corral_ident_after_dlopen(void);
 
-/* Statistics. The JSON form writes exactly
- *     "identify":{...},"plan":{...}
- * with NO leading and NO trailing comma: core puts the commas around it.
- * The text form writes whole lines. Neither calls malloc. */
-void _corral_ident_stats_json(int fd);
-void _corral_ident_stats_text(int fd);
+/* Register the "identify" and "plan" sections of the statistics
+ * (base/stats_table.h); _corral_ident_init does. */
+void _corral_ident_stats_register(void);
 
 #pragma GCC visibility pop
 

@@ -46,6 +46,8 @@ static corral_ident_counters_t *counters(void)
 static inline int direct_lookup(const corral_ident_tables_t *t, uintptr_t pc, int *group)
 {
   const corral_direct_entry_t *e = &t->direct[_corral_direct_find(t, pc)];
+  CORRAL_ASSERT(e->key == 0 || e->key == pc);
+  CORRAL_ASSERT(e->group < PLAN_MAX_GROUPS && (e->group < 0 ? e->pool < 0 : e->pool == e->group * CORRAL_SIZE_CLASSES));
   if (e->key) { *group = (int)e->group; return 1; }
   size_t lo = 0, hi = t->direct_range_count;
   while (lo < hi) {
@@ -227,6 +229,8 @@ static __attribute__((noinline)) int walk_decide(const corral_ident_tables_t *t,
     fp_steps += how == UNWIND_BY_FP;
     cfi_steps += how == UNWIND_BY_CFI;
   }
+  CORRAL_ASSERT(frames >= 1 && (int)frames <= t->depth && t->depth <= IDENT_MAX_DEPTH);
+  CORRAL_ASSERT(w.best == NO_RANK || w.best < PLAN_MAX_GROUPS);
   c->frames += frames;
   c->fp_steps += fp_steps;
   c->cfi_steps += cfi_steps;
@@ -263,6 +267,7 @@ static inline __attribute__((always_inline)) int decide(const corral_ident_table
   }
   if (t->first_rank == NO_RANK) return -1;
   if (t->stub_installed && _corral_stub_decide(t, (uintptr_t)fp0, &group)) {
+    CORRAL_ASSERT(group >= -1 && group < PLAN_MAX_GROUPS);
     if (c) c->stub_decisions++;
     return group;
   }

@@ -1,11 +1,12 @@
-/* The "identify" and "plan" members of the statistics (contract with core's
- * stats.c in internal.h and identify.h): no malloc, written with
- * _corral_fdprintf. */
+/* Identification's sections of the statistics (base/stats_table.h): the
+ * "identify" counters and the "plan" that was loaded, and their lines of
+ * the table on stderr. No malloc. */
 #include <stdio.h>
 
 #include "identify.h"
 #include "identify_state.h"
 #include "internal.h"
+#include "stats_table.h"
 
 /* The entry points behind the CORRAL_PROBE_* bits, in bit order. */
 static const char *const gate_names[] = {"malloc", "calloc", "realloc", "new"};
@@ -33,71 +34,113 @@ static void sum_counters(corral_ident_counters_t *sum)
   }
 }
 
-/* `s` as a JSON string body: quotes, backslashes and control bytes escaped. */
-static void json_escape(const char *s, char *out, size_t size)
+static void ident_stats_text(int fd);
+
+/* What the sections write, gathered at exit. */
+static struct {
+  corral_ident_counters_t sum;
+  double cycles_per_call;
+  int loaded;
+  const char *path, *message;
+  unsigned reasons[2][CORRAL_STUB_REASONS];
+} got;
+
+/* Room for the plan section's fields: its own, and two objects of one
+ * field per stub reason. */
+static corral_stat_t plan_fields[20 + 2 * (1 + CORRAL_STUB_REASONS)];
+
+static void write_probing(int fd)
 {
-  size_t n = 0;
-  for (; *s && n + 7 < size; s++) {
-    unsigned char ch = (unsigned char)*s;
-    if (ch == '"' || ch == '\\') { out[n++] = '\\'; out[n++] = (char)ch; }
-    else if (ch < 0x20) n += (size_t)snprintf(out + n, size - n, "\\u%04x", ch);
-    else out[n++] = (char)ch;
-  }
-  out[n] = 0;
+  const corral_ident_tables_t *t = __atomic_load_n(&_corral_ident.tables, __ATOMIC_ACQUIRE);
+  _corral_fdprintf(fd, "[");
+  for (unsigned i = 0, n = 0; i < GATE_NAMES; i++)
+    if (t->probe_gates & (1u << i)) _corral_fdprintf(fd, "%s\"%s\"", n++ ? "," : "", gate_names[i]);
+  _corral_fdprintf(fd, "]");
 }
 
-void _corral_ident_stats_json(int fd)
+static const corral_stat_t *identify_gather(unsigned *n)
 {
-  corral_ident_counters_t s;
-  sum_counters(&s);
-  double cycles = s.sampled ? (double)s.sampled_cycles / (double)s.sampled : 0.0;
-  _corral_fdprintf(fd, "\"identify\":{\"calls\":%llu,\"direct_hits\":%llu,\"stub_decisions\":%llu,"
-                   "\"replays\":%llu,\"walks\":%llu,"
-                   "\"frames\":%llu,\"fp_steps\":%llu,\"cfi_steps\":%llu,\"grouped\":%llu,"
-                   "\"sampled\":%llu,\"cycles_per_call\":%.1f},",
-                   (unsigned long long)s.calls, (unsigned long long)s.direct_hits,
-                   (unsigned long long)s.stub_decisions, (unsigned long long)s.replays, (unsigned long long)s.walks, (unsigned long long)s.frames,
-                   (unsigned long long)s.fp_steps, (unsigned long long)s.cfi_steps,
-                   (unsigned long long)s.grouped, (unsigned long long)s.sampled, cycles);
-  char path[1100], message[600];
-  json_escape(_corral_ident.path, path, sizeof path);
-  json_escape(_corral_ident.message, message, sizeof message);
+  static const corral_stat_t fields[] = {
+    CORRAL_STAT("calls", U64, &got.sum.calls),
+    CORRAL_STAT("direct_hits", U64, &got.sum.direct_hits),
+    CORRAL_STAT("stub_decisions", U64, &got.sum.stub_decisions),
+    CORRAL_STAT("replays", U64, &got.sum.replays),
+    CORRAL_STAT("walks", U64, &got.sum.walks),
+    CORRAL_STAT("frames", U64, &got.sum.frames),
+    CORRAL_STAT("fp_steps", U64, &got.sum.fp_steps),
+    CORRAL_STAT("cfi_steps", U64, &got.sum.cfi_steps),
+    CORRAL_STAT("grouped", U64, &got.sum.grouped),
+    CORRAL_STAT("sampled", U64, &got.sum.sampled),
+    CORRAL_STAT("cycles_per_call", REAL, &got.cycles_per_call),
+  };
+  sum_counters(&got.sum);
+  got.cycles_per_call = got.sum.sampled ? (double)got.sum.sampled_cycles / (double)got.sum.sampled : 0.0;
+  *n = sizeof fields / sizeof *fields;
+  return fields;
+}
+
+/* Stub sites by outcome ("installed" and each reason a site is walked) or
+ * exact direct entries by outcome ("installed": the call enters its pool
+ * or none way): an object of one field per reason. */
+static unsigned add_reasons(corral_stat_t *f, const char *name, const unsigned *counts)
+{
+  f[0] = (corral_stat_t)CORRAL_STAT_OBJECT_OF(name, CORRAL_STUB_REASONS);
+  for (int r = 0; r < CORRAL_STUB_REASONS; r++)
+    f[1 + r] = (corral_stat_t)CORRAL_STAT(_corral_stub_refusal_text((corral_stub_refusal_t)r), U32, &counts[r]);
+  return 1 + CORRAL_STUB_REASONS;
+}
+
+static const corral_stat_t *plan_gather(unsigned *n)
+{
   const corral_plan_t *plan = _corral_ident.plan;
   const corral_ident_tables_t *t = __atomic_load_n(&_corral_ident.tables, __ATOMIC_ACQUIRE);
-  if (!_corral_ident.path[0]) {
-    _corral_fdprintf(fd, "\"plan\":{\"loaded\":false,\"path\":null,\"message\":null}");
-    return;
+  int has_path = _corral_ident.path[0] != 0;
+  got.loaded = has_path && _corral_ident.loaded;
+  got.path = has_path ? _corral_ident.path : NULL;
+  got.message = has_path && _corral_ident.message[0] ? _corral_ident.message : NULL;
+  corral_stat_t *f = plan_fields;
+  unsigned k = 0;
+  f[k++] = (corral_stat_t)CORRAL_STAT("loaded", BOOL, &got.loaded);
+  f[k++] = (corral_stat_t)CORRAL_STAT("path", TEXT, &got.path);
+  f[k++] = (corral_stat_t)CORRAL_STAT("message", TEXT, &got.message);
+  if (has_path && plan) {
+    f[k++] = (corral_stat_t)CORRAL_STAT("groups", U32, &plan->group_count);
+    f[k++] = (corral_stat_t)CORRAL_STAT("clauses", SIZE, &plan->clause_count);
+    f[k++] = (corral_stat_t)CORRAL_STAT("direct", SIZE, &plan->direct_count);
   }
-  _corral_fdprintf(fd, "\"plan\":{\"loaded\":%s,\"path\":\"%s\",\"message\":%s%s%s",
-                   _corral_ident.loaded ? "true" : "false", path,
-                   message[0] ? "\"" : "", message[0] ? message : "null", message[0] ? "\"" : "");
-  if (plan)
-    _corral_fdprintf(fd, ",\"groups\":%u,\"clauses\":%zu,\"direct\":%zu",
-                     plan->group_count, plan->clause_count, plan->direct_count);
-  if (t) {
-    _corral_fdprintf(fd, ",\"modules_loaded\":%u,\"sites\":%zu,\"depth\":%d,\"table_bytes\":%zu",
-                     t->modules_matched, t->site_count, t->depth, t->bytes);
-    /* Stub sites by outcome: "installed" and each reason a site is walked. */
-    _corral_fdprintf(fd, ",\"stub_sites\":{");
-    for (int r = 0; r < CORRAL_STUB_REASONS; r++)
-      _corral_fdprintf(fd, "%s\"%s\":%u", r ? "," : "", _corral_stub_refusal_text((corral_stub_refusal_t)r),
-                       t->stub_reasons[r]);
-    _corral_fdprintf(fd, "},\"stub_clauses\":%zu", t->stub_clause_count);
-    /* Exact direct entries by outcome ("installed": the call enters its
-     * pool or none way), and the entry points left to probe for the others. */
-    _corral_fdprintf(fd, ",\"pool_calls\":{");
-    for (int r = 0; r < CORRAL_STUB_REASONS; r++)
-      _corral_fdprintf(fd, "%s\"%s\":%u", r ? "," : "", _corral_stub_refusal_text((corral_stub_refusal_t)r),
-                       t->pool_call_reasons[r]);
-    _corral_fdprintf(fd, "},\"probing\":[");
-    for (unsigned i = 0, n = 0; i < GATE_NAMES; i++)
-      if (t->probe_gates & (1u << i)) _corral_fdprintf(fd, "%s\"%s\"", n++ ? "," : "", gate_names[i]);
-    _corral_fdprintf(fd, "]");
+  if (has_path && t) {
+    f[k++] = (corral_stat_t)CORRAL_STAT("modules_loaded", U32, &t->modules_matched);
+    f[k++] = (corral_stat_t)CORRAL_STAT("sites", SIZE, &t->site_count);
+    f[k++] = (corral_stat_t)CORRAL_STAT("depth", INT, &t->depth);
+    f[k++] = (corral_stat_t)CORRAL_STAT("table_bytes", SIZE, &t->bytes);
+    for (int r = 0; r < CORRAL_STUB_REASONS; r++) {
+      got.reasons[0][r] = t->stub_reasons[r];
+      got.reasons[1][r] = t->pool_call_reasons[r];
+    }
+    k += add_reasons(f + k, "stub_sites", got.reasons[0]);
+    f[k++] = (corral_stat_t)CORRAL_STAT("stub_clauses", SIZE, &t->stub_clause_count);
+    k += add_reasons(f + k, "pool_calls", got.reasons[1]);
+    f[k++] = (corral_stat_t)CORRAL_STAT_WRITTEN("probing", write_probing);
   }
-  _corral_fdprintf(fd, "}");
+  *n = k;
+  return f;
 }
 
-void _corral_ident_stats_text(int fd)
+static const char *plan_mode(void) { return _corral_group_count() ? "plan" : NULL; }
+
+static corral_stats_section_t identify_section = {.name = "identify", .gather = identify_gather};
+static corral_stats_section_t plan_section = {.name = "plan", .gather = plan_gather,
+                                              .text = ident_stats_text, .mode = plan_mode,
+                                              .group_count = _corral_group_count,
+                                              .group_name = _corral_group_name};
+
+void _corral_ident_stats_register(void)
+{
+  _corral_stats_register(&identify_section);
+  _corral_stats_register(&plan_section);
+}
+
+static void ident_stats_text(int fd)
 {
   corral_ident_counters_t s;
   sum_counters(&s);

@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include "debug.h"
 #include "identify_tables.h"
 #include "internal.h"
 #include "stubs.h"
@@ -19,6 +20,7 @@
 static inline __attribute__((always_inline)) int _corral_stub_live(const corral_ident_tables_t *t, unsigned k,
                                                                   uintptr_t sp, uintptr_t lo, uintptr_t hi)
 {
+  CORRAL_ASSERT(k < CORRAL_STUB_SITES && (!(t->stub_installed >> k & 1) || t->stub_ret[k] != 0));
   return sp >= lo && sp <= hi - 8 && *(const uintptr_t *)sp == t->stub_ret[k];
 }
 

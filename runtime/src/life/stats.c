@@ -1,14 +1,13 @@
 /* Statistics at exit: per group objects, bytes, chunks and the peak live
  * versus peak resident bytes (fragmentation, as HALO's Table 1), the
- * ungrouped remainder, and identification's own section. */
+ * ungrouped remainder, then every registered section (base/stats_table.h:
+ * identification's, dynamic mode's, safe mode's). This file knows no mode:
+ * the section whose mode owns the groups names them. */
 #define _GNU_SOURCE   /* program_invocation_short_name */
 #include "stats.h"
-#include "dynamic.h"
 #include "heap.h"
-#include "identify.h"
-#include "init.h"
 #include "internal.h"
-#include "safe.h"
+#include "stats_table.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,12 +15,22 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Group labels: the plan's, or "random-N" for random pools. */
+/* The section whose mode owns the groups (the last registered that says so),
+ * or NULL: random pools, or no mode on. */
+static const corral_stats_section_t *owner(void)
+{
+  const corral_stats_section_t *found = NULL;
+  if (_corral_options.random_pools > 0) return NULL;
+  for (const corral_stats_section_t *s = _corral_stats_sections; s; s = s->next)
+    if (s->mode && s->mode()) found = s;
+  return found;
+}
+
+/* Group labels: the owning mode's, or "random-N" for random pools. */
 static const char *group_label(unsigned g, char *buf, size_t len)
 {
-  const char *name = _corral_options.random_pools > 0 ? NULL
-                   : _corral_modes.safe ? _corral_safe_group_name(g)
-                   : _corral_modes.dynamic ? _corral_dyn_group_name(g) : _corral_group_name(g);
+  const corral_stats_section_t *o = owner();
+  const char *name = o && o->group_name ? o->group_name(g) : NULL;
   if (name) return name;
   snprintf(buf, len, "%s-%u", _corral_options.random_pools > 0 ? "random" : "group", g);
   return buf;
@@ -39,8 +48,8 @@ static double frag_pct(const corral_group_totals_t *t)
 
 static void write_json(int fd, const corral_group_totals_t *t, unsigned n, uint64_t uobj, uint64_t ubytes)
 {
-  const char *mode = _corral_options.random_pools > 0 ? "random"
-                   : _corral_modes.safe ? "safe" : _corral_modes.dynamic ? "dynamic" : _corral_group_count() ? "plan" : "off";
+  const corral_stats_section_t *o = owner();
+  const char *mode = _corral_options.random_pools > 0 ? "random" : o ? o->mode() : "off";
   _corral_fdprintf(fd, "{\"corralStats\":1,\"pid\":%d,\"mode\":\"%s\",\"options\":", (int)getpid(), mode);
   _corral_options_json(fd);
   _corral_fdprintf(fd, ",\"groups\":[");
@@ -57,13 +66,15 @@ static void write_json(int fd, const corral_group_totals_t *t, unsigned n, uint6
                      (unsigned long long)t[g].peak_live, (unsigned long long)t[g].peak_resident,
                      (unsigned long long)frag_bytes(&t[g]), frag_pct(&t[g]));
   }
-  _corral_fdprintf(fd, "],\"ungrouped\":{\"objects\":%llu,\"bytes\":%llu},",
+  _corral_fdprintf(fd, "],\"ungrouped\":{\"objects\":%llu,\"bytes\":%llu}",
                    (unsigned long long)uobj, (unsigned long long)ubytes);
-  _corral_ident_stats_json(fd);
-  _corral_fdprintf(fd, ",");
-  _corral_dyn_stats_json(fd);
-  _corral_fdprintf(fd, ",");
-  _corral_safe_stats_json(fd);
+  for (const corral_stats_section_t *s = _corral_stats_sections; s; s = s->next) {
+    unsigned n = 0;
+    const corral_stat_t *fields = s->gather(&n);
+    _corral_fdprintf(fd, ",\"%s\":", s->name);
+    if (fields) _corral_stats_fields_json(fd, fields, n);
+    else _corral_fdprintf(fd, "null");
+  }
   _corral_fdprintf(fd, "}\n");
 }
 
@@ -91,9 +102,8 @@ static void write_text(int fd, const corral_group_totals_t *t, unsigned n, uint6
   }
   _corral_fdprintf(fd, "corral: %-*s %12llu %14llu\n", width, "(ungrouped)", (unsigned long long)uobj,
                    (unsigned long long)ubytes);
-  _corral_ident_stats_text(fd);
-  _corral_dyn_stats_text(fd);
-  _corral_safe_stats_text(fd);
+  for (const corral_stats_section_t *s = _corral_stats_sections; s; s = s->next)
+    if (s->text) s->text(fd);
 }
 
 /* path with every %p replaced by the pid; NULL if it does not fit. */
@@ -120,7 +130,9 @@ void _corral_stats_write(const char *dest, int err_fd)
   /* Totals live in a static array: the stack of an exiting program may be
    * small, and this runs once per process. */
   static corral_group_totals_t totals[CORRAL_MAX_GROUPS];
-  unsigned n = _corral_modes.safe ? _corral_safe_group_count() : _corral_modes.dynamic ? _corral_dyn_group_count() : _corral_ngroups;
+  const corral_stats_section_t *o = owner();
+  unsigned n = o ? o->group_count() : _corral_ngroups;
+  if (n > CORRAL_MAX_GROUPS) n = CORRAL_MAX_GROUPS;
   uint64_t uobj, ubytes;
   _corral_heap_totals(totals, n, &uobj, &ubytes);
   if (strcmp(dest, "1") == 0 || strcmp(dest, "stderr") == 0) {

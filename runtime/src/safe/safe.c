@@ -13,6 +13,7 @@
 #include "next.h"
 #include "lock.h"
 #include "modules.h"
+#include "stats_table.h"
 
 #define SAFE_CONTEXTS (1u << 16)            /* dynamic mode's context ids are below this */
 #define SAFE_SHARED 0                       /* the group of sites past the last group */
@@ -38,11 +39,16 @@ static const char *const error_leads[CORRAL_SAFE_ERROR_KINDS] = {
   "double free of", "invalid free of", "free-list link overwritten after its block was freed, at",
   "realloc of a freed or invalid pointer",
 };
-static const char *const error_keys[CORRAL_SAFE_ERROR_KINDS] = {
-  "double_free", "invalid_free", "bad_link", "bad_realloc",
-};
 
 /* ---- init ------------------------------------------------------------------ */
+
+/* The "safe" section of the statistics (base/stats_table.h). */
+static const corral_stat_t *stats_gather(unsigned *n);
+static void stats_text(int fd);
+static const char *stats_mode(void) { return _corral_modes.safe ? "safe" : NULL; }
+static corral_stats_section_t section = {.name = "safe", .gather = stats_gather, .text = stats_text,
+                                         .mode = stats_mode, .group_count = _corral_safe_group_count,
+                                         .group_name = _corral_safe_group_name};
 
 /* What safe mode does with what the heap's slow ways find (heap/modes.h). */
 static void double_free(corral_chunk_t *c, void *p);
@@ -59,6 +65,7 @@ static uint64_t random_key(void)
 
 void _corral_safe_init(void)
 {
+  _corral_stats_register(&section);
   if (!_corral_options.safe) return;
   safe.group_of = _corral_os_map(SAFE_CONTEXTS * sizeof *safe.group_of);
   if (!safe.group_of || _corral_dyn_contexts_init("safe mode") != 0) {
@@ -89,6 +96,7 @@ static __attribute__((noinline)) unsigned new_site(uint32_t id)
   }
   _corral_lock(&safe.lock);
   unsigned g = safe.group_of[id];
+  CORRAL_ASSERT(safe.groups >= 1 && safe.groups <= _corral_ngroups + 1);
   if (g == 0) {
     if (safe.groups < _corral_ngroups) {
       g = safe.groups;
@@ -110,7 +118,11 @@ static inline unsigned site_group(void *ret0, void *fp0)
 {
   uint32_t id = _corral_dyn_context(ret0, fp0);
   unsigned g = id < SAFE_CONTEXTS ? __atomic_load_n(&safe.group_of[id], __ATOMIC_ACQUIRE) : 0;
-  if (CORRAL_LIKELY(g != 0)) return g == UINT16_MAX ? SAFE_SHARED : g;
+  if (CORRAL_LIKELY(g != 0)) {
+    /* A site's group was made for it: its owner is this context. */
+    CORRAL_ASSERT(g == UINT16_MAX || (g < __atomic_load_n(&safe.groups, __ATOMIC_ACQUIRE) && safe.owner[g] == id));
+    return g == UINT16_MAX ? SAFE_SHARED : g;
+  }
   return new_site(id);
 }
 
@@ -187,6 +199,10 @@ void _corral_safe_free_other(void *p, corral_where_t where, void *ret)
 
 static void free_local(corral_chunk_t *c, void *p)
 {
+  /* The heap's slow free hands over the owner's live block of a site's
+   * pool: a block start of a block chunk (safe mode makes no mixed ones). */
+  CORRAL_ASSERT(c->block_size != 0 && c->live > 0 && _corral_block_start(c, p));
+  CORRAL_ASSERT(c->group < __atomic_load_n(&safe.groups, __ATOMIC_ACQUIRE));
   void **q = p;
   _corral_link_set(q, c->local_free);
   q[1] = (void *)c->key;
@@ -291,32 +307,50 @@ void *_corral_safe_realloc(void *p, size_t size, void *ret0, void *fp0)
 
 /* ---- statistics ----------------------------------------------------------------- */
 
-void _corral_safe_stats_json(int fd)
+/* What the "safe" section writes, gathered at exit. */
+static struct {
+  unsigned sites, pools, kept_chunks;
+  uint64_t shared_sites, fallbacks;
+  corral_safe_large_stats_t large;
+  uint64_t errors[CORRAL_SAFE_ERROR_KINDS];
+} got;
+
+static const corral_stat_t *stats_gather(unsigned *n)
 {
-  if (!_corral_modes.safe) {
-    _corral_fdprintf(fd, "\"safe\":null");
-    return;
-  }
-  unsigned pools, kept;
-  corral_safe_large_stats_t l;
-  _corral_pool_totals(&pools, &kept);
-  _corral_safe_large_stats(&l);
-  _corral_fdprintf(fd,
-                   "\"safe\":{\"sites\":%u,\"shared_sites\":%llu,\"pools\":%u,\"kept_chunks\":%u,"
-                   "\"fallbacks\":%llu,\"large\":{\"reserved\":%llu,\"blocks\":%llu,\"live_blocks\":%llu,"
-                   "\"live_bytes\":%llu,\"peak_live_bytes\":%llu,\"recycled\":%llu,\"unprotected\":%llu,"
-                   "\"full\":%llu},\"errors\":{",
-                   _corral_safe_group_count() - 1, (unsigned long long)safe.shared_sites, pools, kept,
-                   (unsigned long long)safe.fallbacks, (unsigned long long)l.reserved,
-                   (unsigned long long)l.blocks, (unsigned long long)l.live_blocks,
-                   (unsigned long long)l.live_bytes, (unsigned long long)l.peak_live_bytes,
-                   (unsigned long long)l.recycled, (unsigned long long)l.unprotected, (unsigned long long)l.full);
-  for (int k = 0; k < CORRAL_SAFE_ERROR_KINDS; k++)
-    _corral_fdprintf(fd, "%s\"%s\":%llu", k ? "," : "", error_keys[k], (unsigned long long)safe.errors[k]);
-  _corral_fdprintf(fd, "}}");
+  static const corral_stat_t fields[] = {
+    CORRAL_STAT("sites", U32, &got.sites),
+    CORRAL_STAT("shared_sites", U64, &got.shared_sites),
+    CORRAL_STAT("pools", U32, &got.pools),
+    CORRAL_STAT("kept_chunks", U32, &got.kept_chunks),
+    CORRAL_STAT("fallbacks", U64, &got.fallbacks),
+    CORRAL_STAT_OBJECT_OF("large", 8),
+    CORRAL_STAT("reserved", U64, &got.large.reserved),
+    CORRAL_STAT("blocks", U64, &got.large.blocks),
+    CORRAL_STAT("live_blocks", U64, &got.large.live_blocks),
+    CORRAL_STAT("live_bytes", U64, &got.large.live_bytes),
+    CORRAL_STAT("peak_live_bytes", U64, &got.large.peak_live_bytes),
+    CORRAL_STAT("recycled", U64, &got.large.recycled),
+    CORRAL_STAT("unprotected", U64, &got.large.unprotected),
+    CORRAL_STAT("full", U64, &got.large.full),
+    CORRAL_STAT_OBJECT_OF("errors", CORRAL_SAFE_ERROR_KINDS),
+    CORRAL_STAT("double_free", U64, &got.errors[CORRAL_SAFE_DOUBLE_FREE]),
+    CORRAL_STAT("invalid_free", U64, &got.errors[CORRAL_SAFE_INVALID_FREE]),
+    CORRAL_STAT("bad_link", U64, &got.errors[CORRAL_SAFE_BAD_LINK]),
+    CORRAL_STAT("bad_realloc", U64, &got.errors[CORRAL_SAFE_BAD_REALLOC]),
+  };
+  _Static_assert(CORRAL_SAFE_ERROR_KINDS == 4, "one field per error kind");
+  if (!_corral_modes.safe) return NULL;
+  got.sites = _corral_safe_group_count() - 1;
+  got.shared_sites = safe.shared_sites;
+  got.fallbacks = safe.fallbacks;
+  _corral_pool_totals(&got.pools, &got.kept_chunks);
+  _corral_safe_large_stats(&got.large);
+  for (int k = 0; k < CORRAL_SAFE_ERROR_KINDS; k++) got.errors[k] = safe.errors[k];
+  *n = sizeof fields / sizeof *fields;
+  return fields;
 }
 
-void _corral_safe_stats_text(int fd)
+static void stats_text(int fd)
 {
   if (!_corral_modes.safe) return;
   unsigned pools, kept;

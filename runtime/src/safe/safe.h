@@ -40,11 +40,6 @@ extern __thread void *_corral_safe_free_site __attribute__((tls_model("initial-e
 /* Usable bytes of a large block, 0 if p is none (safe_large.c). */
 size_t _corral_safe_large_usable(const void *p);
 
-/* Statistics: the "safe" member of the JSON (`"safe":{...}` or
- * `"safe":null`, no comma around it), and a few text lines. */
-void _corral_safe_stats_json(int fd);
-void _corral_safe_stats_text(int fd);
-
 /* Group names and count while safe mode owns the groups: one per site. */
 unsigned _corral_safe_group_count(void);
 const char *_corral_safe_group_name(unsigned g);

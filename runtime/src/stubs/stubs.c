@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "debug.h"
 #include "internal.h"
 #include "next.h"
 #include "unwind_cfi.h"
@@ -259,6 +260,7 @@ void _corral_stubs_set_targets(const corral_call_targets_t *t)
  * ungrouped site (none) its none way; 0 when the callee has neither. */
 static uintptr_t pool_way(corral_callee_t callee, int none)
 {
+  CORRAL_ASSERT(targets.pool[CORRAL_CALLS_MALLOC] != 0 && targets.none[CORRAL_CALLS_MALLOC] != 0);
   if (callee <= CORRAL_CALLS_UNKNOWN || callee >= CORRAL_CALLS_KINDS) return 0;
   return none ? targets.none[callee] : targets.pool[callee];
 }
@@ -266,6 +268,7 @@ static uintptr_t pool_way(corral_callee_t callee, int none)
 /* Dynamic mode's slot way of this callee, or 0. */
 static uintptr_t slot_way(corral_callee_t callee)
 {
+  CORRAL_ASSERT(targets.slot[CORRAL_CALLS_MALLOC] != 0);
   if (callee <= CORRAL_CALLS_UNKNOWN || callee >= CORRAL_CALLS_KINDS) return 0;
   return targets.slot[callee];
 }
@@ -327,7 +330,9 @@ static void write_register_call(uint8_t *s, size_t bytes, uint32_t value, corral
 
 static void write_pool_call(uint8_t *s, unsigned pool, corral_callee_t callee)
 {
-  write_register_call(s, STUB_BYTES, pool, callee, pool_way(callee, pool == CORRAL_POOL_NONE));
+  uintptr_t way = pool_way(callee, pool == CORRAL_POOL_NONE);
+  CORRAL_ASSERT(way != 0);
+  write_register_call(s, STUB_BYTES, pool, callee, way);
 }
 
 /* Where the stub at s jumps to, and whether it is a pool call. */
@@ -416,6 +421,11 @@ static corral_stub_refusal_t patch_call(uintptr_t ret, const uint8_t *stub, int 
     memcpy((void *)disp, &rel, 4);
   }
   mprotect((void *)lo, hi - lo, PROT_READ | PROT_EXEC);
+#if CORRAL_DEBUG
+  int32_t now;                                   /* the call now enters its stub */
+  memcpy(&now, (const void *)disp, 4);
+  CORRAL_ASSERT(ret + (uintptr_t)(intptr_t)now == (uintptr_t)stub);
+#endif
   return CORRAL_STUB_OK;
 }
 
@@ -699,6 +709,7 @@ corral_stub_refusal_t _corral_point_at_slot(uintptr_t ret, uint64_t word, unsign
         page_of((uintptr_t)set->first)->failed)
       continue;
     unsigned k = set->slot0 + set->used;
+    CORRAL_ASSERT(k < CORRAL_DYN_SLOTS);
     __atomic_store_n(&_corral_dyn_slots[k], word, __ATOMIC_RELEASE);   /* before any call can read it */
     r = patch_call(ret, set->first + set->used * SLOT_STUB_BYTES, single_threaded());
     if (r != CORRAL_STUB_OK) return r;
