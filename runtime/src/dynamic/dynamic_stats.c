@@ -62,13 +62,11 @@ static unsigned contexts_pooled(void) {
   return n;
 }
 
-/* What the "dynamic" section writes, gathered at exit. */
+/* What the "dynamic" section writes that is not a counter of its own:
+ * gathered at exit. */
 static struct {
-  size_t min_objects, max_size, wrappers;
-  unsigned contexts_seen, contexts_pooled, pools;
-  uint64_t pools_refused, table_full, walks, frames_walked;
-  uint64_t samples, skipped, words_read, links_seen, cycles, evidence_dropped;
-  uint64_t calls_to_none, calls_to_pool;
+  size_t wrappers;
+  unsigned contexts_pooled;
 } got;
 
 static void write_merges(int fd) {
@@ -97,48 +95,32 @@ static void write_unpooled_why(int fd) {
 
 static const corral_stat_t *stats_gather(unsigned *n) {
   static const corral_stat_t fields[] = {
-    CORRAL_STAT("min_objects", SIZE, &got.min_objects),
-    CORRAL_STAT("max_size", SIZE, &got.max_size),
+    CORRAL_STAT("min_objects", SIZE, &_corral_dyn.min_objects),
+    CORRAL_STAT("max_size", SIZE, &_corral_dyn_settled.max_size),
     CORRAL_STAT("wrappers_loaded", SIZE, &got.wrappers),
-    CORRAL_STAT("contexts_seen", U32, &got.contexts_seen),
+    CORRAL_STAT("contexts_seen", U32, &_corral_dyn_settled.table.context_count),
     CORRAL_STAT("contexts_pooled", U32, &got.contexts_pooled),
-    CORRAL_STAT("pools", U32, &got.pools),
-    CORRAL_STAT("pools_refused", U64, &got.pools_refused),
-    CORRAL_STAT("table_full", U64, &got.table_full),
-    CORRAL_STAT("walks", U64, &got.walks),
-    CORRAL_STAT("frames_walked", U64, &got.frames_walked),
+    CORRAL_STAT("pools", U32, &_corral_dyn.pools),
+    CORRAL_STAT("pools_refused", U64, &_corral_dyn.pools_refused),
+    CORRAL_STAT("table_full", U64, &_corral_dyn_settled.table.full),
+    CORRAL_STAT("walks", U64, &_corral_dyn.walks),
+    CORRAL_STAT("frames_walked", U64, &_corral_dyn.frames_walked),
     CORRAL_STAT_OBJECT_OF("sampling", 6),
-    CORRAL_STAT("samples", U64, &got.samples),
-    CORRAL_STAT("skipped", U64, &got.skipped),
-    CORRAL_STAT("words_read", U64, &got.words_read),
-    CORRAL_STAT("links_seen", U64, &got.links_seen),
-    CORRAL_STAT("cycles", U64, &got.cycles),
-    CORRAL_STAT("evidence_dropped", U64, &got.evidence_dropped),
+    CORRAL_STAT("samples", U64, &_corral_dyn.samples),
+    CORRAL_STAT("skipped", U64, &_corral_dyn.samples_skipped),
+    CORRAL_STAT("words_read", U64, &_corral_dyn.words_read),
+    CORRAL_STAT("links_seen", U64, &_corral_dyn.links_seen),
+    CORRAL_STAT("cycles", U64, &_corral_dyn.sample_cycles),
+    CORRAL_STAT("evidence_dropped", U64, &_corral_dyn.merge.dropped),
     CORRAL_STAT_WRITTEN("merges", write_merges),
     CORRAL_STAT_WRITTEN("unpooled", write_unpooled),
     CORRAL_STAT_WRITTEN("unpooled_why", write_unpooled_why),
-    CORRAL_STAT("calls_to_none", U64, &got.calls_to_none),
-    CORRAL_STAT("calls_to_pool", U64, &got.calls_to_pool),
+    CORRAL_STAT("calls_to_none", U64, &_corral_dyn.calls_to_none),
+    CORRAL_STAT("calls_to_pool", U64, &_corral_dyn.calls_to_pool),
   };
   if (!_corral_modes.dynamic) return NULL;
-  got.min_objects = _corral_dyn.min_objects;
-  got.max_size = _corral_dyn_settled.max_size;
   got.wrappers = wrappers_in_use();
-  got.contexts_seen = _corral_dyn_settled.table.context_count;
   got.contexts_pooled = contexts_pooled();
-  got.pools = _corral_dyn.pools;
-  got.pools_refused = _corral_dyn.pools_refused;
-  got.table_full = _corral_dyn_settled.table.full;
-  got.walks = _corral_dyn.walks;
-  got.frames_walked = _corral_dyn.frames_walked;
-  got.samples = _corral_dyn.samples;
-  got.skipped = _corral_dyn.samples_skipped;
-  got.words_read = _corral_dyn.words_read;
-  got.links_seen = _corral_dyn.links_seen;
-  got.cycles = _corral_dyn.sample_cycles;
-  got.evidence_dropped = _corral_dyn.merge.dropped;
-  got.calls_to_none = _corral_dyn.calls_to_none;
-  got.calls_to_pool = _corral_dyn.calls_to_pool;
   *n = sizeof fields / sizeof *fields;
   return fields;
 }

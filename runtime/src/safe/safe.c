@@ -307,22 +307,21 @@ void *_corral_safe_realloc(void *p, size_t size, void *ret0, void *fp0)
 
 /* ---- statistics ----------------------------------------------------------------- */
 
-/* What the "safe" section writes, gathered at exit. */
+/* What the "safe" section writes that is not a counter of its own:
+ * gathered at exit. */
 static struct {
   unsigned sites, pools, kept_chunks;
-  uint64_t shared_sites, fallbacks;
   corral_safe_large_stats_t large;
-  uint64_t errors[CORRAL_SAFE_ERROR_KINDS];
 } got;
 
 static const corral_stat_t *stats_gather(unsigned *n)
 {
   static const corral_stat_t fields[] = {
     CORRAL_STAT("sites", U32, &got.sites),
-    CORRAL_STAT("shared_sites", U64, &got.shared_sites),
+    CORRAL_STAT("shared_sites", U64, &safe.shared_sites),
     CORRAL_STAT("pools", U32, &got.pools),
     CORRAL_STAT("kept_chunks", U32, &got.kept_chunks),
-    CORRAL_STAT("fallbacks", U64, &got.fallbacks),
+    CORRAL_STAT("fallbacks", U64, &safe.fallbacks),
     CORRAL_STAT_OBJECT_OF("large", 8),
     CORRAL_STAT("reserved", U64, &got.large.reserved),
     CORRAL_STAT("blocks", U64, &got.large.blocks),
@@ -333,19 +332,16 @@ static const corral_stat_t *stats_gather(unsigned *n)
     CORRAL_STAT("unprotected", U64, &got.large.unprotected),
     CORRAL_STAT("full", U64, &got.large.full),
     CORRAL_STAT_OBJECT_OF("errors", CORRAL_SAFE_ERROR_KINDS),
-    CORRAL_STAT("double_free", U64, &got.errors[CORRAL_SAFE_DOUBLE_FREE]),
-    CORRAL_STAT("invalid_free", U64, &got.errors[CORRAL_SAFE_INVALID_FREE]),
-    CORRAL_STAT("bad_link", U64, &got.errors[CORRAL_SAFE_BAD_LINK]),
-    CORRAL_STAT("bad_realloc", U64, &got.errors[CORRAL_SAFE_BAD_REALLOC]),
+    CORRAL_STAT("double_free", U64, &safe.errors[CORRAL_SAFE_DOUBLE_FREE]),
+    CORRAL_STAT("invalid_free", U64, &safe.errors[CORRAL_SAFE_INVALID_FREE]),
+    CORRAL_STAT("bad_link", U64, &safe.errors[CORRAL_SAFE_BAD_LINK]),
+    CORRAL_STAT("bad_realloc", U64, &safe.errors[CORRAL_SAFE_BAD_REALLOC]),
   };
   _Static_assert(CORRAL_SAFE_ERROR_KINDS == 4, "one field per error kind");
   if (!_corral_modes.safe) return NULL;
   got.sites = _corral_safe_group_count() - 1;
-  got.shared_sites = safe.shared_sites;
-  got.fallbacks = safe.fallbacks;
   _corral_pool_totals(&got.pools, &got.kept_chunks);
   _corral_safe_large_stats(&got.large);
-  for (int k = 0; k < CORRAL_SAFE_ERROR_KINDS; k++) got.errors[k] = safe.errors[k];
   *n = sizeof fields / sizeof *fields;
   return fields;
 }
