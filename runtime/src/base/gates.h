@@ -54,8 +54,8 @@ extern __thread corral_stub_notes_t _corral_stub_notes __attribute__((tls_model(
  * tells the three apart (sign, zero, other). malloc's, calloc's, realloc's
  * and operator new's gates are -2 (CORRAL_GATE_DYNAMIC) in dynamic mode
  * without statistics: their requests (realloc's: of NULL or of a block of
- * the allocator underneath) take dynamic mode's own way (dynamic.c, "The
- * fast way");
+ * the allocator underneath) take dynamic mode's own way (entry/malloc.c,
+ * "4. dynamic");
  * malloc's is -3 (CORRAL_GATE_RANDOM) with random pools without
  * statistics: a pool at random, popped without identification
  * (malloc.c).

@@ -1,6 +1,6 @@
 /* What the modes tell the group heap: one structure, written once at
  * start-up before the runtime is ready (life/init.c sets `track` and
- * `full_ways`, dynamic/dynamic.c `dynamic`, safe/safe.c `safe`, its keys
+ * `full_ways`, dynamic/dynamic_init.c `dynamic`, safe/safe.c `safe`, its keys
  * and its checks), and read by the heap and the layers above it. The heap
  * knows nothing else of any mode. */
 #ifndef CORRAL_MODES_H

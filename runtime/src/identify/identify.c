@@ -47,7 +47,7 @@ static void set_gates(const corral_ident_tables_t *t, const corral_ident_tables_
   __atomic_store_n(&_corral_gates.on_calloc, open & CORRAL_PROBE_CALLOC ? on_dynamic : 0, __ATOMIC_RELAXED);
   __atomic_store_n(&_corral_gates.on_realloc, open & CORRAL_PROBE_REALLOC ? on_dynamic : 0, __ATOMIC_RELAXED);
   __atomic_store_n(&_corral_gates.on_new, open & CORRAL_PROBE_NEW ? on_dynamic : 0, __ATOMIC_RELAXED);
-  /* Dynamic mode's given-back sites call the none way (dynamic.c): it
+  /* Dynamic mode's given-back sites call the none way (dynamic/give_back.c): it
    * forwards every size. Not once a plan was loaded: a stale plan's pool
    * calls must take the full way. */
   size_t none_below = _corral_modes.dynamic && !_corral_ident.plan ? SIZE_MAX : 0;

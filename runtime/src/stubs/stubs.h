@@ -94,7 +94,7 @@ typedef struct corral_pool_call_s {
  * call leads to its entry point's none way instead. */
 void _corral_pool_calls_install(corral_pool_call_t *req, size_t n);
 
-/* Dynamic mode (dynamic.c): none-way stubs of malloc, calloc, operator new
+/* Dynamic mode (dynamic/dynamic_init.c): none-way stubs of malloc, calloc, operator new
  * and its nothrow form within reach of each module of `all` that has none yet,
  * written and sealed with their unwind information; at start-up and after
  * dlopen, not inside malloc. */
@@ -114,7 +114,7 @@ corral_stub_refusal_t _corral_point_at_none(uintptr_t ret);
 /* Dynamic mode's pooled sites. Each set of none-way stubs has beside it
  * slot stubs of each kind, which pass a slot number to the entry's slot
  * way; the way reads the site's decision from _corral_dyn_slots[slot]
- * (its layout: dynamic.c, "Slot calls"). _corral_point_at_slot takes a free
+ * (its layout: dynamic/publish.c). _corral_point_at_slot takes a free
  * slot stub within reach of the `call rel32` returning to ret, stores
  * `word` in its slot, then points the call at it, and says which slot.
  * Like _corral_point_at_none it writes no stub and may run inside malloc,
