@@ -148,7 +148,7 @@ def table(results: dict, threads: list[int], bases: list[str]) -> str:
     """One row a program and configuration: throughput over mimalloc alone
     at each thread count (median of the rounds, their range in brackets),
     and the largest peak resident set."""
-    lines = [f"{'program, configuration':40s} " + " ".join(f"{f'{t} threads':>20s}" for t in threads)
+    lines = [f"{'program, configuration':44s} " + " ".join(f"{f'{t} threads':>20s}" for t in threads)
              + f" {'peak RSS MiB':>13s}"]
     for program in PROGRAMS:
         for base, mode in configurations(bases):
@@ -159,7 +159,7 @@ def table(results: dict, threads: list[int], bases: list[str]) -> str:
                 ratios = sorted(r / reference for r, _ in runs)
                 cells.append(f"{statistics.median(ratios):.2f} ({ratios[0]:.2f}..{ratios[-1]:.2f})")
                 peak = max(peak, max(k for _, k in runs))
-            lines.append(f"{program.name + ', ' + name:40s} " + " ".join(f"{c:>20s}" for c in cells)
+            lines.append(f"{program.name + ', ' + name:44s} " + " ".join(f"{c:>20s}" for c in cells)
                          + f" {peak / 1024:13.1f}")
     return "\n".join(lines)
 
