@@ -47,34 +47,36 @@ def shell(settings: dict) -> str:
                    for name, value in settings.items())
 
 
+def _double_quoted(settings: dict, fmt: str, escape: tuple, unset, line) -> str:
+    """Lines of a format that writes each value in double quotes, with
+    backslash and quote escaped and escape[0] written as escape[1]:
+    `line(name, quoted)` for a value, `unset(name)` for a variable to
+    remove."""
+    out = []
+    for name, value in settings.items():
+        if value is None:
+            out.append(unset(name))
+            continue
+        quoted = _one_line(name, value, fmt).replace("\\", "\\\\").replace('"', '\\"')
+        out.append(line(name, quoted.replace(*escape)))
+    return "\n".join(out) + "\n"
+
+
 def systemd(settings: dict) -> str:
     """A unit's [Service] section (a drop-in file as it stands): each value
     in double quotes, backslash and quote escaped, `%` doubled (systemd
     expands specifiers in Environment=, not variables)."""
-    lines = ["[Service]"]
-    for name, value in settings.items():
-        if value is None:
-            lines.append(f"UnsetEnvironment={name}")
-        else:
-            quoted = (_one_line(name, value, "systemd").replace("\\", "\\\\").replace('"', '\\"')
-                      .replace("%", "%%"))
-            lines.append(f'Environment="{name}={quoted}"')
-    return "\n".join(lines) + "\n"
+    return "[Service]\n" + _double_quoted(settings, "systemd", ("%", "%%"), lambda name: f"UnsetEnvironment={name}",
+                                           lambda name, quoted: f'Environment="{name}={quoted}"')
 
 
 def docker(settings: dict) -> str:
     """Dockerfile ENV lines: each value in double quotes, backslash, quote
     and `$` escaped (ENV substitutes variables). A Dockerfile cannot unset
     a variable: one to remove becomes a comment."""
-    lines = []
-    for name, value in settings.items():
-        if value is None:
-            lines.append(f"# corral env: {name} must not be set (a Dockerfile cannot unset it)")
-        else:
-            quoted = (_one_line(name, value, "docker").replace("\\", "\\\\").replace('"', '\\"')
-                      .replace("$", "\\$"))
-            lines.append(f'ENV {name}="{quoted}"')
-    return "\n".join(lines) + "\n"
+    return _double_quoted(settings, "docker", ("$", "\\$"),
+                          lambda name: f"# corral env: {name} must not be set (a Dockerfile cannot unset it)",
+                          lambda name, quoted: f'ENV {name}="{quoted}"')
 
 
 RENDER = {"shell": shell, "systemd": systemd, "docker": docker}

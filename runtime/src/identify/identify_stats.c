@@ -8,6 +8,12 @@
 #include "internal.h"
 #include "stats_table.h"
 
+/* The counters of the "identify" section, in its order: summed over the
+ * threads' slots, then written. */
+#define IDENT_COUNTERS(X) \
+  X(calls) X(direct_hits) X(stub_decisions) X(replays) X(walks) X(frames) X(fp_steps) X(cfi_steps) \
+  X(grouped) X(sampled)
+
 /* The entry points behind the CORRAL_PROBE_* bits, in bit order. */
 static const char *const gate_names[] = {"malloc", "calloc", "realloc", "new"};
 #define GATE_NAMES (sizeof gate_names / sizeof *gate_names)
@@ -20,17 +26,10 @@ static void sum_counters(corral_ident_counters_t *sum)
   if (used > IDENT_COUNTER_SLOTS) used = IDENT_COUNTER_SLOTS;
   for (unsigned i = 0; i < used; i++) {
     const corral_ident_counters_t *c = &_corral_ident.counters[i];
-    sum->calls += c->calls;
-    sum->direct_hits += c->direct_hits;
-    sum->walks += c->walks;
-    sum->frames += c->frames;
-    sum->fp_steps += c->fp_steps;
-    sum->cfi_steps += c->cfi_steps;
-    sum->grouped += c->grouped;
-    sum->sampled += c->sampled;
+#define ADD(name) sum->name += c->name;
+    IDENT_COUNTERS(ADD)
+#undef ADD
     sum->sampled_cycles += c->sampled_cycles;
-    sum->replays += c->replays;
-    sum->stub_decisions += c->stub_decisions;
   }
 }
 
@@ -60,19 +59,9 @@ static void write_probing(int fd)
 
 static const corral_stat_t *identify_gather(unsigned *n)
 {
-  static const corral_stat_t fields[] = {
-    CORRAL_STAT("calls", U64, &got.sum.calls),
-    CORRAL_STAT("direct_hits", U64, &got.sum.direct_hits),
-    CORRAL_STAT("stub_decisions", U64, &got.sum.stub_decisions),
-    CORRAL_STAT("replays", U64, &got.sum.replays),
-    CORRAL_STAT("walks", U64, &got.sum.walks),
-    CORRAL_STAT("frames", U64, &got.sum.frames),
-    CORRAL_STAT("fp_steps", U64, &got.sum.fp_steps),
-    CORRAL_STAT("cfi_steps", U64, &got.sum.cfi_steps),
-    CORRAL_STAT("grouped", U64, &got.sum.grouped),
-    CORRAL_STAT("sampled", U64, &got.sum.sampled),
-    CORRAL_STAT("cycles_per_call", REAL, &got.cycles_per_call),
-  };
+#define FIELD(name) CORRAL_STAT(#name, U64, &got.sum.name),
+  static const corral_stat_t fields[] = {IDENT_COUNTERS(FIELD) CORRAL_STAT("cycles_per_call", REAL, &got.cycles_per_call)};
+#undef FIELD
   sum_counters(&got.sum);
   got.cycles_per_call = got.sum.sampled ? (double)got.sum.sampled_cycles / (double)got.sum.sampled : 0.0;
   *n = sizeof fields / sizeof *fields;

@@ -75,8 +75,13 @@ int _corral_safe_large_owns(const void *p);
  * inaccessible, or an error reported. */
 void _corral_safe_large_free(void *p, void *site);
 
+/* The large blocks' figures, in the statistics' order. */
+#define CORRAL_SAFE_LARGE_STATS(X) \
+  X(reserved) X(blocks) X(live_blocks) X(live_bytes) X(peak_live_bytes) X(recycled) X(unprotected) X(full)
 typedef struct corral_safe_large_stats_s {
-  uint64_t reserved, blocks, live_blocks, live_bytes, peak_live_bytes, recycled, unprotected, full;
+#define CORRAL_FIELD(name) uint64_t name;
+  CORRAL_SAFE_LARGE_STATS(CORRAL_FIELD)
+#undef CORRAL_FIELD
 } corral_safe_large_stats_t;
 void _corral_safe_large_stats(corral_safe_large_stats_t *s);
 void _corral_safe_large_fork_prepare(void);
