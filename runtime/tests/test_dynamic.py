@@ -5,6 +5,7 @@ the wrapper list the runtime loads; programs ask corral_group_of where each
 object landed, and the statistics say what was pooled and merged. Each runs
 as a user would (malloc's short way) and with statistics (the full way)."""
 
+import os
 import subprocess
 import sys
 
@@ -230,6 +231,28 @@ def test_a_pool_whose_live_set_fits_a_page_is_given_back(tmp_path, stubs):
     assert d["calls_to_none"] == 3 * stubs        # the brief one's, main's malloc and calloc
     [list_group] = [g["id"] for g in stats["groups"] if g["id"] not in d["unpooled"]]
     assert next(g for g in stats["groups"] if g["id"] == list_group)["peak_live"] >= 100000 * 16
+
+
+@pytest.mark.parametrize("stubs", [1, 0])
+def test_dynamic_mode_steps_aside_when_no_pool_pays(tmp_path, stubs):
+    """Every object comes through one wrapper (from malloc, or from realloc
+    of NULL as an interpreter's) and dies at once: both contexts' pools are
+    given back, and after a window of forwarded
+    requests with no pool in use and no new context dynamic mode steps
+    aside (its gates close: the bare preload from then on), uncounted and
+    counted alike; the output is the program's own. The same program with
+    a list that keeps its pool never steps aside, and neither does a window
+    of 0."""
+    prog = build(tmp_path, "dyn_back_off")
+    for args, window, steps_aside in ((["drop"], "20000", True), (["realloc"], "20000", True), (["drop"], "0", False),
+                                      (["keep"], "20000", False)):
+        env = {"CORRAL_DYN_BACK_OFF": window, "CORRAL_STUBS": str(stubs), "CORRAL_VERBOSE": "1"}
+        done, stats = run_dynamic(prog, args, tmp_path, env=env)
+        _ok(done)
+        assert done.stdout == run_plain(prog, args).stdout
+        assert ("no pool in use and no new context" in done.stderr) == steps_aside, (args, window, done.stderr)
+        assert stats["dynamic"]["backed_off"] is steps_aside, (args, window, stats["dynamic"])
+        assert stats["dynamic"]["pools"] >= 2 and len(stats["dynamic"]["unpooled"]) >= 2
 
 
 @pytest.fixture(scope="module")

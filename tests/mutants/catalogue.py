@@ -292,4 +292,12 @@ MUTANTS = [
            "    return min(1.0, 2 * LINE_BYTES / max(size_a + size_b, 1.0))\n",
            "    return 1.0\n",
            "two kilobyte-sized objects side by side are valued as if every use shared a line"),
+    Mutant("back-off-ignores-pools-in-use", "runtime/src/dynamic/back_off.c",
+           "  if (now == contexts_then && !a_pool_is_in_use()) {\n",
+           "  if (now == contexts_then) {\n",
+           "dynamic mode steps aside while a pool that pays is still in use"),
+    Mutant("back-off-never-counts-reallocs", "runtime/src/entry/malloc.c",
+           "  if (f != 0 && (f & 0xffff) == 0) {\n    _corral_dyn_forwarded();\n",
+           "  if (f != 0 && (f & 0xffff) == 0) {\n",
+           "a program that allocates through realloc (an interpreter) never steps aside"),
 ]

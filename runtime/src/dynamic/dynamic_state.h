@@ -81,6 +81,7 @@ typedef struct dyn_state_s {
   int unpooled[DYN_MAX_MERGES];          /* pools given back, and why (DYN_GIVEN_BACK_*, give_back.h) */
   uint8_t unpooled_why[DYN_MAX_MERGES];
   unsigned unpooled_count;
+  int backed_off;                        /* no pool paid: the entry points forward (back_off.c) */
   uintptr_t lock_holder;                 /* debug build: the thread holding the lock */
 } dyn_state_t;
 

@@ -117,6 +117,7 @@ static const corral_stat_t *stats_gather(unsigned *n) {
     CORRAL_STAT_WRITTEN("unpooled_why", write_unpooled_why),
     CORRAL_STAT("calls_to_none", U64, &_corral_dyn.calls_to_none),
     CORRAL_STAT("calls_to_pool", U64, &_corral_dyn.calls_to_pool),
+    CORRAL_STAT("backed_off", BOOL, &_corral_dyn.backed_off),
   };
   if (!_corral_modes.dynamic) return NULL;
   got.wrappers = wrappers_in_use();

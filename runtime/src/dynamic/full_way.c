@@ -100,7 +100,7 @@ static void maybe_sample(dyn_ctx_t *c, uint32_t id, size_t size) {
 }
 
 int _corral_dyn_identify(void *ret0, void *fp0, size_t size) {
-  if (size > _corral_dyn_settled.max_size) return -1;
+  if (size > _corral_dyn_settled.max_size || CORRAL_UNLIKELY(_corral_dyn.backed_off)) return -1;
   uint32_t epoch = __atomic_load_n(&_corral_dyn_settled.epoch, __ATOMIC_ACQUIRE);   /* before anything it decides from */
   uintptr_t r0 = (uintptr_t)ret0;
   const corral_dync_site_t *s = _corral_dync_site(&_corral_dyn_settled.table, r0);
@@ -117,6 +117,9 @@ int _corral_dyn_identify(void *ret0, void *fp0, size_t size) {
     uint32_t n = __atomic_load_n(&c->allocs, __ATOMIC_RELAXED);
     if (n == UINT32_MAX) {               /* given back, or qualified when no group id was left */
       _corral_dyn_publish_fast(s, id, epoch, -1, c);
+      /* Counted as the settled ways count their forwards: while statistics
+       * send every request here, dynamic mode steps aside all the same. */
+      _corral_dyn_forwarded();
       return -1;
     }
     __atomic_store_n(&c->allocs, ++n, __ATOMIC_RELAXED);

@@ -10,6 +10,8 @@
 #include "heap.h"
 
 __thread uint32_t _corral_dyn_countdown __attribute__((tls_model("initial-exec"))) = DYN_STEADY_EVERY;
+/* 0: the first forward arms the window (back_off.c). */
+__thread uint32_t _corral_dyn_idle __attribute__((tls_model("initial-exec")));
 corral_dyn_settled_t _corral_dyn_settled;
 
 /* The decision for a call inside a wrapper, s the site of its return

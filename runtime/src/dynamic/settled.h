@@ -52,10 +52,23 @@ extern corral_dyn_settled_t _corral_dyn_settled;
  * the full way takes a sample (full_way.c schedules it, sampling.h). */
 extern __thread uint32_t _corral_dyn_countdown __attribute__((tls_model("initial-exec")));
 
+/* Requests this thread may still forward on a settled way before it asks
+ * whether dynamic mode should step aside (back_off.c). */
+extern __thread uint32_t _corral_dyn_idle __attribute__((tls_model("initial-exec")));
+void _corral_dyn_idle_check(void);
+
+/* A request forwarded on a settled decision: counted towards stepping aside. */
+CORRAL_INLINE void _corral_dyn_forwarded(void) {
+  if (CORRAL_UNLIKELY(_corral_dyn_idle-- == 0)) _corral_dyn_idle_check();
+}
+
 /* A settled decision for `pool` (+ 1; 0 = the allocator underneath). */
 CORRAL_INLINE int _corral_dyn_settled_way(size_t size, uint32_t pool, void **block) {
   CORRAL_ASSERT(pool == 0 || ((pool - 1) % CORRAL_SIZE_CLASSES == 0 && pool - 1 < CORRAL_POOLS));
-  if (pool == 0) return CORRAL_DYN_FORWARD;
+  if (pool == 0) {
+    _corral_dyn_forwarded();
+    return CORRAL_DYN_FORWARD;
+  }
   if (CORRAL_UNLIKELY(_corral_dyn_countdown <= 1)) return CORRAL_DYN_FULL;   /* at 1 the full way samples */
   corral_chunk_t *c = _corral_pool_ready(pool - 1, size);
   if (CORRAL_UNLIKELY(c == NULL)) return CORRAL_DYN_FULL;

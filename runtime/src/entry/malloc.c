@@ -258,7 +258,11 @@ static __attribute__((noinline)) void *dyn_realloc(void *p, size_t size) {
   int larger = size > _corral_dyn_settled.max_size;                       /* never pooled: forwarded */
   uint64_t f = larger ? 0 : _corral_dyn_settled_word(size, (uintptr_t)__builtin_return_address(0),
                                          (uintptr_t)__builtin_dwarf_cfa());
-  if (larger || (f != 0 && (f & 0xffff) == 0)) return _corral_enomem_if_null(_corral_next.realloc(p, size));
+  if (larger) return _corral_enomem_if_null(_corral_next.realloc(p, size));
+  if (f != 0 && (f & 0xffff) == 0) {
+    _corral_dyn_forwarded();
+    return _corral_enomem_if_null(_corral_next.realloc(p, size));
+  }
   if (f != 0 && !p) {
     void *q = NULL;
     if (_corral_dyn_settled_way(size, (uint32_t)f & 0xffff, &q) == CORRAL_DYN_POPPED) return q;

@@ -1,0 +1,62 @@
+/* Dynamic mode stepping aside. A program whose contexts all lose their
+ * pools (an interpreter, whose objects all come through one allocator
+ * function; a tool of short-lived buffers) still pays for dynamic mode on
+ * every request: the settled ways look its site up before they forward.
+ * Each thread counts the requests it forwards on a settled way (or, while
+ * statistics send every request the full way, for a context given back);
+ * after
+ * CORRAL_DYN_BACK_OFF of them it asks, under the lock, whether any pool is
+ * still in use and whether a context appeared since it last asked. If
+ * neither, nothing is left for dynamic mode to decide that it has not
+ * decided against: the entry points' dynamic gates close, and from then on
+ * every request goes to the allocator underneath at the bare preload's
+ * cost (docs/dynamic.md, "Stepping aside"), and the full way, which
+ * statistics keep every request on, decides nothing any more. Objects already pooled stay
+ * where they are and are freed as before. */
+#include "dynamic.h"
+
+#include "dynamic_merge.h"
+#include "dynamic_state.h"
+#include "gates.h"
+#include "internal.h"
+#include "settled.h"
+
+/* The contexts there were when this thread last asked. */
+static __thread uint32_t contexts_then __attribute__((tls_model("initial-exec")));
+
+/* Under the lock: whether some context's pool is still in use. */
+static int a_pool_is_in_use(void) {
+  DYN_ASSERT_LOCKED();
+  uint32_t total = __atomic_load_n(&_corral_dyn_settled.table.context_count, __ATOMIC_ACQUIRE);
+  for (uint32_t i = 0; i < total; i++)
+    if (__atomic_load_n(&_corral_dyn.ctx[i].group, __ATOMIC_RELAXED) >= 0 &&
+        _corral_dynm_find(&_corral_dyn.merge, i) == i)
+      return 1;
+  return 0;
+}
+
+/* The entry points' dynamic gates close; gates that are not dynamic
+ * (statistics count every request) stay as they are. */
+static void close_gates(void) {
+  int64_t *gates[] = {&_corral_gates.on_malloc, &_corral_gates.on_calloc, &_corral_gates.on_realloc,
+                      &_corral_gates.on_new};
+  for (unsigned i = 0; i < sizeof gates / sizeof *gates; i++) {
+    int64_t dynamic = CORRAL_GATE_DYNAMIC;
+    __atomic_compare_exchange_n(gates[i], &dynamic, CORRAL_GATE_CLOSED, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+  }
+}
+
+void _corral_dyn_idle_check(void) {
+  size_t window = _corral_options.dyn_back_off;
+  _corral_dyn_idle = window ? (uint32_t)window : UINT32_MAX;
+  if (!window || _corral_dyn.backed_off || !_corral_dyn_trylock()) return;
+  uint32_t now = __atomic_load_n(&_corral_dyn_settled.table.context_count, __ATOMIC_ACQUIRE);
+  if (now == contexts_then && !a_pool_is_in_use()) {
+    _corral_dyn.backed_off = 1;
+    close_gates();
+    _corral_note(1, "dynamic: no pool in use and no new context in %zu forwarded requests; "
+                 "the allocator underneath serves everything from now on", window);
+  }
+  contexts_then = now;
+  _corral_dyn_unlock();
+}

@@ -1,0 +1,61 @@
+/* Dynamic mode stepping aside (docs/dynamic.md, "Stepping aside"): every
+ * object comes through one allocation wrapper, as an interpreter's do, and
+ * dies before the next is made, so that each context's pool is given back
+ * as too small; then the program goes on allocating the same way for a
+ * long while. With `realloc` every object is made by realloc of NULL, as
+ * Lua's allocator makes them; with `keep`, a list that keeps growing has a
+ * pool in use throughout. Prints a checksum, the same with corral or
+ * without. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NOIPA __attribute__((noipa))
+
+static int by_realloc;
+static void *volatile none;        /* realloc(NULL, n) the compiler cannot turn into malloc(n) */
+
+NOIPA void *xmalloc(size_t n) {
+  void *p = by_realloc ? realloc(none, n) : malloc(n);
+  if (!p) abort();
+  return p;
+}
+
+struct node { struct node *next; long value; };
+
+NOIPA long scratch_a(long i) {
+  long *p = xmalloc(48);
+  p[0] = i;
+  long v = p[0] * 3;
+  free(p);
+  return v;
+}
+
+NOIPA long scratch_b(long i) {
+  long *p = xmalloc(32);
+  p[1] = i;
+  long v = p[1] + 1;
+  free(p);
+  return v;
+}
+
+NOIPA struct node *grow(struct node *list, long i) {
+  struct node *n = xmalloc(sizeof *n);
+  n->next = list;
+  n->value = i;
+  return n;
+}
+
+int main(int argc, char **argv) {
+  int keep = argc > 1 && strcmp(argv[1], "keep") == 0;
+  by_realloc = argc > 1 && strcmp(argv[1], "realloc") == 0;
+  long rounds = argc > 2 ? atol(argv[2]) : 400000, sum = 0;
+  struct node *list = NULL;
+  for (long i = 0; i < rounds; i++) {
+    sum += scratch_a(i) + scratch_b(i);
+    if (keep && i % 4 == 0) list = grow(list, i);
+  }
+  for (struct node *n = list; n; n = n->next) sum += n->value;
+  printf("sum %ld\n", sum);
+  return 0;
+}
