@@ -4,15 +4,14 @@
  * every request: the settled ways look its site up before they forward.
  * Each thread counts the requests it forwards on a settled way (or, while
  * statistics send every request the full way, for a context given back);
- * after
- * CORRAL_DYN_BACK_OFF of them it asks, under the lock, whether any pool is
- * still in use and whether a context appeared since it last asked. If
- * neither, nothing is left for dynamic mode to decide that it has not
- * decided against: the entry points' dynamic gates close, and from then on
- * every request goes to the allocator underneath at the bare preload's
- * cost (docs/dynamic.md, "Stepping aside"), and the full way, which
- * statistics keep every request on, decides nothing any more. Objects already pooled stay
- * where they are and are freed as before. */
+ * after CORRAL_DYN_BACK_OFF of them it asks, under the lock, whether any
+ * pool is still in use and whether a context appeared since it last asked.
+ * If neither, nothing is left for dynamic mode to decide that it has not
+ * decided against: the entry points' dynamic gates close, so that every
+ * request goes to the allocator underneath at the bare preload's cost, and
+ * the full way, where statistics keep every request, decides nothing more
+ * (docs/dynamic.md, "Stepping aside"). Objects already pooled stay where
+ * they are and are freed as before. */
 #include "dynamic.h"
 
 #include "dynamic_merge.h"
