@@ -279,6 +279,8 @@ static __attribute__((noinline)) void *dyn_memalign(size_t align, size_t size) {
   }
 }
 
+/* posix_memalign's decision, out of line as it was when it lived in dynamic
+ * mode's own file: posix_memalign keeps its small frame. */
 static __attribute__((noinline)) int dyn_aligned(size_t align, size_t size, uintptr_t ret, uintptr_t cfa, void **block) {
   return _corral_dyn_aligned_way(align, size, ret, cfa, block);
 }

@@ -26,10 +26,10 @@ static const corral_stats_section_t *owner(void)
   return found;
 }
 
-/* Group labels: the owning mode's, or "random-N" for random pools. */
-static const char *group_label(unsigned g, char *buf, size_t len)
+/* Group labels: the owning mode's (o, from owner()), or "random-N" for
+ * random pools. */
+static const char *group_label(const corral_stats_section_t *o, unsigned g, char *buf, size_t len)
 {
-  const corral_stats_section_t *o = owner();
   const char *name = o && o->group_name ? o->group_name(g) : NULL;
   if (name) return name;
   snprintf(buf, len, "%s-%u", _corral_options.random_pools > 0 ? "random" : "group", g);
@@ -46,9 +46,9 @@ static double frag_pct(const corral_group_totals_t *t)
   return t->peak_resident ? 100.0 * (double)frag_bytes(t) / (double)t->peak_resident : 0.0;
 }
 
-static void write_json(int fd, const corral_group_totals_t *t, unsigned n, uint64_t uobj, uint64_t ubytes)
+static void write_json(int fd, const corral_stats_section_t *o, const corral_group_totals_t *t, unsigned n,
+                       uint64_t uobj, uint64_t ubytes)
 {
-  const corral_stats_section_t *o = owner();
   const char *mode = _corral_options.random_pools > 0 ? "random" : o ? o->mode() : "off";
   _corral_fdprintf(fd, "{\"corralStats\":1,\"pid\":%d,\"mode\":\"%s\",\"options\":", (int)getpid(), mode);
   _corral_options_json(fd);
@@ -56,7 +56,7 @@ static void write_json(int fd, const corral_group_totals_t *t, unsigned n, uint6
   for (unsigned g = 0; g < n; g++) {
     char buf[32];
     _corral_fdprintf(fd, "%s{\"id\":%u,\"name\":", g ? "," : "", g);
-    _corral_json_string(fd, group_label(g, buf, sizeof buf));
+    _corral_json_string(fd, group_label(o, g, buf, sizeof buf));
     _corral_fdprintf(fd, ",\"objects\":%llu,\"bytes\":%llu,\"frees\":%llu,\"freed_bytes\":%llu,"
                      "\"chunks\":%llu,\"peak_chunks\":%llu,\"peak_live\":%llu,\"peak_resident\":%llu,"
                      "\"frag_bytes\":%llu,\"frag_pct\":%.2f}",
@@ -78,14 +78,15 @@ static void write_json(int fd, const corral_group_totals_t *t, unsigned n, uint6
   _corral_fdprintf(fd, "}\n");
 }
 
-static void write_text(int fd, const corral_group_totals_t *t, unsigned n, uint64_t uobj, uint64_t ubytes)
+static void write_text(int fd, const corral_stats_section_t *o, const corral_group_totals_t *t, unsigned n,
+                       uint64_t uobj, uint64_t ubytes)
 {
   /* Group names in full (plan names run to 60 characters), the column as
    * wide as the longest. */
   int width = 20;
   for (unsigned g = 0; g < n; g++) {
     char buf[32];
-    int len = (int)strlen(group_label(g, buf, sizeof buf));
+    int len = (int)strlen(group_label(o, g, buf, sizeof buf));
     if (len > width) width = len < 64 ? len : 64;
   }
   _corral_fdprintf(fd, "corral: statistics of pid %d (%s; %u groups, chunk %zu KiB)\n", (int)getpid(),
@@ -95,7 +96,7 @@ static void write_text(int fd, const corral_group_totals_t *t, unsigned n, uint6
   for (unsigned g = 0; g < n; g++) {
     char buf[32];
     _corral_fdprintf(fd, "corral: %-*.*s %12llu %14llu %12llu %7llu %12llu %12llu %6.1f%%\n", width, width,
-                     group_label(g, buf, sizeof buf), (unsigned long long)t[g].counts.objects,
+                     group_label(o, g, buf, sizeof buf), (unsigned long long)t[g].counts.objects,
                      (unsigned long long)t[g].counts.bytes, (unsigned long long)t[g].counts.frees,
                      (unsigned long long)t[g].peak_chunks, (unsigned long long)t[g].peak_live,
                      (unsigned long long)t[g].peak_resident, frag_pct(&t[g]));
@@ -136,7 +137,7 @@ void _corral_stats_write(const char *dest, int err_fd)
   uint64_t uobj, ubytes;
   _corral_heap_totals(totals, n, &uobj, &ubytes);
   if (strcmp(dest, "1") == 0 || strcmp(dest, "stderr") == 0) {
-    write_text(err_fd, totals, n, uobj, ubytes);
+    write_text(err_fd, o, totals, n, uobj, ubytes);
     return;
   }
   char path[4096];
@@ -149,6 +150,6 @@ void _corral_stats_write(const char *dest, int err_fd)
     _corral_warn("cannot write statistics to %s", path);
     return;
   }
-  write_json(fd, totals, n, uobj, ubytes);
+  write_json(fd, o, totals, n, uobj, ubytes);
   close(fd);
 }
