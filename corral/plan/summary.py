@@ -161,7 +161,7 @@ def print_summary(result: PlanResult, console: Console | None = None, verbose: b
     dynamic = result.plan.mode == "dynamic"
     for group in result.excluded:
         why = ("validation chose dynamic mode, which ran faster" if dynamic
-               else "validation: it did not make the training run faster beyond noise")
+               else "validation: it made the training run slower beyond noise")
         console.print(f"not grouped ({why}): contexts {contexts_text(group)}")
     if dynamic:
         console.print("mode: dynamic (validation found dynamic mode's pools faster than the groups "

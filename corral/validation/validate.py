@@ -28,8 +28,11 @@ The steps:
 
 1. The base: the fastest base allocator alone, unless glibc is within
    noise of it (the plan says when bases were).
-2. The plan's groups over that base. If the whole plan does not win, each
-   group is tried alone (by simulation) and the survivors together.
+2. The plan's groups over that base. They stay unless they make the run
+   slower beyond noise (the profile's affinity is evidence too); if the
+   whole plan does, each group is tried alone (by simulation) and those
+   that do no harm together. The scaled caches alone never drop a group
+   (evidence.decide says why).
 3. Site pools: the planner's groups and a pool of its own for each hot
    context no group took, as dynamic mode would pool it, identified by
    the plan's call sites. Chosen over the groups only when it beats them.
@@ -202,7 +205,7 @@ class Validator(Trials):
             return frozenset(groups), None
         self._note(f"plan with {len(groups)} group(s) over {base}: {verdict}")
         keep, kept_verdict = groups, verdict
-        if verdict.outcome != FASTER:
+        if verdict.harms:
             keep, kept_verdict = [], None
             searchable = not self.timed or self._may_simulate((len(groups) + 1) * len(self.models))
             if len(groups) > 1 and searchable:
@@ -212,21 +215,24 @@ class Validator(Trials):
                 verdicts = self.compare(reference, list(alone.values()), timed_run=False)
                 for g, config in alone.items():
                     self._note(f"  group of contexts {_label(result, g)} alone: {verdicts[config[0]][0]}")
-                keep = [g for g in groups if verdicts[alone[g][0]][0].outcome == FASTER and verdicts[alone[g][0]][1]]
+                keep = [g for g in groups if not verdicts[alone[g][0]][0].harms and verdicts[alone[g][0]][1]]
                 if keep:
                     together = self.plan_config(replan(frozenset(groups) - set(keep)).plan, base)
                     v, same = self.compare(reference, [together])[together[0]]
-                    self._note(f"  the {len(keep)} that pay alone, together: {v}")
-                    if v.outcome == FASTER and same:
+                    self._note(f"  the {len(keep)} that do no harm alone, together: {v}")
+                    if not v.harms and same:
                         kept_verdict = v
                     else:
                         best = max(keep, key=lambda g: verdicts[alone[g][0]][0].gain)
                         v, same = self.compare(reference, [alone[best]])[alone[best][0]]
-                        keep, kept_verdict = ([best], v) if v.outcome == FASTER and same else ([], None)
+                        keep, kept_verdict = ([best], v) if not v.harms and same else ([], None)
+        elif verdict.outcome != FASTER:
+            self._note("the groups are kept: nothing measured says they cost anything, and the profile "
+                       "says their objects are used together")
         dropped = frozenset(groups) - set(keep)
         if dropped:
-            self._note(f"{len(dropped)} of {len(groups)} group(s) dropped: they did not make the "
-                       "training run faster beyond noise" + ("" if keep else "; the plan has no groups"))
+            self._note(f"{len(dropped)} of {len(groups)} group(s) dropped: they made the training run "
+                       "slower beyond noise" + ("" if keep else "; the plan has no groups"))
         return dropped, kept_verdict
 
     # ---- 3 and 4. site pools and dynamic mode as candidates ----

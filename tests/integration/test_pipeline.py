@@ -211,8 +211,8 @@ def test_validation_drops_a_group_the_training_run_cannot_pay_for(figure2, tmp_p
     assert not written.groups and written.base in planfile.BASES
     assert (tmp_path / "validated.profile.json.gz").exists()     # named after the plan
     assert f"validation: base: {written.base}" in r.stderr
-    assert "validation: 1 of 1 group(s) dropped: they did not make the training run faster" in r.stderr
-    assert "not grouped (validation: it did not make the training run faster beyond noise): contexts" in r.stderr
+    assert "validation: 1 of 1 group(s) dropped: they made the training run slower beyond noise" in r.stderr
+    assert "not grouped (validation: it made the training run slower beyond noise): contexts" in r.stderr
     assert any(c.startswith("validation: plan with 1 group(s) over") for c in written.comments)
     # `corral run` takes the recorded base: no groups, so the base alone.
     run = corral("run", "--plan", plan, "--", program, *TRAIN)
