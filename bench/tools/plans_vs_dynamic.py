@@ -5,7 +5,9 @@ dynamic mode").
 
     python3 bench/tools/plans_vs_dynamic.py --rounds 5 --plans a.plan,b.plan -- ./prog args [< input]
 
-Each round runs every configuration once: glibc, jemalloc and mimalloc
+Each round runs every configuration once, in an order shuffled anew each
+round (seeded), so that a machine that slows down or speeds up within a
+round favours none of them: glibc, jemalloc and mimalloc
 alone, each plan as `corral run --plan` runs it (over its recorded base,
 in dynamic mode where it says so), and dynamic mode over glibc and over
 mimalloc. Prints, per plan and for dynamic mode over the fastest base,
@@ -16,6 +18,7 @@ interval), and each plan against dynamic mode.
 
 import argparse
 import json
+import random
 import statistics
 import sys
 
@@ -46,9 +49,11 @@ def main() -> int:
     for p in plans:
         envs[p] = launch.environment(plan=p, base=planfile.read(p).base or "glibc", program=argv[0])
     times = {name: [] for name in envs}
+    order, shuffle = list(envs), random.Random(args.rounds).shuffle
     for _ in range(args.rounds):
-        for name, env in envs.items():
-            times[name].append(runs.cpu_seconds(argv, env, stdin)[0])
+        shuffle(order)
+        for name in order:
+            times[name].append(runs.cpu_seconds(argv, envs[name], stdin)[0])
     fastest = min(BASES, key=lambda b: statistics.median(times[b]))
     # dynamic mode over the fastest base, or the faster of the two measured where that is jemalloc
     dynamic = f"dynamic+{fastest}" if fastest in DYNAMIC_BASES else \

@@ -119,7 +119,8 @@ class Verdict:
         return self.outcome == SLOWER and not self.scaled_only
 
     def __str__(self) -> str:
-        return f"{self.outcome} (by {self.by}: {self.evidence})"
+        scope = " on the scaled caches only" if self.scaled_only else ""
+        return f"{self.outcome}{scope} (by {self.by}: {self.evidence})"
 
 
 def decide(sim_change, time: Timed | None, margin: float = MARGIN, scaled: str | None = None) -> Verdict:
