@@ -111,6 +111,27 @@ def internal_affinity(doc: dict, members: list[int]) -> float:
     return sum(w * line_share(size(a), size(b)) for a, b, w in doc["edges"] if a in inside and b in inside)
 
 
+def cross_affinity(doc: dict, group: list[int], others: list[int]) -> float:
+    """The affinity between the group's contexts and `others` (each edge
+    weighted by line_share, as internal_affinity)."""
+    a, b = set(group), set(others)
+    contexts = doc["contexts"]
+
+    def size(c: int) -> float:
+        return contexts[c].get("bytes", 0) / max(contexts[c].get("allocs", 0), 1)
+    return sum(w * line_share(size(u), size(v)) for u, v, w in doc["edges"]
+               if (u in a and v in b) or (u in b and v in a))
+
+
+def cut_loss(doc: dict, group: list[int], others: list[int], together: float, miss_share: float) -> float:
+    """Cycles a pool of `group` loses by taking its objects away from those
+    of `others`: the pairs between them the program uses together and the
+    base places side by side (`together`, the placement model's share,
+    placement.cross_share) miss once the pool parts them."""
+    pairs = cross_affinity(doc, group, others) * together
+    return pairs * miss_share * miss_cycles(reuse_bytes(doc, list(group) + list(others)))
+
+
 def stub_sites(clauses, direct: dict, stubbable=None) -> tuple[set, set, bool]:
     """(the sites of `clauses` that need stubs, those of them in a clause
     of several sites, whether the plan walks). A site the direct table

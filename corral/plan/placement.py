@@ -24,3 +24,15 @@ def together_share(doc: dict, members: list[int]) -> float | None:
     if not made:
         return None
     return sum(n for prev, ctx, n in follows if prev in inside and ctx in inside) / made
+
+
+def cross_share(doc: dict, a: list[int], b: list[int]) -> float:
+    """Share of the allocations of `a` and `b` that the model places right
+    after an object of the other set: how often the base puts the two side
+    by side. 0 without the model."""
+    follows = doc.get("follows")
+    made = sum(doc["contexts"][i]["allocs"] for i in (*a, *b))
+    if follows is None or not made:
+        return 0.0
+    sa, sb = set(a), set(b)
+    return sum(n for prev, ctx, n in follows if (prev in sa and ctx in sb) or (prev in sb and ctx in sa)) / made

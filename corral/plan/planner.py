@@ -113,8 +113,9 @@ def _close_over_frame0(doc, contexts, graph, kept, contexts_in, extra, layout_of
             return cost.estimate(doc, ms, closure.decided_by_frame0(contexts, ms), tog, options.miss_share, pk)
 
         before = tuple(estimate(contexts_in(h), together[h], packing[h]) for h in [g, *merged])
+        cut = cost.cut_loss(doc, members, added, placement.cross_share(doc, members, added), options.miss_share)
         found = closure.Closure(tuple(added), tuple(sites), sum(contexts[c].allocs for c in added), len(merged),
-                                before, estimate(wider, share, packs))
+                                before, estimate(wider, share, packs), cut)
         if not (lay.pays and found.better(options.tolerance)):
             continue
         if merged:

@@ -117,7 +117,8 @@ def print_summary(result: PlanResult, console: Console | None = None, verbose: b
             console.print(f"  closed over frame 0: took in {len(closed.added)} context(s) "
                           f"({closed.allocs} allocations) of its size classes that allocate at "
                           f"{', '.join(labels[s] for s in closed.sites)}{merged}, so that frame 0 decides; "
-                          f"as formed: " + "; ".join(estimate_text(e) for e in closed.before))
+                          f"as formed: " + "; ".join(estimate_text(e) for e in closed.before)
+                          + (f"; pairs it would cut from them {closed.cut / 1e6:.2f}M cycles" if closed.cut else ""))
         console.print(f"  expected coverage {_share(checked.caught_objects, checked.member_objects)} "
                       f"of its {checked.member_objects} profiled allocations; "
                       f"catches {checked.stray_objects} allocation(s) of {len(checked.caught_elsewhere)} "

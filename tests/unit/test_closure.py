@@ -58,6 +58,18 @@ def test_a_group_kept_apart_from_its_sites_other_objects_stays_apart():
     assert all(len(c) == 1 and c[0] != XMALLOC for c in result.plan.groups[0].clauses)
 
 
+def test_the_pairs_a_group_would_cut_from_its_sites_other_objects_count_against_it():
+    """Olden health from a small input: C is used with A and B about half as
+    much as A and B with each other, and the base puts it beside them. The
+    closed group's expected layout gain is under the group's (the base
+    mixes C in already), but the group as formed would part every such pair:
+    charged with them, closing is the better plan."""
+    result = make_plan(health_shape(1500), DEFAULTS)
+    assert [sorted(m) for m in result.members] == [[0, 1, 2]]
+    closed = result.closures[0]
+    assert closed.after.gain < closed.before[0].gain and closed.cut > closed.before[0].gain - closed.after.gain
+
+
 def test_objects_the_base_keeps_apart_are_not_mixed_in():
     # C is placed after main's objects (in slots they held), never after
     # A, B or C: a pool of all three would mix it in with them.
