@@ -106,20 +106,22 @@ class Trials:
                 times[key][1].add(output)
         return times
 
-    def compare(self, reference, candidates, timed_run=None) -> dict:
+    def compare(self, reference, candidates, timed_run=None, optional=False) -> dict:
         """Each candidate configuration against `reference`: key ->
         (Verdict, output unchanged)."""
         verdicts = self.trial([reference, *candidates], [(reference[0], key) for key, _ in candidates],
-                              timed_run)
+                              timed_run, optional)
         return {pair[1]: v for pair, v in verdicts.items()}
 
-    def trial(self, configs, pairs, timed_run=None) -> dict:
+    def trial(self, configs, pairs, timed_run=None, optional=False) -> dict:
         """(reference key, candidate key) -> (Verdict, output unchanged)
         for each pair, from one set of runs of `configs`: timed in
         alternation when the run is long enough (`timed_run`, default: long
         enough for libcorral.so), simulated where the clock is inconclusive
         or the run short. A long run is simulated only while the time
-        budget allows it."""
+        budget allows it, and so is a short one for an `optional`
+        comparison (a challenger that only a win beyond noise would choose:
+        left unsimulated, it is within noise and not chosen)."""
         clocked = self.timed if timed_run is None else timed_run
         if all((*pair, clocked) in self._verdicts for pair in pairs):
             return {pair: self._verdicts[(*pair, clocked)] for pair in pairs}
@@ -133,7 +135,8 @@ class Trials:
         timed = {pair: evidence.timed(times[pair[0]][0], times[pair[1]][0]) for pair in pairs if times}
         unsettled = {k for pair in pairs if pair not in timed or timed[pair].verdict == NOISE for k in pair}
         fresh = {k for k in unsettled if (k, 0) not in self._sims}
-        skipped = bool(times) and bool(unsettled) and not self._may_simulate(len(fresh) * len(self.models))
+        skipped = (bool(times) or optional) and bool(unsettled) and \
+            not self._may_simulate(len(fresh) * len(self.models))
         sims = {} if skipped or not unsettled else self.simulate_all([(k, envs[k]) for k in unsettled])
         for key, sim in sims.items():
             if key[0] == "base":

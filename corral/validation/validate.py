@@ -196,8 +196,11 @@ class Validator(Trials):
             return frozenset(), None
         reference = self.base_config(base)
         whole = self.plan_config(result.plan, base)
-        # dynamic mode in the same rounds: step 3 finds its verdicts here when the plan stays whole
-        configs, pairs = self.candidates_over(result.plan, base)
+        # dynamic mode in the same rounds: step 3 finds its verdicts here when
+        # the plan stays whole. Simulated, it waits for step 3, where the
+        # time budget may leave it out.
+        configs, pairs = self.candidates_over(result.plan, base) if self.timed else \
+            ([whole], [(reference[0], whole[0])])
         configs.insert(0, reference)
         verdict, same = self.trial(configs, pairs)[(reference[0], whole[0])]
         if not same:
@@ -243,7 +246,7 @@ class Validator(Trials):
         base, or None when it kept no groups); else None. `name`, `detail`
         (on the first line) and `winning` ("it beats", "they beat") word
         the lines."""
-        v, same = self.compare(self.base_config(base), [candidate])[candidate[0]]
+        v, same = self.compare(self.base_config(base), [candidate], optional=True)[candidate[0]]
         self._note(f"{name}{detail} over {base}: {v}")
         if not same:
             self._note(f"{name} changed the program's output; not chosen")
@@ -252,7 +255,7 @@ class Validator(Trials):
             return None
         grouped = plan.groups and plan_verdict is not None
         if grouped:
-            against, same = self.compare(self.plan_config(plan, base), [candidate])[candidate[0]]
+            against, same = self.compare(self.plan_config(plan, base), [candidate], optional=True)[candidate[0]]
             self._note(f"{name} against the plan's groups: {against}")
             if against.outcome != FASTER:
                 return None
@@ -286,7 +289,7 @@ class Validator(Trials):
         first = make_config(base)
         configs = [c for c in (make_config(b) for b in others) if c is not None]
         # every configuration here has libcorral.so's start-up: timed as the bases alone are
-        verdicts = self.compare(first, configs, self.timed_bases)
+        verdicts = self.compare(first, configs, self.timed_bases, optional=True)
         better = []
         for key, (v, same) in verdicts.items():
             other = key[-1]

@@ -407,6 +407,31 @@ def test_a_long_run_is_not_simulated_past_the_time_budget(planned):
     assert any("plan with 2 group(s) over glibc: faster (by simulation: -10.0%" in s for s in said)
 
 
+def test_a_short_run_past_its_budget_leaves_the_challengers_unsimulated(planned):
+    """A 20 ms run, whose budget is 30 s, when 29 s are spent (Olden bh at
+    O2-fp took 58 s: every comparison of a short run was simulated). The
+    groups are still judged by simulation; dynamic mode, which only a win
+    would choose, is not simulated, says why, and is not chosen. With time
+    left it is, and wins."""
+    import time
+    script = Script({"glibc": 1000}, {"A": -50, "C": -50}, seconds=0.02, dynamic=-0.30)
+    result, replan = planned
+    said = []
+    final, outcome = validation.validate(result, replan, ["./prog"], bases=["glibc"], simulate=script.simulate,
+                                         timer=script.timer, dynamic=_dynamic, say=said.append,
+                                         started=time.monotonic() - 29)
+    assert outcome.mode == "plan" and len(final.plan.groups) == 2
+    assert any(s.startswith("validation: plan with 2 group(s) over glibc: faster (by simulation: -10.0%")
+               for s in said)
+    assert any(s.startswith("validation: dynamic mode over glibc: within noise") and
+               "not simulated: the time budget (30 s) would not allow it" in s for s in said)
+    script = Script({"glibc": 1000}, {"A": -50, "C": -50}, seconds=0.02, dynamic=-0.30)
+    final, outcome = validation.validate(result, replan, ["./prog"], bases=["glibc"], simulate=script.simulate,
+                                         timer=script.timer, dynamic=_dynamic, say=lambda _: None,
+                                         started=time.monotonic())
+    assert outcome.mode == "dynamic"
+
+
 def test_a_long_run_times_the_candidates_over_glibc_in_the_bases_rounds(planned):
     """power's case: bases within noise, nothing faster. The groups and
     dynamic mode over glibc run in the bases' five rounds, and nothing is
