@@ -68,9 +68,9 @@ class Program:
     # "small" about half the suite's run, "tiny" about 10 ms on glibc. The
     # suite's own runs 20-50 ms where the program allows: em3d, mst, ft and
     # perimeter trained on 1-4 ms runs before (2026-11-27), too short for
-    # validation to time even the bases (em3d's plans kept glibc, which runs
-    # its measuring input 0.73x of mimalloc). perimeter's sizes go by
-    # quadtree levels: 8 is 9 ms, 9 is 36 ms, so it has no third input.
+    # validation to time even the bases, and ft's plans had no group.
+    # perimeter's sizes go by quadtree levels: 8 is 9 ms, 9 is 36 ms, so it
+    # has no third input.
     smaller: tuple[tuple[str, ...], ...] = ()
 
     def training(self, which: str) -> tuple[str, ...]:
