@@ -210,13 +210,18 @@ def make_plan(doc: dict, options: PlanOptions, exclude: frozenset = frozenset(),
     components = class_components(graph, set(graph.nodes) - taken, _node_classes(doc, graph),
                                   options.group_threshold)
     kept += worth_trying([g for g in components if frozenset(g.members) not in tried])
-    if options.site_pools:
-        taken = {n for g in kept + excluded for n in g.members}
-        kept += worth_trying([Group((n,), loop_weight(graph, n), 0.0) for n in graph.nodes
-                              if n not in taken and _pooled_by_dynamic_mode(doc, graph.nodes[n]["members"])],
-                             as_dynamic_mode=True)
     kept, closures = _close_over_frame0(doc, contexts, graph, kept, contexts_in, extra, layout_of, together,
                                         packing, exclude, excluded, options)
+    if options.site_pools:
+        # After closing, so that site pools are the plan's own groups as they
+        # stand plus a pool for each hot context none of them holds: made
+        # before, the pools were groups that closing had to merge, and
+        # Olden health's group stayed open beside them (its merged gain
+        # under the tolerance).
+        grouped = {c for g in kept + excluded for c in contexts_in(g)}
+        kept += worth_trying([Group((n,), loop_weight(graph, n), 0.0) for n, ms in graph.nodes(data="members")
+                              if not grouped & set(ms) and _pooled_by_dynamic_mode(doc, ms)],
+                             as_dynamic_mode=True)
     kept.sort(key=lambda g: -g.weight)      # the heaviest group is tried first at run time
     call_sites = CallSites(doc["modules"])
     unidentifiable, costly = [], []

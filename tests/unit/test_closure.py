@@ -18,11 +18,13 @@ XMALLOC = PlanSite(module=0, lo=0x1100, hi=None)     # the wrapper's malloc call
 MIXED = [[0, 1, 500], [1, 0, 300], [1, 2, 200], [2, 2, 300], [2, 0, 200]]
 
 
-def health_shape(c_edges, follows=MIXED, size=24):
+def health_shape(c_edges, follows=MIXED, size=24, c_uses=600, c_self=30):
     """Figure 2's A, B and C through one wrapper. C is cold (outside the
-    planner's coverage) but used with A and B with weight c_edges each."""
-    contexts = [([0, 1, 4], 500, 9000), ([0, 2, 5], 500, 9000), ([0, 3, 6], 500, 600), ([7], 1, 10)]
-    edges = [[0, 0, 3000], [1, 1, 3000], [0, 1, 2900], [0, 2, c_edges], [1, 2, c_edges], [2, 2, 30]]
+    planner's coverage) but used with A and B with weight c_edges each;
+    with more uses (`c_uses`, `c_self`: its accesses and its own affinity)
+    it is hot."""
+    contexts = [([0, 1, 4], 500, 9000), ([0, 2, 5], 500, 9000), ([0, 3, 6], 500, c_uses), ([7], 1, 10)]
+    edges = [[0, 0, 3000], [1, 1, 3000], [0, 1, 2900], [0, 2, c_edges], [1, 2, c_edges], [2, 2, c_self]]
     doc = synthetic_profile(edges, contexts)
     for c in doc["contexts"][:3]:
         c["min_size"] = c["max_size"] = size
@@ -68,6 +70,20 @@ def test_the_pairs_a_group_would_cut_from_its_sites_other_objects_count_against_
     assert [sorted(m) for m in result.members] == [[0, 1, 2]]
     closed = result.closures[0]
     assert closed.after.gain < closed.before[0].gain and closed.cut > closed.before[0].gain - closed.after.gain
+
+
+def test_site_pools_keep_the_plans_closed_group():
+    """Site pools are the plan's groups as they stand plus a pool for each
+    hot context none of them holds. C, hot, would be a pool of its own; made
+    before closing, that pool was a group the closure had to merge, which
+    the tolerance refused, and the site pools held C alone (Olden health at
+    O2-fp from `7 30 1`: the group stayed open beside a pool for the
+    assessment's list nodes)."""
+    import dataclasses
+    doc = health_shape(1500, c_uses=3000, c_self=3000)
+    plain = make_plan(doc, DEFAULTS)
+    pooled = make_plan(doc, dataclasses.replace(DEFAULTS, site_pools=True))
+    assert [sorted(m) for m in plain.members] == [sorted(m) for m in pooled.members] == [[0, 1, 2]]
 
 
 def test_objects_the_base_keeps_apart_are_not_mixed_in():
