@@ -1,11 +1,11 @@
 """Validation (corral/validation/validate.py) with scripted runs: the base
 that wins is recorded, groups that make the training run slower beyond
-noise are dropped with the evidence said (those within noise kept), a plan that changes the
-output loses its groups, a run too short to time is decided by
-simulation, a timed difference within noise never overturns a simulated
-gain, and dynamic mode is chosen where it beats the groups. The scripted
-runs read which base, which groups and which mode a run has from its
-environment and plan."""
+noise are dropped with the evidence said (those within noise kept), a
+plan that changes the output loses its groups, a run too short to time
+is decided by simulation, a timed difference within noise never
+overturns a simulated gain, and dynamic mode is chosen where it beats the
+groups. The scripted runs read which base, which groups and which mode a
+run has from its environment and plan."""
 
 import random
 from dataclasses import replace
