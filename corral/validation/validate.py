@@ -322,7 +322,8 @@ def small_heap_warning(doc) -> str | None:
         return None
     return (f"corral: warning: the training run's heap peaked at {peak / 1024:.0f} KiB, inside the "
             f"modelled {SMALL_HEAP >> 20} MiB last-level cache; a layout gain that needs a larger heap "
-            "shows there at best on caches scaled down to it: train on an input whose heap is larger")
+            "shows there at best on caches scaled down to it: train on an input whose heap is larger, "
+            "or validate on one (--validate-with \"ARGS\")")
 
 
 def validate(result, replan, argv, stdin=None, site_pools=None, **options) -> tuple[object, Outcome]:

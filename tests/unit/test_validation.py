@@ -372,7 +372,8 @@ def test_a_small_training_heap_is_warned_about(planned):
     result.doc["totals"] = {"peak_bytes": 300 << 10}
     script = Script({"glibc": 1000}, {"A": -50, "C": -50})
     _, _, said = _run((result, replan), script, bases=("glibc",))
-    assert any("heap peaked at 300 KiB" in s for s in said)
+    assert any("heap peaked at 300 KiB" in s and s.endswith('or validate on one (--validate-with "ARGS")')
+               for s in said)
 
 
 def test_the_summary_says_which_groups_validation_dropped(planned, capsys):
