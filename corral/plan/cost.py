@@ -99,28 +99,29 @@ def line_share(size_a: float, size_b: float) -> float:
     return min(1.0, 2 * LINE_BYTES / max(size_a + size_b, 1.0))
 
 
-def internal_affinity(doc: dict, members: list[int]) -> float:
-    """The affinity between the members (loops included) that a pool can
-    turn into shared lines: each edge weighted by line_share of its two
-    contexts' average object sizes."""
-    inside = set(members)
+def _shared_lines(doc: dict, edges) -> float:
+    """The affinity of `edges` that a pool can turn into shared lines: each
+    edge weighted by line_share of its two contexts' average object sizes."""
     contexts = doc["contexts"]
 
     def size(c: int) -> float:
         return contexts[c].get("bytes", 0) / max(contexts[c].get("allocs", 0), 1)
-    return sum(w * line_share(size(a), size(b)) for a, b, w in doc["edges"] if a in inside and b in inside)
+    return sum(w * line_share(size(a), size(b)) for a, b, w in edges)
+
+
+def internal_affinity(doc: dict, members: list[int]) -> float:
+    """The affinity between the members (loops included) that a pool can
+    turn into shared lines."""
+    inside = set(members)
+    return _shared_lines(doc, (e for e in doc["edges"] if e[0] in inside and e[1] in inside))
 
 
 def cross_affinity(doc: dict, group: list[int], others: list[int]) -> float:
-    """The affinity between the group's contexts and `others` (each edge
-    weighted by line_share, as internal_affinity)."""
+    """The affinity between the group's contexts and `others`, weighted as
+    internal_affinity's."""
     a, b = set(group), set(others)
-    contexts = doc["contexts"]
-
-    def size(c: int) -> float:
-        return contexts[c].get("bytes", 0) / max(contexts[c].get("allocs", 0), 1)
-    return sum(w * line_share(size(u), size(v)) for u, v, w in doc["edges"]
-               if (u in a and v in b) or (u in b and v in a))
+    return _shared_lines(doc, (e for e in doc["edges"]
+                               if (e[0] in a and e[1] in b) or (e[0] in b and e[1] in a)))
 
 
 def cut_loss(doc: dict, group: list[int], others: list[int], together: float, miss_share: float) -> float:
