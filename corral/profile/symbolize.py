@@ -9,7 +9,7 @@ from corral import elf
 
 def _function_names(path):
     """(sorted starts, functions) of the named functions of an ELF file."""
-    named = [f for f in elf.functions(path) if f.name]
+    named = list(elf.named_functions(path))
     return [f.start for f in named], named
 
 

@@ -70,3 +70,15 @@ def test_wrapper_program_runs(binary):
     out = subprocess.run([str(binary[0])], check=True, capture_output=True, text=True).stdout.split()
     assert len(out) == 9 and out[0] == "1" and out[6] == "x", out
     assert all(int(p, 16) != 0 for p in out[1:6] + out[7:]), out
+
+
+def test_named_functions_are_the_symbol_tables_functions(binary):
+    """The profile's symbolizer reads only the symbol tables
+    (elf.named_functions): the named functions elf.functions finds, and
+    none at all in a stripped binary, whose functions only .eh_frame knows."""
+    path, _ = binary
+    named = elf.named_functions(str(path))
+    assert named == tuple(f for f in elf.functions(str(path)) if f.name)
+    assert all(f.name and f.end > f.start for f in named)
+    stripped = path.name.endswith("stripped")
+    assert bool(named) != stripped
