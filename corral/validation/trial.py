@@ -19,7 +19,10 @@ from corral.measure.evidence import NOISE
 
 ROUNDS = 5              # timed rounds at least: five pairs in one direction are the sign test's 3%
 MAX_ROUNDS = 15
-TIME_BUDGET = 1.5       # CPU seconds a configuration is timed for, over its rounds
+# Seconds a configuration is timed for, over its rounds: of CPU, or of the
+# clock for a run that waits longer than it computes (povray's threads hand
+# work over with sleeps: 79 ms of CPU in 0.7 s), since the rounds take that.
+TIME_BUDGET = 1.5
 # What `corral optimize` may cost, all in (profile, plan, validation):
 # this many times the training run's CPU time for a run of half a second
 # or more, BUDGET_FLOOR seconds for a shorter one. Simulation costs up to
@@ -62,14 +65,15 @@ class Trials:
         # (reference key, candidate key, timed) -> what trial said
         self._verdicts: dict[tuple, tuple] = {}
 
-    def run_takes(self, seconds: float) -> None:
-        """The command's CPU time on glibc: sets the rounds and the budget."""
+    def run_takes(self, seconds: float, wall: float = 0.0) -> None:
+        """The command's CPU time on glibc, and its wall time: they set the
+        rounds and the budget."""
         self.seconds = seconds
         if self.started is not None:
             self.allowed = BUDGET_FACTOR * seconds if seconds >= LONG_RUN else BUDGET_FLOOR
             self.deadline = self.started + self.allowed
         if seconds:
-            self.rounds = max(self.rounds, min(MAX_ROUNDS, math.ceil(self.budget / seconds)))
+            self.rounds = max(self.rounds, min(MAX_ROUNDS, math.ceil(self.budget / max(seconds, wall))))
 
     def _progress(self, text: str) -> None:
         """What is running now, for the user (not kept in the plan)."""

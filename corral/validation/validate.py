@@ -47,6 +47,7 @@ The steps:
 
 import functools
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -119,8 +120,9 @@ class Validator(Trials):
     # ---- 1. the base ----
 
     def start(self) -> None:
+        clock = time.monotonic()
         first, output = self.timer(self.argv, launch.base_environment("glibc"), self.stdin)
-        self.run_takes(first)
+        self.run_takes(first, time.monotonic() - clock)
         self.reference_outputs.add(output)
         self.timed = first >= self.time_from
         self.timed_bases = first >= self.base_time_from

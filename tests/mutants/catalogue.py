@@ -320,4 +320,8 @@ MUTANTS = [
            "  if (f != 0 && (f & 0xffff) == 0) {\n    _corral_dyn_forwarded();\n",
            "  if (f != 0 && (f & 0xffff) == 0) {\n",
            "a program that allocates through realloc (an interpreter) never steps aside"),
+    Mutant("rounds-ignore-wall-time", "corral/validation/trial.py",
+           "math.ceil(self.budget / max(seconds, wall))",
+           "math.ceil(self.budget / seconds)",
+           "a run that sleeps more than it computes (povray) is timed for as many rounds as its CPU time allows"),
 ]

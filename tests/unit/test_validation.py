@@ -493,3 +493,26 @@ def test_site_pools_within_noise_of_the_groups_leave_the_groups(planned):
                                    simulate=script.simulate, timer=script.timer, say=said.append)
     assert final is not pooled and len(final.plan.groups) == 2
     assert any(s.startswith("validation: site pools against the plan's groups: within noise") for s in said)
+
+
+def test_a_run_that_waits_more_than_it_computes_is_timed_over_fewer_rounds(planned):
+    """The rounds fill TIME_BUDGET seconds of the run's CPU time, or of its
+    wall time where that is longer: povray's 79 ms of CPU take 0.7 s of
+    clock, and 15 rounds of three bases took 31 s of a 30 s budget."""
+    import time
+    script = Script({"glibc": 1000, "jemalloc": 1000, "mimalloc": 1000}, {"A": -50, "C": -50}, seconds=0.08)
+    _, _, said = _run(planned, script)
+    assert any(s.endswith("the bases alone are timed over 15 rounds") for s in said)
+
+    script = Script({"glibc": 1000, "jemalloc": 1000, "mimalloc": 1000}, {"A": -50, "C": -50}, seconds=0.08)
+    first = [True]
+
+    def waits_at_first(argv, env, stdin=None):
+        if first.pop() if first else False:
+            time.sleep(0.4)          # the clock, not the CPU: the run sleeps
+        return script.timer(argv, env, stdin)
+    result, replan = planned
+    said = []
+    validation.validate(result, replan, ["./prog"], bases=["glibc", "jemalloc", "mimalloc"],
+                        simulate=script.simulate, timer=waits_at_first, say=said.append)
+    assert any(s.endswith("the bases alone are timed over 5 rounds") for s in said)
