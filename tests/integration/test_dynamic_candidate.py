@@ -101,3 +101,20 @@ def test_the_plans_against_dynamic_mode_tool_pairs_every_configuration(lockstep,
     assert all(len(t) == 1 for t in doc["times"].values())
     assert r.stdout.startswith(f"fastest base {doc['fastest']}")
     assert f"{plans['tiny'][0]} vs {doc['dynamic']}: " in r.stdout
+
+
+def test_the_layouts_tool_simulates_each_configuration_against_the_reference(lockstep):
+    """bench/tools/layouts.py: one simulated run per configuration, the
+    reference's counts and the others' changes against it, as a table."""
+    import re
+    program, plans = lockstep
+    tool = TESTS.parent / "bench" / "tools" / "layouts.py"
+    r = subprocess.run([sys.executable, str(tool), "--plan", str(plans["larger"][0]),
+                        "--configs", "mimalloc,glibc,corral+mimalloc", "--", str(program), *TINY],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    rows = {line.split("|")[1].strip(): line for line in r.stdout.splitlines()[2:]}
+    assert set(rows) == {"mimalloc", "glibc", "corral+mimalloc"}
+    assert re.fullmatch(r"\| mimalloc( \| [\d,]+){5} \|", rows["mimalloc"])
+    for name in ("glibc", "corral+mimalloc"):
+        assert re.fullmatch(rf"\| {re.escape(name)}( \| [+-]\d+\.\d+%){{5}} \|", rows[name])

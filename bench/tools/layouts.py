@@ -1,0 +1,70 @@
+"""One program under several heap layouts, simulated with the stated cache
+model as validation simulates it (steady part only), and each against one
+reference configuration: how much any layout can move the program's
+misses, and which moves them most (docs/planner.md, "HALO's C++ programs,
+studied by hand").
+
+    python3 bench/tools/layouts.py --plan prog.plan -- ./prog args
+
+Configurations are `corral bench`'s (corral/bench/configs.py); the default
+set is the three bases, libcorral.so preloaded with nothing to do, the
+plan over mimalloc (with --plan), dynamic mode, four random pools and safe
+mode. Runs go two at a time. Simulation is deterministic: the differences
+are the model's, not noise.
+"""
+
+import argparse
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+from corral.bench import configs
+from corral.measure import cachegrind
+
+DEFAULT = ("mimalloc", "jemalloc", "glibc", "preload+mimalloc", "corral+mimalloc", "dynamic+mimalloc",
+           "random4+glibc", "safe+mimalloc")
+COUNTERS = (("instructions", "Ir"), ("I1 misses", "I1"), ("D1 misses", "D1"), ("LL misses", "LL"))
+
+
+def measure(name, argv, plan):
+    env = configs.CONFIGS[name].environment(argv[0], plan=plan)
+    misses, _ = cachegrind.measure(argv, env, steady=True)
+    return name, misses
+
+
+def table(results: dict, reference: str) -> str:
+    """Markdown rows: the reference's counts, then every other
+    configuration's change against it."""
+    ref = results[reference]
+    head = "| configuration | " + " | ".join(c for c, _ in COUNTERS) + " | cycles |"
+    rows = [head, "|---" * (len(COUNTERS) + 2) + "|",
+            f"| {reference} | " + " | ".join(f"{ref[k]:,}" for _, k in COUNTERS)
+            + f" | {cachegrind.estimate(ref):,} |"]
+    for name, m in results.items():
+        if name == reference:
+            continue
+        changes = [m[k] / max(ref[k], 1) - 1 for _, k in COUNTERS]
+        cycles = cachegrind.estimate(m) / cachegrind.estimate(ref) - 1
+        rows.append(f"| {name} | " + " | ".join(f"{c:+.1%}" for c in changes) + f" | {cycles:+.2%} |")
+    return "\n".join(rows)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--plan", help="a plan for the corral+BASE configurations")
+    p.add_argument("--configs", default=",".join(DEFAULT), help="comma-separated configurations")
+    p.add_argument("--reference", default="mimalloc", help="the configuration the others are against")
+    p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("command", nargs=argparse.REMAINDER)
+    a = p.parse_args(argv)
+    command = a.command[1:] if a.command[:1] == ["--"] else a.command
+    names = [n for n in a.configs.split(",") if n and (a.plan or not configs.CONFIGS[n].needs_plan)]
+    if not command or a.reference not in names:
+        p.error("give the program after -- and a reference among the configurations")
+    with ThreadPoolExecutor(a.jobs) as pool:
+        results = dict(pool.map(lambda n: measure(n, command, a.plan), names))
+    print(table(results, a.reference))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
