@@ -37,9 +37,9 @@ def functions(path) -> tuple[Function, ...]:
     FDEs cover stripped binaries: every function the compiler emitted unwind
     information for has one, named or not.
     """
+    named = {f.start: f for f in named_functions(path)}
     with open(path, "rb") as f:
         elf = ELFFile(f)
-        named = _symbols(elf)
         if elf.has_dwarf_info() or elf.get_section_by_name(".eh_frame"):
             for start, end in _fde_ranges(elf):
                 named.setdefault(start, Function(start, end, None))
@@ -48,25 +48,22 @@ def functions(path) -> tuple[Function, ...]:
 
 @lru_cache(maxsize=64)
 def named_functions(path) -> tuple[Function, ...]:
-    """The functions the symbol tables name, with their extent. Much cheaper
-    than functions() where unnamed ones are of no use: pyelftools parses
-    every FDE's instructions (9 s for Xalan-C's libraries)."""
-    with open(path, "rb") as f:
-        return tuple(sorted(_symbols(ELFFile(f)).values()))
-
-
-def _symbols(elf) -> dict[int, Function]:
-    """Start -> Function for the sized function symbols of .symtab and .dynsym."""
+    """The sized function symbols of .symtab and .dynsym, with their extent.
+    Much cheaper than functions() where unnamed ones are of no use:
+    pyelftools parses every FDE's instructions (9 s for Xalan-C's
+    libraries)."""
     named = {}
-    for table in (".symtab", ".dynsym"):
-        section = elf.get_section_by_name(table)
-        if not isinstance(section, SymbolTableSection):
-            continue
-        for sym in section.iter_symbols():
-            if sym["st_info"]["type"] == "STT_FUNC" and sym["st_size"] > 0 and sym["st_value"]:
-                named.setdefault(sym["st_value"], Function(sym["st_value"],
-                                                           sym["st_value"] + sym["st_size"], sym.name))
-    return named
+    with open(path, "rb") as f:
+        elf = ELFFile(f)
+        for table in (".symtab", ".dynsym"):
+            section = elf.get_section_by_name(table)
+            if not isinstance(section, SymbolTableSection):
+                continue
+            for sym in section.iter_symbols():
+                if sym["st_info"]["type"] == "STT_FUNC" and sym["st_size"] > 0 and sym["st_value"]:
+                    named.setdefault(sym["st_value"], Function(sym["st_value"],
+                                                               sym["st_value"] + sym["st_size"], sym.name))
+    return tuple(sorted(named.values()))
 
 
 def _fde_ranges(elf):
