@@ -57,7 +57,11 @@ def main(argv=None) -> int:
     p.add_argument("command", nargs=argparse.REMAINDER)
     a = p.parse_args(argv)
     command = a.command[1:] if a.command[:1] == ["--"] else a.command
-    names = [n for n in a.configs.split(",") if n and (a.plan or not configs.CONFIGS[n].needs_plan)]
+    asked = [n for n in a.configs.split(",") if n]
+    unknown = [n for n in asked if n not in configs.CONFIGS]
+    if unknown:
+        p.error(f"no configuration {', '.join(unknown)}; known: {', '.join(configs.CONFIGS)}")
+    names = [n for n in asked if a.plan or not configs.CONFIGS[n].needs_plan]
     if not command or a.reference not in names:
         p.error("give the program after -- and a reference among the configurations")
     with ThreadPoolExecutor(a.jobs) as pool:

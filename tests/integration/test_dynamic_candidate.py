@@ -118,3 +118,6 @@ def test_the_layouts_tool_simulates_each_configuration_against_the_reference(loc
     assert re.fullmatch(r"\| mimalloc( \| [\d,]+){5} \|", rows["mimalloc"])
     for name in ("glibc", "corral+mimalloc"):
         assert re.fullmatch(rf"\| {re.escape(name)}( \| [+-]\d+\.\d+%){{5}} \|", rows[name])
+    bad = subprocess.run([sys.executable, str(tool), "--configs", "mimalloc,mimaloc", "--", str(program), *TINY],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "no configuration mimaloc" in bad.stderr
