@@ -62,8 +62,11 @@ class Trials:
         self.models = (0, 1) if self.scaled else (0,)
         self.scaled_text = cachegrind.describe(self.scaled) if self.scaled else None
         self._sims: dict[tuple, runs.Simulated] = {}     # (key, model) -> run
-        # (reference key, candidate key, timed) -> what trial said
+        # (reference key, candidate key, timed) -> (Verdict, output unchanged,
+        # the cache models simulated for both)
         self._verdicts: dict[tuple, tuple] = {}
+        self._clock: dict[tuple, evidence.Timed] = {}          # (reference key, candidate key) -> pairs
+        self._clock_outputs: dict[tuple, set] = {}             # key -> output hashes of its timed runs
 
     def run_takes(self, seconds: float, wall: float = 0.0) -> None:
         """The command's CPU time on glibc, and its wall time: they set the
@@ -79,11 +82,13 @@ class Trials:
         """What is running now, for the user (not kept in the plan)."""
         self.say(f"validation: ... {text}")
 
-    def simulate_all(self, configs) -> dict:
+    def simulate_all(self, configs, models=None) -> dict:
         """Key -> Simulated under the stated cache model, each configuration
-        simulated once (memo by key), those not yet run in parallel; under
-        the scaled model too when there is one (sim_changes reads both)."""
-        todo = [(key, env, m) for key, env in configs for m in self.models if (key, m) not in self._sims]
+        simulated once per model (memo by key), those not yet run in
+        parallel; `models` (default: all there are) says which: the stated
+        caches (0), the scaled ones (1)."""
+        models = self.models if models is None else models
+        todo = [(key, env, m) for key, env in configs for m in models if (key, m) not in self._sims]
         if todo:
             self._progress(f"simulating {_runs(len(todo))} under cachegrind, {min(self.jobs, len(todo))} at a time")
             with ThreadPoolExecutor(max_workers=min(self.jobs, len(todo))) as pool:
@@ -94,10 +99,16 @@ class Trials:
                     self._sims[memo] = future.result()
         return {key: self._sims[(key, 0)] for key, _ in configs}
 
-    def sim_changes(self, ref, key) -> list[float]:
+    def sim_changes(self, ref, key) -> list[float] | None:
         """The candidate's change of simulated cycles against the reference,
-        per cache model."""
-        return [self._sims[(key, m)].cycles / self._sims[(ref, m)].cycles - 1 for m in self.models]
+        per cache model simulated for both, in order (the stated model
+        first); None when the stated one is not."""
+        changes = []
+        for m in self.models:
+            if (key, m) not in self._sims or (ref, m) not in self._sims:
+                break
+            changes.append(self._sims[(key, m)].cycles / self._sims[(ref, m)].cycles - 1)
+        return changes or None
 
     def time_all(self, configs) -> dict:
         """Key -> (CPU seconds per round, output hashes), in alternation."""
@@ -110,14 +121,14 @@ class Trials:
                 times[key][1].add(output)
         return times
 
-    def compare(self, reference, candidates, timed_run=None, optional=False) -> dict:
+    def compare(self, reference, candidates, timed_run=None, optional=False, harm_only=False) -> dict:
         """Each candidate configuration against `reference`: key ->
         (Verdict, output unchanged)."""
         verdicts = self.trial([reference, *candidates], [(reference[0], key) for key, _ in candidates],
-                              timed_run, optional)
+                              timed_run, optional, harm_only)
         return {pair[1]: v for pair, v in verdicts.items()}
 
-    def trial(self, configs, pairs, timed_run=None, optional=False) -> dict:
+    def trial(self, configs, pairs, timed_run=None, optional=False, harm_only=False) -> dict:
         """(reference key, candidate key) -> (Verdict, output unchanged)
         for each pair, from one set of runs of `configs`: timed in
         alternation when the run is long enough (`timed_run`, default: long
@@ -125,38 +136,59 @@ class Trials:
         or the run short. A long run is simulated only while the time
         budget allows it, and so is a short one for an `optional`
         comparison (a challenger that only a win beyond noise would choose:
-        left unsimulated, it is within noise and not chosen)."""
+        left unsimulated, it is within noise and not chosen).
+
+        `harm_only`: the caller asks only whether a candidate is slower, on
+        evidence that may take a layout away (Verdict.harms), which the
+        scaled caches never are: those are then simulated only while the
+        time budget allows (their verdict is printed), and a later
+        comparison that needs them runs them (the runs and the clock's pairs
+        are kept)."""
         clocked = self.timed if timed_run is None else timed_run
-        if all((*pair, clocked) in self._verdicts for pair in pairs):
-            return {pair: self._verdicts[(*pair, clocked)] for pair in pairs}
+        models = (0,) if harm_only else self.models
+
+        def known(pair):
+            v = self._verdicts.get((*pair, clocked))
+            return v is not None and (v[0].by == "time" or set(models) <= v[2])
+
+        if all(known(pair) for pair in pairs):
+            return {pair: self._verdicts[(*pair, clocked)][:2] for pair in pairs}
         envs = dict(configs)
-        times = {}
-        if clocked:
+        if clocked and any((*pair, clocked) not in self._verdicts for pair in pairs):
             times = self.time_all(configs)
             for key, (_, outputs) in times.items():
+                self._clock_outputs.setdefault(key, set()).update(outputs)
                 if key[0] == "base":
                     self.reference_outputs |= outputs
-        timed = {pair: evidence.timed(times[pair[0]][0], times[pair[1]][0]) for pair in pairs if times}
+            self._clock.update({pair: evidence.timed(times[pair[0]][0], times[pair[1]][0]) for pair in pairs})
+        timed = {pair: self._clock[pair] for pair in pairs if clocked and pair in self._clock}
         unsettled = {k for pair in pairs if pair not in timed or timed[pair].verdict == NOISE for k in pair}
-        fresh = {k for k in unsettled if (k, 0) not in self._sims}
-        skipped = (bool(times) or optional) and bool(unsettled) and \
-            not self._may_simulate(len(fresh) * len(self.models))
-        sims = {} if skipped or not unsettled else self.simulate_all([(k, envs[k]) for k in unsettled])
-        for key, sim in sims.items():
-            if key[0] == "base":
-                self.reference_outputs.add(sim.output)
+        missing = [(k, m) for k in unsettled for m in models if (k, m) not in self._sims]
+        skipped = (clocked or optional) and bool(missing) and not self._may_simulate(len(missing))
+        # the scaled caches for the record, where the budget has room for them
+        extra = [(k, m) for k in unsettled for m in self.models if m not in models and (k, m) not in self._sims]
+        if extra and not skipped and self._may_simulate(len(missing) + len(extra)):
+            models, extra = self.models, []
+        if unsettled and not skipped:
+            self.simulate_all([(k, envs[k]) for k in unsettled], models)
+        for key in unsettled:
+            if key[0] == "base" and (key, 0) in self._sims:
+                self.reference_outputs.add(self._sims[(key, 0)].output)
         verdicts = {}
         for ref, key in pairs:
-            change = self.sim_changes(ref, key) if key in sims and ref in sims else None
-            outputs = set(times[key][1]) if key in times else set()
-            outputs |= {sims[key].output} if key in sims else set()
+            change = self.sim_changes(ref, key)
+            outputs = set(self._clock_outputs.get(key, ()))
+            outputs |= {self._sims[(key, 0)].output} if (key, 0) in self._sims else set()
             verdict = evidence.decide(change, timed.get((ref, key)), self.margin, self.scaled_text)
-            if skipped and verdict.outcome == NOISE:
-                verdict = replace(verdict, evidence=verdict.evidence + "; not simulated: the time budget "
+            short = [m for m in self.models if (key, m) not in self._sims or (ref, m) not in self._sims]
+            if (skipped or extra) and short and verdict.outcome == NOISE:
+                what = "not simulated" if 0 in short else "the scaled caches not simulated"
+                verdict = replace(verdict, evidence=verdict.evidence + f"; {what}: the time budget "
                                   f"({self.allowed:.0f} s) would not allow it")
-            verdicts[(ref, key)] = (verdict, outputs <= self.reference_outputs)
+            simulated_models = {m for m in self.models if (key, m) in self._sims and (ref, m) in self._sims}
+            verdicts[(ref, key)] = (verdict, outputs <= self.reference_outputs, simulated_models)
         self._verdicts.update({(*pair, clocked): v for pair, v in verdicts.items()})
-        return verdicts
+        return {pair: v[:2] for pair, v in verdicts.items()}
 
     def _may_simulate(self, runs_needed: int) -> bool:
         """Whether `runs_needed` simulations of this run, `jobs` at a time,

@@ -22,7 +22,9 @@ How a verdict is reached (corral/measure/evidence.py; docs/planner.md,
   the cores there are: runs too short to time, and comparisons the clock
   leaves within noise while the time budget allows. A training heap under
   trial.SCALE_RATIO times the stated last level is also simulated on caches
-  scaled down to it.
+  scaled down to it. The groups' check (step 2), which only harm on the
+  stated caches or the clock decides, runs those only while the time
+  budget allows.
 
 The steps:
 
@@ -204,7 +206,8 @@ class Validator(Trials):
         configs, pairs = self.candidates_over(result.plan, base) if self.timed else \
             ([whole], [(reference[0], whole[0])])
         configs.insert(0, reference)
-        verdict, same = self.trial(configs, pairs)[(reference[0], whole[0])]
+        # Only harm drops a group (Verdict.harms): the stated caches and the clock
+        verdict, same = self.trial(configs, pairs, harm_only=True)[(reference[0], whole[0])]
         if not same:
             self._note("the plan changed the program's output; no groups written")
             return frozenset(groups), None
@@ -212,24 +215,24 @@ class Validator(Trials):
         keep, kept_verdict = groups, verdict
         if verdict.harms:
             keep, kept_verdict = [], None
-            searchable = not self.timed or self._may_simulate((len(groups) + 1) * len(self.models))
+            searchable = not self.timed or self._may_simulate(len(groups) + 1)
             if len(groups) > 1 and searchable:
                 alone = {g: self.plan_config(replan(frozenset(h for h in groups if h != g)).plan, base)
                          for g in groups}
                 # by simulation: a per-group search by the clock would cost a timed tournament each
-                verdicts = self.compare(reference, list(alone.values()), timed_run=False)
+                verdicts = self.compare(reference, list(alone.values()), timed_run=False, harm_only=True)
                 for g, config in alone.items():
                     self._note(f"  group of contexts {_label(result, g)} alone: {verdicts[config[0]][0]}")
                 keep = [g for g in groups if not verdicts[alone[g][0]][0].harms and verdicts[alone[g][0]][1]]
                 if keep:
                     together = self.plan_config(replan(frozenset(groups) - set(keep)).plan, base)
-                    v, same = self.compare(reference, [together])[together[0]]
+                    v, same = self.compare(reference, [together], harm_only=True)[together[0]]
                     self._note(f"  the {len(keep)} that do no harm alone, together: {v}")
                     if not v.harms and same:
                         kept_verdict = v
                     else:
                         best = max(keep, key=lambda g: verdicts[alone[g][0]][0].gain)
-                        v, same = self.compare(reference, [alone[best]])[alone[best][0]]
+                        v, same = self.compare(reference, [alone[best]], harm_only=True)[alone[best][0]]
                         keep, kept_verdict = ([best], v) if not v.harms and same else ([], None)
         elif verdict.outcome != FASTER:
             self._note("the groups are kept: nothing measured says they cost anything, and the profile "
