@@ -4,9 +4,14 @@ into build/suite/inputs/.
 A definition names what it reads as `{inputs}/NAME`, and NAME says what the
 file holds and how big it is, so the sizes stay in the definitions:
 
-    orders-N.xml   xalan's document of N orders (suite_xml.py)
+    orders-N.xml   xalan's and xmllint's document of N orders (suite_xml.py)
     report.xsl     xalan's stylesheet (suite_xml.py)
     scene-N.pov    povray's scene of N objects (suite_scene.py)
+    orders-N.sql   sqlite3's script over N orders (suite_sql.py)
+    graph-N.dot    dot's graph of N nodes (suite_graph.py)
+    words-N.txt    gawk's N lines of words (suite_words.py)
+    repo-N.git     git's repository of N commits (suite_git.py; a folder)
+    trees.lua, objects.py, trees.pl, words.awk  the interpreters' scripts (suite_scripts.py)
 
 The generators are seeded, so a file is the same on every machine; it is
 written again only when its text changed (a generator was edited), which
@@ -17,7 +22,7 @@ import re
 from pathlib import Path
 
 from corral import paths
-from corral.bench import suite_scene, suite_xml
+from corral.bench import suite_git, suite_graph, suite_scene, suite_scripts, suite_sql, suite_words, suite_xml
 from corral.errors import CorralError
 
 PLACEHOLDER = "{inputs}"
@@ -26,8 +31,14 @@ _MAKERS = (
     (re.compile(r"orders-([1-9][0-9]*)\.xml"), lambda n: suite_xml.orders_xml(int(n))),
     (re.compile(r"report\.xsl"), lambda: suite_xml.STYLESHEET),
     (re.compile(r"scene-([1-9][0-9]*)\.pov"), lambda n: suite_scene.scene_pov(int(n))),
+    (re.compile(r"orders-([1-9][0-9]*)\.sql"), lambda n: suite_sql.orders_sql(int(n))),
+    (re.compile(r"graph-([1-9][0-9]*)\.dot"), lambda n: suite_graph.graph_dot(int(n))),
+    (re.compile(r"words-([1-9][0-9]*)\.txt"), lambda n: suite_words.words_txt(int(n))),
+    (re.compile("(" + "|".join(map(re.escape, suite_scripts.SCRIPTS)) + ")"), suite_scripts.SCRIPTS.get),
 )
-KNOWN = "orders-N.xml, report.xsl, scene-N.pov"
+REPO = re.compile(r"repo-([1-9][0-9]*)\.git")
+KNOWN = ("orders-N.xml, report.xsl, scene-N.pov, orders-N.sql, graph-N.dot, words-N.txt, repo-N.git, "
+         + ", ".join(suite_scripts.SCRIPTS))
 
 
 def folder() -> Path:
@@ -56,6 +67,10 @@ def write(names, where: Path | None = None) -> Path:
     where = where or folder()
     where.mkdir(parents=True, exist_ok=True)
     for name in dict.fromkeys(names):
+        repo = REPO.fullmatch(name)
+        if repo:
+            suite_git.make_repo(where / name, suite_git.history(int(repo.group(1))))
+            continue
         content = text(name)
         path = where / name
         if not path.exists() or path.read_text() != content:

@@ -20,7 +20,8 @@ def add_arguments(p):
                    "or all of the --suite)")
     p.add_argument("--suite", help="public programs instead of ours: "
                    f"{', '.join(suite.SUITES)} (comma-separated; public = all); built from --source, "
-                   "except debian's (xalan, povray: installed packages)")
+                   "except debian's (installed from Debian packages: "
+                   f"{', '.join(q.name for q in suite.select('debian'))})")
     p.add_argument("--source", metavar="DIR", help="llvm-test-suite checkout for --suite "
                    f"(default: ${suite_build.SOURCE_ENV}); not needed for --suite debian")
     p.add_argument("--variant", choices=list(suite.VARIANTS), default=suite.DEFAULT_VARIANT,

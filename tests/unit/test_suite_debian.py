@@ -1,15 +1,22 @@
-"""The debian suite (xalan, povray), checked without the packages: every
-input the definitions name is generated, deterministic and well formed; a
-missing binary is refused with how to install it; a debian-only selection
-needs no llvm-test-suite checkout. Stand-in binaries replace the real ones."""
+"""The debian suite (xalan, povray and the everyday programs: interpreters,
+sqlite3, git, dot, xmllint), checked without the packages that CI does not
+install: every input the definitions name is generated, deterministic and
+well formed; a missing binary is refused with how to install it; a
+debian-only selection needs no llvm-test-suite checkout. Stand-in binaries
+replace the real ones. The inputs of programs that `make setup` installs
+(sqlite3, git, lua5.4; perl and python are always there) are run for real
+on small sizes."""
 
 import dataclasses
 import re
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 
 import pytest
 
-from corral.bench import suite, suite_build, suite_inputs, suite_packages, suite_scene, suite_xml
+from corral.bench import (suite, suite_build, suite_git, suite_graph, suite_inputs, suite_packages, suite_scene,
+                          suite_scripts, suite_sql, suite_words, suite_xml)
 from corral.errors import CorralError
 from corral.measure.streams import output_hash, output_text
 
@@ -17,8 +24,14 @@ DEBIAN = suite.select("debian")
 XSL = "{http://www.w3.org/1999/XSL/Transform}"
 
 
-def _size(name):
-    return int(re.search(r"-(\d+)\.", name).group(1))
+def _size(args):
+    """An input's size: the N of the file it names (`orders-N.xml`), else
+    its numeric argument (a script's depth or count)."""
+    for a in args:
+        found = re.search(r"-(\d+)\.", a) or re.fullmatch(r"(\d+)", a)
+        if found:
+            return int(found.group(1))
+    raise AssertionError(f"no size in {args}")
 
 
 def _stand_ins(tmp_path, programs, small=True):
@@ -42,10 +55,9 @@ def test_public_includes_the_debian_suite():
 
 @pytest.mark.parametrize("program", DEBIAN, ids=lambda p: p.name)
 def test_inputs_are_generated_and_grow(program):
-    per_input = [suite_inputs.named(a) for a in (program.train, program.cache, program.measure)]
-    assert all(per_input), "every input reads a generated file"
-    sized = [[_size(n) for n in names if re.search(r"-\d+\.", n)] for names in per_input]
-    train, cache, measure = (s[0] for s in sized)
+    inputs = (program.train, program.cache, program.measure)
+    assert all(suite_inputs.named(a) for a in inputs), "every input reads a generated file"
+    train, cache, measure = (_size(a) for a in inputs)
     assert train < cache < measure
 
 
@@ -114,24 +126,30 @@ def test_a_missing_binary_says_how_to_install_it(tmp_path):
         suite_packages.require(gone)
     message = str(refused.value)
     assert f"xalan ({tmp_path}/absent/xalan, Debian package xalan)" in message
-    assert message.endswith("are not installed; install them with `apt-get install xalan povray`")
+    packages = " ".join(dict.fromkeys(p.package for p in DEBIAN))
+    assert packages.startswith("xalan povray lua5.4 ")
+    assert message.endswith(f"are not installed; install them with `apt-get install {packages}`")
     present = _stand_ins(tmp_path, DEBIAN[:1])
     with pytest.raises(CorralError, match=r"povray .* is not installed; install it with "
                                           r"`apt-get install povray`"):
-        suite_packages.require(present + gone[1:])
+        suite_packages.require(present + gone[1:2])
 
 
 def test_debian_programs_need_no_checkout(tmp_path, monkeypatch):
     monkeypatch.setattr(suite_build.paths, "BUILD", tmp_path / "build")
     monkeypatch.delenv(suite_build.SOURCE_ENV, raising=False)
     programs = _stand_ins(tmp_path, DEBIAN)
-    xalan, povray = suite_build.workloads(programs, None)
+    built = {w.name: w for w in suite_build.workloads(programs, None)}
+    xalan, povray = built["xalan"], built["povray"]
     inputs = tmp_path / "build" / "suite" / "inputs"
     assert xalan.train_args == (f"{inputs}/orders-30.xml", f"{inputs}/report.xsl")
     assert povray.measure_args[-1] == f"{inputs}/scene-30.pov" and "+O-" in povray.measure_args
     assert all((inputs / n).is_file() for n in ("orders-30.xml", "report.xsl", "scene-30.pov"))
     assert xalan.checksum == povray.checksum == "stdout" and "Debian xalan" in xalan.description
     assert xalan.binary == tmp_path / "bin-stand-in"
+    assert built["sqlite3"].invocation(built["sqlite3"].train_args) == \
+        ([str(tmp_path / "bin-stand-in"), "-batch", "-bail", ":memory:"], f"{inputs}/orders-30.sql")
+    assert (inputs / "repo-30.git" / "HEAD").is_file() and (inputs / "trees.lua").is_file()
     # With a program built from the checkout in the selection, the checkout is asked for.
     with pytest.raises(CorralError, match="git clone --depth 1"):
         suite_build.workloads([suite.PROGRAMS["health"], *programs], None)
@@ -150,3 +168,49 @@ def test_binary_output_hashes_byte_for_byte():
     a, b = bytes([66, 0x80, 0xFF]), bytes([66, 0x90, 0xFF])
     assert output_hash(output_text(a)) != output_hash(output_text(b))
     assert output_hash(output_text("plain text\n".encode())) == output_hash("plain text\n")
+
+
+def _run(argv, **kw):
+    return subprocess.run(argv, capture_output=True, text=True, check=True, timeout=60, **kw).stdout
+
+
+def test_the_sql_script_runs_and_reports(tmp_path):
+    text = suite_sql.orders_sql(300)
+    assert text == suite_sql.orders_sql(300) != suite_sql.orders_sql(301)
+    assert text.count("INSERT INTO orders ") == 300
+    out = _run(["sqlite3", "-batch", "-bail", ":memory:"], input=text).splitlines()
+    assert len(out) >= 8 and all("|" in line for line in out)     # every query answered, none failed
+
+
+def test_the_history_is_one_repository_on_every_machine(tmp_path):
+    stream = suite_git.history(40)
+    assert stream == suite_git.history(40) != suite_git.history(41)
+    repo = tmp_path / "repo-40.git"
+    suite_git.make_repo(repo, stream)
+    log = _run(["git", "--git-dir", str(repo), "log", "--format=%H", "main"]).split()
+    assert len(log) == 40
+    stamp = (repo / "HEAD").stat().st_mtime_ns
+    suite_git.make_repo(repo, stream)                       # same stream: left alone
+    assert (repo / "HEAD").stat().st_mtime_ns == stamp
+    again = tmp_path / "again.git"
+    suite_git.make_repo(again, stream)
+    assert _run(["git", "--git-dir", str(again), "rev-parse", "main"]).strip() == log[0]
+
+
+def test_the_graph_and_the_words_are_deterministic_and_well_formed():
+    graph = suite_graph.graph_dot(50)
+    assert graph == suite_graph.graph_dot(50) != suite_graph.graph_dot(51)
+    assert graph.count("{") == graph.count("}") and len(re.findall(r"^    n\d+ \[", graph, re.M)) == 50
+    assert len(re.findall(r" -> ", graph)) >= 49
+    words = suite_words.words_txt(100)
+    assert words == suite_words.words_txt(100) and len(words.splitlines()) == 100
+
+
+@pytest.mark.parametrize("script, argv", [
+    ("trees.lua", ["lua5.4"]), ("trees.pl", ["perl"]), ("objects.py", [sys.executable, "-S", "-E"])])
+def test_the_interpreters_scripts_run(tmp_path, script, argv):
+    path = suite_inputs.write([script], tmp_path) / script
+    assert path.read_text() == suite_scripts.SCRIPTS[script]
+    size = "200" if script.endswith(".py") else "6"
+    out = _run([*argv, str(path), size]).splitlines()
+    assert len(out) >= 2 and out == _run([*argv, str(path), size]).splitlines()
