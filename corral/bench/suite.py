@@ -214,10 +214,10 @@ PROGRAMS: dict[str, Program] = {p.name: p for p in [
          ["--git-dir", "{inputs}/repo-150.git", "log", "-p", "--stat", "main"],
          ["--git-dir", "{inputs}/repo-400.git", "log", "-p", "--stat", "main"],
          ["--git-dir", "{inputs}/repo-3000.git", "log", "-p", "--stat", "main"]),
-    _deb("dot", "graphviz's dot laying out a clustered dependency graph (ranks, crossings, "
+    _deb("dot", "graphviz's dot laying out a dependency graph (ranks, crossings, "
          "coordinates, splines), plain output", "graphviz", "/usr/bin/dot",
          ["-Tplain", "{inputs}/graph-250.dot"], ["-Tplain", "{inputs}/graph-500.dot"],
-         ["-Tplain", "{inputs}/graph-1200.dot"]),
+         ["-Tplain", "{inputs}/graph-900.dot"]),
     _deb("xmllint", "libxml2's xmllint: xalan's document of orders parsed into a tree and "
          "summed by an XPath query", "libxml2-utils", "/usr/bin/xmllint",
          ["--xpath", XPATH, "{inputs}/orders-1000.xml"], ["--xpath", XPATH, "{inputs}/orders-4000.xml"],

@@ -200,7 +200,7 @@ def test_the_history_is_one_repository_on_every_machine(tmp_path):
 def test_the_graph_and_the_words_are_deterministic_and_well_formed():
     graph = suite_graph.graph_dot(50)
     assert graph == suite_graph.graph_dot(50) != suite_graph.graph_dot(51)
-    assert graph.count("{") == graph.count("}") and len(re.findall(r"^    n\d+ \[", graph, re.M)) == 50
+    assert graph.count("{") == graph.count("}") and len(re.findall(r"^  n\d+ \[", graph, re.M)) == 50
     assert len(re.findall(r" -> ", graph)) >= 49
     words = suite_words.words_txt(100)
     assert words == suite_words.words_txt(100) and len(words.splitlines()) == 100
