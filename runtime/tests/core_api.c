@@ -168,7 +168,17 @@ static void test_realloc(void)
   p = malloc(16);
   errno = 0;
   CHECK(realloc(p, huge - 8) == NULL && errno == ENOMEM, "realloc huge fails");
-  free(p);                               /* still valid after the failed realloc */
+  /* errno on both sides of PTRDIFF_MAX and at 1 PiB, of NULL and of a
+   * block: realloc forwards by a tail jump where the allocator underneath
+   * sets errno itself (next.c), and must not lose it where it does not */
+  size_t sizes[] = { (size_t)PTRDIFF_MAX - 1, (size_t)PTRDIFF_MAX, (size_t)PTRDIFF_MAX + 1, (size_t)1 << 50 };
+  for (unsigned i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+    errno = 0;
+    CHECK(realloc(NULL, sizes[i]) == NULL && errno == ENOMEM, "realloc(NULL, %#zx) errno %d", sizes[i], errno);
+    errno = 0;
+    CHECK(realloc(p, sizes[i]) == NULL && errno == ENOMEM, "realloc(p, %#zx) errno %d", sizes[i], errno);
+  }
+  free(p);                               /* still valid after the failed reallocs */
 }
 
 /* Grouped blocks are packed as C allows (docs/runtime.md, "Packing"): a

@@ -116,7 +116,7 @@ CORRAL_EXPORT void *realloc(void *p, size_t size)
   if (CORRAL_LIKELY(_corral_foreign(p) && size != 0)) {
     if (CORRAL_LIKELY(size >= __atomic_load_n(&_corral_gates.forward_from, __ATOMIC_ACQUIRE) ||
                       _corral_gate_open(&_corral_gates.on_realloc)))
-      return _corral_enomem_if_null(_corral_next.realloc(p, size));
+      return _corral_next_realloc(p, size);
     if (__atomic_load_n(&_corral_gates.on_realloc, __ATOMIC_RELAXED) == CORRAL_GATE_DYNAMIC)
       return dyn_realloc(p, size);
   }
@@ -258,10 +258,10 @@ static __attribute__((noinline)) void *dyn_realloc(void *p, size_t size) {
   int larger = size > _corral_dyn_settled.max_size;                       /* never pooled: forwarded */
   uint64_t f = larger ? 0 : _corral_dyn_settled_word(size, (uintptr_t)__builtin_return_address(0),
                                          (uintptr_t)__builtin_dwarf_cfa());
-  if (larger) return _corral_enomem_if_null(_corral_next.realloc(p, size));
+  if (larger) return _corral_next_realloc(p, size);
   if (f != 0 && (f & 0xffff) == 0) {
     _corral_dyn_forwarded();
-    return _corral_enomem_if_null(_corral_next.realloc(p, size));
+    return _corral_next_realloc(p, size);
   }
   if (f != 0 && !p) {
     void *q = NULL;

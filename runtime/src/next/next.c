@@ -60,6 +60,16 @@ size_t _corral_boot_size(const void *p)
   return *(const size_t *)((const unsigned char *)p - 16);
 }
 
+/* The file name (no folder) of the library that holds function f; "" when
+ * unknown. */
+static const char *library_of(void *f)
+{
+  Dl_info info;
+  const char *name = dladdr(f, &info) && info.dli_fname ? info.dli_fname : "";
+  const char *base = strrchr(name, '/');
+  return base ? base + 1 : name;
+}
+
 static void *resolve(const char *name)
 {
   void *f = dlsym(RTLD_NEXT, name);
@@ -82,6 +92,12 @@ int _corral_next_init(void)
     _corral_warn("cannot find the next allocator (dlsym RTLD_NEXT failed)");
     return -1;
   }
+  /* realloc forwards by a tail jump where the allocator sets errno on
+   * failure itself (next.h, _corral_next_realloc): glibc does; mimalloc
+   * does up to PTRDIFF_MAX; jemalloc's realloc does not, nor may an
+   * allocator we do not know. */
+  const char *lib = library_of((void *)n.realloc);
+  n.realloc_sets_errno = strncmp(lib, "libc.so", 7) == 0 || strncmp(lib, "libmimalloc", 11) == 0;
   _corral_next = n;
   return 0;
 }
@@ -97,12 +113,7 @@ size_t _corral_next_footprint(size_t size)
   uint32_t *slot = &known[(size + 7) / 8];
   uint32_t f = __atomic_load_n(slot, __ATOMIC_RELAXED);
   if (f) return f;
-  if (next_is_glibc < 0) {
-    Dl_info info;
-    const char *name = dladdr((void *)_corral_next.malloc, &info) && info.dli_fname ? info.dli_fname : "";
-    const char *base = strrchr(name, '/');
-    next_is_glibc = strncmp(base ? base + 1 : name, "libc.so", 7) == 0;
-  }
+  if (next_is_glibc < 0) next_is_glibc = strncmp(library_of((void *)_corral_next.malloc), "libc.so", 7) == 0;
   /* Sizes that round up to the same 8 bytes share a slot: ask for the
    * largest, which every allocator serves from the same block. */
   void *p = _corral_next.malloc((size + 7) & ~(size_t)7);

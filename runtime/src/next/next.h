@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "attributes.h"
 
@@ -21,6 +22,7 @@ typedef struct corral_next_s {
   int (*posix_memalign)(void **, size_t, size_t);
   void *(*aligned_alloc)(size_t, size_t);
   size_t (*malloc_usable_size)(void *);
+  int realloc_sets_errno;           /* ENOMEM on failure up to PTRDIFF_MAX (next.c) */
 } corral_next_t;
 
 extern corral_next_t _corral_next;
@@ -48,6 +50,16 @@ CORRAL_INLINE void *_corral_enomem_if_null(void *p)
 {
   if (CORRAL_UNLIKELY(!p)) errno = ENOMEM;
   return p;
+}
+
+/* The next allocator's realloc, with errno set on failure: by a tail jump
+ * where the allocator sets it itself. Lua allocates every object with
+ * realloc (1.3 M calls at `trees.lua 12`): the call and the test after it
+ * were 7 of the 15 instructions the bare preload added to each. */
+CORRAL_INLINE void *_corral_next_realloc(void *p, size_t size)
+{
+  if (CORRAL_LIKELY(_corral_next.realloc_sets_errno && size <= PTRDIFF_MAX)) return _corral_next.realloc(p, size);
+  return _corral_enomem_if_null(_corral_next.realloc(p, size));
 }
 
 /* The next allocator's block for a request (align: 0 = malloc's, else a
