@@ -5,6 +5,7 @@ misses, and which moves them most (docs/planner.md, "HALO's C++ programs,
 studied by hand").
 
     python3 bench/tools/layouts.py --plan prog.plan -- ./prog args
+    python3 bench/tools/layouts.py --stdin script.sql -- sqlite3 :memory:
 
 Configurations are `corral bench`'s (corral/bench/configs.py); the default
 set is the three bases, libcorral.so preloaded with nothing to do, the
@@ -25,9 +26,9 @@ DEFAULT = ("mimalloc", "jemalloc", "glibc", "preload+mimalloc", "corral+mimalloc
 COUNTERS = (("instructions", "Ir"), ("I1 misses", "I1"), ("D1 misses", "D1"), ("LL misses", "LL"))
 
 
-def measure(name, argv, plan):
+def measure(name, argv, plan, stdin=None):
     env = configs.CONFIGS[name].environment(argv[0], plan=plan)
-    misses, _ = cachegrind.measure(argv, env, steady=True)
+    misses, _ = cachegrind.measure(argv, env, stdin=stdin, steady=True)
     return name, misses
 
 
@@ -54,6 +55,7 @@ def main(argv=None) -> int:
     p.add_argument("--configs", default=",".join(DEFAULT), help="comma-separated configurations")
     p.add_argument("--reference", default="mimalloc", help="the configuration the others are against")
     p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--stdin", metavar="FILE", help="the file the program reads on standard input")
     p.add_argument("command", nargs=argparse.REMAINDER)
     a = p.parse_args(argv)
     command = a.command[1:] if a.command[:1] == ["--"] else a.command
@@ -65,7 +67,7 @@ def main(argv=None) -> int:
     if not command or a.reference not in names:
         p.error("give the program after -- and a reference among the configurations")
     with ThreadPoolExecutor(a.jobs) as pool:
-        results = dict(pool.map(lambda n: measure(n, command, a.plan), names))
+        results = dict(pool.map(lambda n: measure(n, command, a.plan, a.stdin), names))
     print(table(results, a.reference))
     return 0
 

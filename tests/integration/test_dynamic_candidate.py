@@ -121,3 +121,19 @@ def test_the_layouts_tool_simulates_each_configuration_against_the_reference(loc
     bad = subprocess.run([sys.executable, str(tool), "--configs", "mimalloc,mimaloc", "--", str(program), *TINY],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "no configuration mimaloc" in bad.stderr
+
+
+def test_the_layouts_tool_feeds_standard_input(tmp_path):
+    """--stdin FILE: the program reads FILE (sqlite3 reads its script so),
+    in every configuration: sort has 3000 lines to sort, not none."""
+    tool = TESTS.parent / "bench" / "tools" / "layouts.py"
+    lines = tmp_path / "lines.txt"
+    lines.write_text("".join(f"{(i * 7919) % 3001}\n" for i in range(3000)))
+
+    def instructions(*stdin):
+        r = subprocess.run([sys.executable, str(tool), "--configs", "glibc", "--reference", "glibc", *stdin,
+                            "--", "/usr/bin/sort", "-n"], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        return int(r.stdout.splitlines()[2].split("|")[2].replace(",", ""))
+
+    assert instructions("--stdin", str(lines)) > 2 * instructions()
