@@ -13,6 +13,7 @@ cache, its delta-base cache and xdiff's records are its heap.
 
 import hashlib
 import random
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -82,9 +83,10 @@ def make_repo(path: Path, stream: str) -> None:
     stamp, digest = path.with_suffix(".fi"), hashlib.sha256(stream.encode()).hexdigest()
     if path.is_dir() and stamp.exists() and stamp.read_text() == digest:
         return
-    subprocess.run(["rm", "-rf", str(path)], check=True)
+    shutil.rmtree(path, ignore_errors=True)
     try:
-        subprocess.run(["git", "init", "--quiet", "--bare", "--initial-branch=main", str(path)], check=True, capture_output=True)
+        subprocess.run(["git", "init", "--quiet", "--bare", "--initial-branch=main", str(path)],
+                       check=True, capture_output=True)
         subprocess.run(["git", "--git-dir", str(path), "fast-import", "--quiet"], input=stream.encode(),
                        check=True, capture_output=True)
     except (OSError, subprocess.CalledProcessError) as e:
