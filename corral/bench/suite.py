@@ -188,7 +188,7 @@ PROGRAMS: dict[str, Program] = {p.name: p for p in [
          [*POVRAY, "+W320", "+H240", "{inputs}/scene-4000.pov"],
          [*POVRAY, "+W640", "+H480", "{inputs}/scene-20000.pov"]),
     # The programs a user runs every day (issue 50's table: dynamic mode must
-    # cost them nothing). Each input is ours; the measuring runs take 0.7-1.5
+    # cost them nothing). Each input is ours; the measuring runs take 0.65-2.5
     # s of CPU on 2 cores (docs/bench.md).
     _deb("lua", "Lua 5.4 interpreter: binary trees made and checked, records in a table "
          "sorted by a Lua comparison, strings joined", "lua5.4", "/usr/bin/lua5.4",
