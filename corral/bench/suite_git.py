@@ -17,9 +17,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from corral.bench import seeded
 from corral.errors import CorralError
 
-SEED = 2026
 FILES = 40
 LINES = 120
 START = 1_700_000_000       # the first commit's date (2023-11-14)
@@ -33,7 +33,7 @@ def _line(rng: random.Random) -> str:
 
 def history(commits: int) -> str:
     """The fast-import stream of `commits` commits on branch main."""
-    rng = random.Random(SEED * 1_000_003 + commits)
+    rng = seeded.rng(commits)
     files = {f"src/unit{i:02d}.c": [_line(rng) for _ in range(LINES)] for i in range(FILES)}
     out = []
     for n in range(commits):

@@ -11,15 +11,14 @@ allocator to another (mimalloc's from glibc's), and the harness could not
 check it.
 """
 
-import random
+from corral.bench import seeded
 
-SEED = 2026
 SHAPES = ("box", "ellipse", "diamond", "octagon", "hexagon")
 NEAR = 12       # an edge's tail is at most twice this many nodes back, mostly
 
 
 def graph_dot(nodes: int) -> str:
-    rng = random.Random(SEED * 1_000_003 + nodes)
+    rng = seeded.rng(nodes)
     lines = ["digraph corral {", "  node [fontsize=10];"]
     for n in range(nodes):
         lines.append(f"  n{n} [label=\"unit {n}\\n{rng.randrange(1000)}\" shape={rng.choice(SHAPES)}];")

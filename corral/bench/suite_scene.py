@@ -19,6 +19,8 @@ modelled scene. No #include: the scene needs nothing but povray itself.
 import math
 import random
 
+from corral.bench import seeded
+
 SEED = 2027
 PRIMITIVES = ("box", "sphere", "cylinder", "cone", "torus")
 COMBINATIONS = ("union", "difference", "intersection", "merge")
@@ -94,7 +96,7 @@ def _mesh(rng: random.Random, triangles: int, side: float) -> list[str]:
 
 def scene_pov(objects: int) -> str:
     """The scene with `objects` CSG objects on a terrain of objects/2 triangles."""
-    rng = random.Random(SEED * 1_000_003 + objects)
+    rng = seeded.rng(objects, SEED)
     per_side = max(1, math.ceil(math.sqrt(objects)))
     spacing = 1.0
     side = per_side * spacing

@@ -9,9 +9,8 @@ statements, and the sorter's and aggregates' records. Seeded: one size is
 one script on every machine.
 """
 
-import random
+from corral.bench import seeded
 
-SEED = 2026
 SCHEMA = """\
 CREATE TABLE customer(id INTEGER PRIMARY KEY, name TEXT, city TEXT, tier INTEGER);
 CREATE TABLE product(id INTEGER PRIMARY KEY, label TEXT, price REAL);
@@ -43,7 +42,7 @@ WORDS = ("rush", "gift", "fragile", "back door", "call first", "weekend", "spare
 
 def orders_sql(orders: int) -> str:
     """The script for `orders` orders, its tables in proportion."""
-    rng = random.Random(SEED * 1_000_003 + orders)
+    rng = seeded.rng(orders)
     customers, products = max(1, orders // 8), max(20, orders // 20)
     lines = [SCHEMA, "BEGIN;"]
     for c in range(1, customers + 1):

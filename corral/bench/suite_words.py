@@ -5,9 +5,8 @@ prose. Seeded: one N is one text on every machine.
 
 import random
 
-SEED = 2026
-SYLLABLES = ("an", "bel", "cor", "dan", "el", "fin", "gar", "hal", "is", "jor", "ka", "lin",
-             "mor", "nev", "os", "per", "quin", "ros", "sil", "tor", "ul", "var", "wen", "yst")
+from corral.bench import seeded
+from corral.bench.suite_xml import SYLLABLES
 
 
 def _word(rng: random.Random) -> str:
@@ -16,5 +15,5 @@ def _word(rng: random.Random) -> str:
 
 
 def words_txt(lines: int) -> str:
-    rng = random.Random(SEED * 1_000_003 + lines)
+    rng = seeded.rng(lines)
     return "".join(" ".join(_word(rng) for _ in range(rng.randint(4, 14))) + "\n" for _ in range(lines))

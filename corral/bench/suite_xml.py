@@ -29,6 +29,8 @@ the districts grow with the customers.
 import random
 from xml.sax.saxutils import escape, quoteattr
 
+from corral.bench import seeded
+
 REGIONS = (("north", "Northern coast"), ("south", "Southern plain"), ("east", "Eastern hills"),
            ("west", "Western valleys"), ("centre", "Central cities"), ("islands", "The islands"))
 CITIES = ("Aberdeen", "Bergen", "Cork", "Dresden", "Evora", "Florence", "Ghent", "Hamburg",
@@ -38,7 +40,6 @@ SYLLABLES = ("an", "bel", "cor", "dan", "el", "fin", "gar", "hal", "is", "jor", 
              "mor", "nev", "os", "per", "quin", "ros", "sil", "tor", "ul", "var", "wen", "yst")
 WORDS = ("red", "large", "steel", "oak", "round", "spare", "boxed", "plain", "fine", "heavy",
          "blue", "small", "glass", "woven", "double", "light", "brass", "green", "thin", "tall")
-SEED = 2026
 ORDERS_PER_CUSTOMER = 8
 ORDERS_PER_PRODUCT = 20
 CUSTOMERS_PER_DISTRICT = 12
@@ -54,7 +55,7 @@ def _words(rng: random.Random, low: int, high: int) -> str:
 
 def orders_xml(orders: int) -> str:
     """The document with `orders` orders, its tables in proportion."""
-    rng = random.Random(SEED * 1_000_003 + orders)
+    rng = seeded.rng(orders)
     customers = max(1, orders // ORDERS_PER_CUSTOMER)
     products = max(20, orders // ORDERS_PER_PRODUCT)
     districts = max(1, customers // (CUSTOMERS_PER_DISTRICT * len(CITIES)))
