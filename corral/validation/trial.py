@@ -180,13 +180,12 @@ class Trials:
             outputs = set(self._clock_outputs.get(key, ()))
             outputs |= {self._sims[(key, 0)].output} if (key, 0) in self._sims else set()
             verdict = evidence.decide(change, timed.get((ref, key)), self.margin, self.scaled_text)
-            short = [m for m in self.models if (key, m) not in self._sims or (ref, m) not in self._sims]
-            if (skipped or extra) and short and verdict.outcome == NOISE:
-                what = "not simulated" if 0 in short else "the scaled caches not simulated"
+            simulated = {m for m in self.models if (key, m) in self._sims and (ref, m) in self._sims}
+            if (skipped or extra) and simulated != set(self.models) and verdict.outcome == NOISE:
+                what = "the scaled caches not simulated" if 0 in simulated else "not simulated"
                 verdict = replace(verdict, evidence=verdict.evidence + f"; {what}: the time budget "
                                   f"({self.allowed:.0f} s) would not allow it")
-            simulated_models = {m for m in self.models if (key, m) in self._sims and (ref, m) in self._sims}
-            verdicts[(ref, key)] = (verdict, outputs <= self.reference_outputs, simulated_models)
+            verdicts[(ref, key)] = (verdict, outputs <= self.reference_outputs, simulated)
         self._verdicts.update({(*pair, clocked): v for pair, v in verdicts.items()})
         return {pair: v[:2] for pair, v in verdicts.items()}
 
