@@ -1,7 +1,8 @@
 """Whether a group's objects share chunks whatever their size (the plan's
 `layout GID mixed`), or each size class gets chunks of its own (`layout GID
 by-size`). A group of one size class is laid out by size: its objects are
-packed as tightly as C allows (8-byte steps), where a mixed chunk places
+packed as tightly as C allows (8-byte steps up to 64 bytes, 16-byte steps
+to 128), where a mixed chunk places
 them in 16-byte granules.
 
 The runtime reuses a freed slot for an object of the same size only. In a
@@ -16,27 +17,33 @@ lines than a size-class allocator would (docs/planner.md, "Layout").
 from dataclasses import dataclass
 
 GRANULE = 16
+LINE = 64              # 8-byte steps up to here
 SMALL_MAX = 128
-SIZE_CLASSES = 33      # the runtime's CORRAL_SIZE_CLASSES (runtime/src/base/size_class.h)
+SIZE_CLASSES = 29      # the runtime's CORRAL_SIZE_CLASSES (runtime/src/base/size_class.h)
 
 
 def size_class(size: int) -> int:
     """The runtime's size class of an object of `size` bytes (size_class.h):
-    8-byte steps from 16 to 128 bytes, then two per doubling."""
-    if size <= SMALL_MAX:
+    8-byte steps from 16 to 64 bytes, 16-byte steps to 128, then two per
+    doubling."""
+    if size <= LINE:
         return 0 if size <= 16 else (size + 7) // 8 - 2
+    if size <= SMALL_MAX:
+        return (size + 15) // GRANULE + 2
     k = -(-size // GRANULE)
     top = (k - 1).bit_length() - 1
-    c = 15 + 2 * (top - 3) + (((k - 1) >> (top - 1)) & 1)
+    c = 11 + 2 * (top - 3) + (((k - 1) >> (top - 1)) & 1)
     return min(c, SIZE_CLASSES - 1)
 
 
 def class_size(c: int) -> int:
     """Block size of class `c`, its largest size (corral_class_size)."""
-    if c < 15:
+    if c < 7:
         return 16 + 8 * c
-    top = 3 + (c - 15) // 2
-    return ((2 << top) if (c - 15) & 1 else (3 << (top - 1))) * GRANULE
+    if c < 11:
+        return GRANULE * (c - 2)
+    top = 3 + (c - 11) // 2
+    return ((2 << top) if (c - 11) & 1 else (3 << (top - 1))) * GRANULE
 
 
 @dataclass(frozen=True)

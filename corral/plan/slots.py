@@ -8,8 +8,8 @@ step between consecutive allocations of one size, 2026-11-24):
 - jemalloc and mimalloc have the same classes here: 8, then 16-byte steps
   to 128, then four classes per doubling (160, 192, 224, 256, 320, ...):
   a 24-byte object also takes 32.
-corral's pools step by 8 bytes up to 128 laid out by size, by 16-byte
-granules when sizes mix (corral/plan/layout.py).
+corral's pools step by 8 bytes up to 64 and by 16 to 128 laid out by size,
+by 16-byte granules when sizes mix (corral/plan/layout.py).
 """
 
 from corral.plan.layout import GRANULE, SMALL_MAX, class_size, size_class

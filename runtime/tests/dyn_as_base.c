@@ -9,6 +9,10 @@
  *     to 32 bytes and the pool packs at 24: it stays;
  *   two48: two contexts of 48-byte nodes made in turn, which the base would
  *     interleave in one class and their pools keep apart: both stay;
+ *   merged48: two contexts of 48-byte nodes made in turn into one list,
+ *     each node pointing at the other context's: their pools merge, and the
+ *     base would interleave them in one class as the merged pool does: it
+ *     is given back;
  *   linked48: 48-byte nodes, each pointing at a 96-byte payload of another
  *     context: the base keeps nodes and payloads in classes of their own
  *     as their pools do, so both are given back, pointers or not;
@@ -79,6 +83,9 @@ int main(int argc, char **argv)
       b = make_b(b);
     }
     fprintf(stderr, "last a_pooled=%d b_pooled=%d\n", pooled48(a), pooled48(b));
+  } else if (!strcmp(c, "merged48")) {
+    for (int i = 0; i < COUNT; i++) a = make_b(make_a(a));
+    fprintf(stderr, "last ab_pooled=%d\n", pooled48(a));
   } else if (!strcmp(c, "linked48")) {
     int payloads = 0, i = 0;
     for (int k = 0; k < COUNT; k++) {

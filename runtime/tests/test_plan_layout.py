@@ -17,8 +17,9 @@ MAX_SIZE = 4096
 # class, first size of the next), found from the planner's classes.
 BOUNDARIES = [(s, s + 1) for s in range(1, MAX_SIZE) if size_class(s) != size_class(s + 1)]
 # Pairs within one class: both ends of the smallest, of an 8-byte step, of
-# two-per-doubling classes, and of the class that ends at 4096.
-WITHIN = [(1, 16), (17, 24), (129, 192), (193, 256), (3073, 4096)]
+# 16-byte steps, of two-per-doubling classes, and of the class that ends at
+# 4096.
+WITHIN = [(1, 16), (17, 24), (65, 80), (113, 128), (129, 192), (193, 256), (3073, 4096)]
 PAIRS = BOUNDARIES + WITHIN + [(24, 40)]
 
 

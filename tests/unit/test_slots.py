@@ -17,7 +17,7 @@ def test_base_slots_as_measured(size, glibc, jemalloc_mimalloc):
 
 
 @pytest.mark.parametrize("size, by_size, mixed", [
-    (1, 16, 16), (16, 16, 16), (17, 24, 32), (24, 24, 32), (100, 104, 112), (128, 128, 128),
+    (1, 16, 16), (16, 16, 16), (17, 24, 32), (24, 24, 32), (60, 64, 64), (100, 112, 112), (128, 128, 128),
     (129, 192, 144), (193, 256, 208), (257, 384, 272), (65536, 65536, 65536)])
 def test_corral_slots_by_size_and_mixed(size, by_size, mixed):
     assert corral_slot(size, True) == by_size and corral_slot(size, False) == mixed

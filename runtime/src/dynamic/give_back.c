@@ -69,27 +69,31 @@ static int asked_for_footprint(const dyn_ctx_t *c, size_t footprint) {
 }
 
 /* Whether the pool of context `id` lays its objects out as the allocator
- * underneath already does, so that it can only cost: one context of one
- * size, whose block here is exactly the footprint it has there (a
- * size-class allocator serving a size of its own class; never glibc, whose
- * header the pool drops), and no other pool (live or given back) whose
- * context asked the full way for a size of that footprint (sizes_seen):
- * the base would interleave those objects with this pool's, which the pool
- * keeps apart. Pointers between this pool and others do not matter: the
- * base already keeps objects of other footprints in other classes, and a
- * merge needs equal sizes, which no other pool has. */
+ * underneath already does, so that it can only cost: objects of one size
+ * (one context, or several merged, all asking for that size), whose block
+ * here is exactly the footprint it has there (a size-class allocator
+ * serving a size of its own class; never glibc, whose header the pool
+ * drops), and no other pool (live or given back) whose context asked the
+ * full way for a size of that footprint (sizes_seen): the base would
+ * interleave those objects with this pool's, which the pool keeps apart.
+ * Merged contexts are no reason to keep it: the base puts their objects in
+ * that one class too, in the order they are made, as the pool does
+ * (xmllint's element nodes, made at two sites that link to each other).
+ * Pointers between this pool and others do not matter: the base already
+ * keeps objects of other footprints in other classes, and a merge needs
+ * equal sizes, which no other pool has. */
 static int laid_out_as_base(uint32_t id) {
   uint32_t root = _corral_dynm_find(&_corral_dyn.merge, id);
   int g = _corral_dyn.ctx[root].group;
-  uint32_t size = _corral_dyn.ctx[root].size;
+  uint32_t size = _corral_dyn.merge.size[root];
   if (g < 0 || size == 0 || size == DYNM_SIZE_MIXED) return 0;
   size_t footprint = _corral_next_footprint(size);
   if (footprint == 0 || footprint != corral_class_size(corral_size_class(size))) return 0;
-  uint32_t total = __atomic_load_n(&_corral_dyn_settled.table.context_count, __ATOMIC_ACQUIRE);
-  for (uint32_t i = 0; i < total; i++)
-    if (i != root && _corral_dynm_find(&_corral_dyn.merge, i) == root) return 0;
-  for (unsigned h = 0; h < _corral_dyn.pools; h++)
-    if ((int)h != g && asked_for_footprint(&_corral_dyn.ctx[_corral_dyn.group_owner[h]], footprint)) return 0;
+  for (unsigned h = 0; h < _corral_dyn.pools; h++) {     /* a pool merged into this one is this one */
+    uint32_t owner = (uint32_t)_corral_dyn.group_owner[h];
+    if (_corral_dynm_find(&_corral_dyn.merge, owner) != root && asked_for_footprint(&_corral_dyn.ctx[owner], footprint))
+      return 0;
+  }
   return 1;
 }
 
