@@ -110,6 +110,11 @@ def measure(argv, env, stdin=None, steady=False, children=False, cache=None) -> 
     those of every process the run made, added (a copy made by fork that
     does not exec repeats its parent's counts up to the fork: a shell's
     subshells are small)."""
+    # Dynamic mode draws its sampling intervals from the clock unless given
+    # a seed; with one, a simulated run of it is the same every time, and two
+    # configurations differ by their layouts, not by where they sampled.
+    env = {**(os.environ if env is None else env)}
+    env.setdefault("CORRAL_DYN_SEED", "1")
     with tempfile.TemporaryDirectory(prefix="corral-cg-") as tmp, stdin_of(stdin) as given:
         proc = subprocess.Popen(command(argv, os.path.join(tmp, "cg.%p.out"), steady, children, cache),
                                 env=env, stdin=given, stdout=subprocess.PIPE, stderr=subprocess.PIPE)

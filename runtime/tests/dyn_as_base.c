@@ -8,20 +8,25 @@
  *   lone24: one context of 24-byte nodes, which those allocators round up
  *     to 32 bytes and the pool packs at 24: it stays;
  *   two48: two contexts of 48-byte nodes made in turn, which the base would
- *     interleave in one class and their pools keep apart: both stay;
+ *     interleave in one class: the first judged is given back (as_base),
+ *     the second stays, and the two stay apart at one pool's cost;
  *   merged48: two contexts of 48-byte nodes made in turn into one list,
  *     each node pointing at the other context's: their pools merge, and the
  *     base would interleave them in one class as the merged pool does: it
  *     is given back;
+ *   brief48: first a context whose 48-byte objects are freed as soon as
+ *     made (its pool is given back as small), then lone48's list: the
+ *     brief one's few live objects would barely interleave with the nodes
+ *     in the base, so the nodes' pool is given back too (as_base);
  *   linked48: 48-byte nodes, each pointing at a 96-byte payload of another
  *     context: the base keeps nodes and payloads in classes of their own
  *     as their pools do, so both are given back, pointers or not;
  *   mixed48: lone48's nodes beside a context that asks for 48 and 16 bytes
- *     in turn: the base would interleave its 48-byte objects with the
- *     nodes, which the pool keeps apart: it stays (and so does the mixed
- *     pool, never laid out as one class);
+ *     in turn, whose pool stays (a mixed pool is never laid out as one
+ *     class) and keeps its 48-byte objects out of the base: the nodes'
+ *     pool is given back;
  *   mixed_apart: the same beside a context of 16 and 96 bytes, none of the
- *     nodes' class: the nodes' pool is given back, the mixed one stays.
+ *     nodes' class: the same.
  * Prints how many of the last 100 objects of each context were pooled. */
 #include "../include/corral.h"
 
@@ -39,6 +44,7 @@ struct p96 { long v[12]; };
 NOIPA struct n48 *make_a(struct n48 *next) { struct n48 *n = malloc(sizeof *n); n->next = next; n->payload = NULL; n->v[0] = 1; return n; }
 NOIPA struct n48 *make_b(struct n48 *next) { struct n48 *n = malloc(sizeof *n); n->next = next; n->payload = NULL; n->v[0] = 2; return n; }
 NOIPA struct n24 *make_small(struct n24 *next) { struct n24 *n = malloc(sizeof *n); n->next = next; n->v[0] = 3; return n; }
+NOIPA struct n48 *make_brief(void) { struct n48 *n = malloc(sizeof *n); n->next = NULL; n->v[0] = 4; return n; }
 NOIPA struct p96 *make_payload(long v) { struct p96 *p = malloc(sizeof *p); memset(p, 0, sizeof *p); p->v[0] = v; return p; }
 /* One call site asking for several sizes: a list node of `size` bytes. */
 NOIPA void **make_mixed(void **next, size_t size) { void **m = malloc(size); memset(m, 0, size); m[0] = next; return m; }
@@ -86,6 +92,16 @@ int main(int argc, char **argv)
   } else if (!strcmp(c, "merged48")) {
     for (int i = 0; i < COUNT; i++) a = make_b(make_a(a));
     fprintf(stderr, "last ab_pooled=%d\n", pooled48(a));
+  } else if (!strcmp(c, "brief48")) {
+    long sum = 0;
+    for (int i = 0; i < COUNT; i++) {
+      struct n48 *t = make_brief();
+      sum += t->v[0];
+      free(t);
+    }
+    for (int i = 0; i < COUNT; i++) a = make_a(a);
+    fprintf(stderr, "last a_pooled=%d\n", pooled48(a));
+    printf("brief %ld\n", sum);
   } else if (!strcmp(c, "linked48")) {
     int payloads = 0, i = 0;
     for (int k = 0; k < COUNT; k++) {

@@ -2,7 +2,15 @@
  * batches; a consumer thread frees them. Under dynamic mode the site's pool
  * is given back to the allocator underneath once samples show its objects
  * are freed by another thread. stderr: "tail pooled=K" for the last 100
- * nodes; stdout: a checksum. */
+ * nodes; stdout: a checksum.
+ * With argument `mixed`, the producer's nodes take 64 and 48 bytes in turn
+ * (enough that a batch's live objects fill pages: the pool goes as remote,
+ * not as small),
+ * and afterwards the main thread builds a list of 48-byte nodes at a site
+ * of its own ("lone pooled=K" for its last 100 nodes): the allocator
+ * underneath would interleave those with the given-back pool's 48-byte
+ * objects, so over jemalloc and mimalloc the lone pool stays
+ * (docs/dynamic.md, as_base). */
 #include "../include/corral.h"
 
 #include <dlfcn.h>
@@ -21,9 +29,10 @@ static pthread_cond_t ready = PTHREAD_COND_INITIALIZER;
 static struct node *queue[BATCHES];
 static int queued, freed_batches, done_producing;
 static long consumed;
+static int mixed;
 
 NOIPA struct node *make_node(struct node *next, long v) {
-  struct node *n = malloc(sizeof *n);
+  struct node *n = malloc(!mixed ? sizeof *n : (v & 1) ? 48 : 64);
   n->next = next;
   n->value = v;
   return n;
@@ -45,7 +54,30 @@ static void *consume(void *arg) {
   }
 }
 
-int main(void) {
+struct lone { struct lone *next; long v[5]; };
+
+NOIPA struct lone *make_lone(struct lone *next, long v) {
+  struct lone *n = malloc(sizeof *n);
+  n->next = next;
+  n->v[0] = v;
+  return n;
+}
+
+static void lone_list(void) {
+  struct lone *l = NULL;
+  for (long i = 0; i < 200000; i++) l = make_lone(l, i);
+  int pooled = 0;
+  long sum = 0, i = 0;
+  for (struct lone *n = l; n; n = n->next, i++) {
+    sum += n->v[0];
+    if (i < 100) pooled += corral_group_of_if_loaded(n) >= 0;
+  }
+  fprintf(stderr, "lone pooled=%d\n", pooled);
+  printf("lone %ld\n", sum);
+}
+
+int main(int argc, char **argv) {
+  mixed = argc > 1 && argv[1][0] == 'm';
   pthread_t consumer;
   pthread_create(&consumer, NULL, consume, NULL);
   for (int b = 0; b < BATCHES; b++) {
@@ -70,5 +102,6 @@ int main(void) {
   }
   fprintf(stderr, "tail pooled=%d\n", pooled);
   printf("consumed %ld\n", consumed);
+  if (mixed) lone_list();
   return 0;
 }

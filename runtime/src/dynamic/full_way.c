@@ -62,13 +62,23 @@ static void size_changed(dyn_ctx_t *c, uint32_t id, uint32_t size) {
 }
 
 static __thread uint64_t sample_rng;
+static uint64_t threads_seeded;
+
+/* A thread's first sampling state: from the clock, or from CORRAL_DYN_SEED
+ * and the order in which threads first sample. */
+static uint64_t first_state(void) {
+  uint64_t seed = _corral_options.dyn_seed;
+  if (seed == 0) return _corral_rdtsc() | 1;
+  uint64_t k = __atomic_fetch_add(&threads_seeded, 1, __ATOMIC_RELAXED);
+  return (seed + k) * 0x9e3779b97f4a7c15ull | 1;
+}
 
 /* Sampling intervals are random around their mean: a fixed stride would
  * alias with a program's allocation pattern (a loop that allocates a node
  * and its payload alternately would only ever show one kind of node). */
 static inline uint32_t next_interval(uint32_t mean) {
   uint64_t x = sample_rng;
-  if (CORRAL_UNLIKELY(!x)) x = _corral_rdtsc() | 1;
+  if (CORRAL_UNLIKELY(!x)) x = first_state();
   x ^= x << 13; x ^= x >> 7; x ^= x << 17;
   sample_rng = x;
   return 1 + (uint32_t)((x >> 33) % (2 * mean - 1));

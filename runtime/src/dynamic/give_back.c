@@ -68,20 +68,32 @@ static int asked_for_footprint(const dyn_ctx_t *c, size_t footprint) {
   return 0;
 }
 
+/* Whether pool h leaves many live objects to the allocator underneath: it
+ * was given back for a reason other than `small`. A live pool keeps its
+ * objects in its own chunks, and one given back as small keeps under a
+ * page of them live. */
+static int leaves_many_to_base(int h) {
+  for (unsigned k = 0; k < _corral_dyn.unpooled_count; k++)
+    if (_corral_dyn.unpooled[k] == h) return _corral_dyn.unpooled_why[k] != DYN_GIVEN_BACK_SMALL;
+  return 0;
+}
+
 /* Whether the pool of context `id` lays its objects out as the allocator
- * underneath already does, so that it can only cost: objects of one size
+ * underneath already would, so that it can only cost: objects of one size
  * (one context, or several merged, all asking for that size), whose block
  * here is exactly the footprint it has there (a size-class allocator
  * serving a size of its own class; never glibc, whose header the pool
- * drops), and no other pool (live or given back) whose context asked the
- * full way for a size of that footprint (sizes_seen): the base would
- * interleave those objects with this pool's, which the pool keeps apart.
- * Merged contexts are no reason to keep it: the base puts their objects in
- * that one class too, in the order they are made, as the pool does
- * (xmllint's element nodes, made at two sites that link to each other).
- * Pointers between this pool and others do not matter: the base already
- * keeps objects of other footprints in other classes, and a merge needs
- * equal sizes, which no other pool has. */
+ * drops), and no pool that leaves many live objects to the base (given
+ * back as `as_base` or `remote`) asked the full way for a size of that
+ * footprint (sizes_seen): given back, this pool's objects would be
+ * interleaved with those there. A live pool's objects stay in its own
+ * chunks, so of two lone pools of one class the first judged is given
+ * back and the second stays: the two kinds stay apart at one pool's cost.
+ * Merged contexts of one size are no reason to keep a pool: the base puts
+ * their objects in one class too, in the order they are made, as the pool
+ * does (xmllint's element nodes, made at two sites that link to each
+ * other). Pointers between this pool and others do not matter: the base
+ * already keeps objects of other footprints in other classes. */
 static int laid_out_as_base(uint32_t id) {
   uint32_t root = _corral_dynm_find(&_corral_dyn.merge, id);
   int g = _corral_dyn.ctx[root].group;
@@ -89,11 +101,9 @@ static int laid_out_as_base(uint32_t id) {
   if (g < 0 || size == 0 || size == DYNM_SIZE_MIXED) return 0;
   size_t footprint = _corral_next_footprint(size);
   if (footprint == 0 || footprint != corral_class_size(corral_size_class(size))) return 0;
-  for (unsigned h = 0; h < _corral_dyn.pools; h++) {     /* a pool merged into this one is this one */
-    uint32_t owner = (uint32_t)_corral_dyn.group_owner[h];
-    if (_corral_dynm_find(&_corral_dyn.merge, owner) != root && asked_for_footprint(&_corral_dyn.ctx[owner], footprint))
+  for (unsigned h = 0; h < _corral_dyn.pools; h++)
+    if (leaves_many_to_base((int)h) && asked_for_footprint(&_corral_dyn.ctx[_corral_dyn.group_owner[h]], footprint))
       return 0;
-  }
   return 1;
 }
 
