@@ -187,8 +187,17 @@ def test_threads_and_fork(tmp_path):
     assert stats["dynamic"]["pools"] >= 1
 
 
-def test_a_pool_freed_by_another_thread_is_given_back(tmp_path):
-    done, stats = _same_output(build(tmp_path, "dyn_prodcons", ("-O2", "-pthread")), tmp_path)
+@pytest.mark.parametrize("stubs", ["1", "0"])
+def test_a_pool_freed_by_another_thread_is_given_back(tmp_path, stubs):
+    """The producer's pool goes once samples show a consumer frees its
+    objects; afterwards the site allocates from the base, through the
+    none way its call is pointed at, or (stubs off) because its settled
+    word went stale with the pool."""
+    prog = build(tmp_path, "dyn_prodcons", ("-O2", "-pthread"))
+    plain = run_plain(prog)
+    done, stats = run_dynamic(prog, (), tmp_path, env={"CORRAL_STUBS": stubs})
+    _ok(done)
+    assert done.stdout == plain.stdout
     assert series(done.stderr)["tail"]["pooled"] == "0"
     assert stats["dynamic"]["unpooled"] == [0] and stats["dynamic"]["pools"] == 1
     assert stats["dynamic"]["unpooled_why"] == ["remote"]

@@ -91,8 +91,18 @@ uint64_t _corral_dyn_wrapper_word(const corral_dync_site_t *s, uintptr_t ret, ui
 CORRAL_INLINE uint64_t _corral_dyn_settled_word(size_t size, uintptr_t ret, uintptr_t cfa) {
   const corral_dync_site_t *s = _corral_dync_site(&_corral_dyn_settled.table, ret);
   if (CORRAL_UNLIKELY(s == NULL)) return 0;
-  uint64_t f = CORRAL_LIKELY(s->kind != DYNC_SITE_WRAPPER) ? __atomic_load_n(&s->fast, __ATOMIC_ACQUIRE)
-                                                          : _corral_dyn_wrapper_word(s, ret, cfa);
+  uint64_t f;
+  if (CORRAL_LIKELY(s->kind != DYNC_SITE_WRAPPER)) {
+    f = __atomic_load_n(&s->fast, __ATOMIC_ACQUIRE);
+    /* A site of its own whose word forwards names a context that is never
+     * pooled again (given back, or refused a pool): no epoch or size can
+     * change that, so the word holds as it is. A program that allocates
+     * through a function pointer (libxml2's xmlMalloc) takes this on every
+     * call, since no such call can be pointed at a stub. */
+    if (CORRAL_LIKELY(f != 0 && (f & 0xffff) == 0)) return f;
+  } else {
+    f = _corral_dyn_wrapper_word(s, ret, cfa);
+  }
   uint32_t want = (uint32_t)(f >> 16) & CORRAL_DYN_SIZE_MAX;
   if (CORRAL_UNLIKELY((uint32_t)(f >> 40) != __atomic_load_n(&_corral_dyn_settled.epoch, __ATOMIC_RELAXED) ||
                       (want != size && want != 0)))
