@@ -91,8 +91,7 @@ static int leaves_many_to_base(int h) {
  * back and the second stays: the two kinds stay apart at one pool's cost.
  * Merged contexts of one size are no reason to keep a pool: the base puts
  * their objects in one class too, in the order they are made, as the pool
- * does (xmllint's element nodes, made at two sites that link to each
- * other). Pointers between this pool and others do not matter: the base
+ * does. Pointers between this pool and others do not matter: the base
  * already keeps objects of other footprints in other classes. */
 static int laid_out_as_base(uint32_t id) {
   uint32_t root = _corral_dynm_find(&_corral_dyn.merge, id);
