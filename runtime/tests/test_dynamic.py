@@ -164,11 +164,12 @@ def test_two_sites_of_one_list_share_a_pool_and_unrelated_sites_do_not(merge_pro
 # Same output; threads and fork
 
 
-def _same_output(prog, tmp_path, args=()):
-    """Run prog without corral and under dynamic mode; stdout and status must
-    match. Returns (dynamic run, its statistics)."""
+def _same_output(prog, tmp_path, args=(), env=None):
+    """Run prog without corral and under dynamic mode (env: more of its
+    environment); stdout and status must match. Returns (dynamic run, its
+    statistics)."""
     plain = run_plain(prog, args)
-    done, stats = run_dynamic(prog, args, tmp_path)
+    done, stats = run_dynamic(prog, args, tmp_path, env=env)
     _ok(done)
     assert done.stdout == plain.stdout and done.returncode == plain.returncode
     return done, stats
@@ -193,11 +194,8 @@ def test_a_pool_freed_by_another_thread_is_given_back(tmp_path, stubs):
     objects; afterwards the site allocates from the base, through the
     none way its call is pointed at, or (stubs off) because its settled
     word went stale with the pool."""
-    prog = build(tmp_path, "dyn_prodcons", ("-O2", "-pthread"))
-    plain = run_plain(prog)
-    done, stats = run_dynamic(prog, (), tmp_path, env={"CORRAL_STUBS": stubs})
-    _ok(done)
-    assert done.stdout == plain.stdout
+    done, stats = _same_output(build(tmp_path, "dyn_prodcons", ("-O2", "-pthread")), tmp_path,
+                               env={"CORRAL_STUBS": stubs})
     assert series(done.stderr)["tail"]["pooled"] == "0"
     assert stats["dynamic"]["unpooled"] == [0] and stats["dynamic"]["pools"] == 1
     assert stats["dynamic"]["unpooled_why"] == ["remote"]
