@@ -14,6 +14,14 @@ mimalloc. Prints, per plan and for dynamic mode over the fastest base,
 the ratio to the fastest base alone (time of the base / time of the
 configuration, the median of the pairs, with the sign test's 90%
 interval), and each plan against dynamic mode.
+
+With --simulate, each configuration runs once under the stated cache
+model instead (steady part, as bench/tools/layouts.py runs it), and the
+ratios are of modelled cycles: deterministic, so they decide what the
+clock on a noisy machine cannot. Plans that differ only in comments are
+simulated once.
+
+    python3 bench/tools/plans_vs_dynamic.py --simulate --plans a.plan,b.plan -- ./prog args
 """
 
 import argparse
@@ -21,9 +29,10 @@ import json
 import random
 import statistics
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 from corral import launch
-from corral.measure import evidence, runs
+from corral.measure import cachegrind, evidence, runs
 from corral.plan import planfile
 
 BASES = ("glibc", "jemalloc", "mimalloc")
@@ -35,6 +44,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--plans", required=True, help="comma-separated plan files")
     parser.add_argument("--json", help="also write the times here")
+    parser.add_argument("--simulate", action="store_true",
+                        help="one simulated run of each configuration instead of timed rounds")
+    parser.add_argument("--jobs", type=int, default=2, help="simulations at a time (--simulate)")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     argv = launch.program_after_dashes(args.command)
@@ -48,6 +60,8 @@ def main() -> int:
     plans = args.plans.split(",")
     for p in plans:
         envs[p] = launch.environment(plan=p, base=planfile.read(p).base or "glibc", program=argv[0])
+    if args.simulate:
+        return simulate(argv, stdin, envs, plans, args.jobs, args.json)
     times = {name: [] for name in envs}
     order, shuffle = list(envs), random.Random(args.rounds).shuffle
     for _ in range(args.rounds):
@@ -66,6 +80,43 @@ def main() -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"fastest": fastest, "dynamic": dynamic, "times": times}, f)
+    return 0
+
+
+def plan_text(path) -> str:
+    """A plan's lines that say something (comments and blank lines left out)."""
+    with open(path) as f:
+        return "".join(line for line in f if line.strip() and not line.lstrip().startswith("#"))
+
+
+def simulate(argv, stdin, envs, plans, jobs, json_out) -> int:
+    """Each configuration once under the stated caches; plans alike but for
+    comments share one run."""
+    same = {}
+    for p in plans:
+        same.setdefault(plan_text(p), p)
+    runs_of = {name: (same[plan_text(name)] if name in plans else name) for name in envs}
+    distinct = sorted(set(runs_of.values()), key=list(envs).index)
+
+    def cycles(name):
+        misses, _ = cachegrind.measure(argv, envs[name], stdin=stdin, steady=True)
+        return name, cachegrind.estimate(misses)
+
+    with ThreadPoolExecutor(jobs) as pool:
+        measured = dict(pool.map(cycles, distinct))
+    counted = {name: measured[runs_of[name]] for name in envs}
+    fastest = min(BASES, key=counted.get)
+    dynamic = f"dynamic+{fastest}" if fastest in DYNAMIC_BASES else \
+        min((f"dynamic+{b}" for b in DYNAMIC_BASES), key=counted.get)
+    print(f"fastest base {fastest} ({counted[fastest]:,} cycles, simulated)")
+    for name in [*plans, dynamic]:
+        print(f"{name} vs {fastest}: {counted[fastest] / counted[name]:.3f}")
+    for p in plans:
+        shared = f" (the same plan as {runs_of[p]})" if runs_of[p] != p else ""
+        print(f"{p} vs {dynamic}: {counted[dynamic] / counted[p]:.3f}{shared}")
+    if json_out:
+        with open(json_out, "w") as f:
+            json.dump({"fastest": fastest, "dynamic": dynamic, "cycles": counted}, f)
     return 0
 
 

@@ -32,7 +32,7 @@ group's expected gain was 10% under the group's (11.3 M cycles against
 from dataclasses import dataclass
 
 from corral.plan import cost, layout
-from corral.plan.graph import Context, Site
+from corral.plan.graph import Context, Site, function_base
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ def siblings(doc: dict, contexts: list[Context], members: list[int], owner: dict
         members_of.setdefault(g, []).append(c)
     added: list[int] = []
     closed, groups = [], []
-    for site in sorted({_frame0(contexts[m]) for m in members} - {None}):
+    for site in sorted(_with_function_siblings({_frame0(contexts[m]) for m in members} - {None}, contexts)):
         outside = [c for c in by_site[site] if c.index not in inside and c.index not in added]
         brought = []
         for c in outside:
@@ -113,6 +113,22 @@ def siblings(doc: dict, contexts: list[Context], members: list[int], owner: dict
     if added and mixed_share(doc, members + added, added) < together:
         return [], [], []
     return added, closed, groups
+
+
+def _with_function_siblings(sites: set[Site], contexts: list[Context]) -> set[Site]:
+    """The sites and every other frame-0 site in the same function: one
+    allocation in the source can be several calls in the binary (Olden
+    treeadd at -O3: the recursion unrolled into 15 copies of its one
+    `malloc`). Which copies serve the most objects changes with the input
+    (the tree's depth), so a group that holds only the copies hot on the
+    training run leaves the others' objects to the base on the real one."""
+    function = {}
+    for c in contexts:
+        site = _frame0(c)
+        if site is not None and c.names and c.names[0]:
+            function.setdefault(site, (site[0], function_base(c.names[0])))
+    mine = {function[s] for s in sites if s in function}
+    return sites | {s for s, f in function.items() if f in mine}
 
 
 def mixed_share(doc: dict, wider: list[int], added: list[int]) -> float:

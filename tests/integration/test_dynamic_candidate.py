@@ -137,3 +137,28 @@ def test_the_layouts_tool_feeds_standard_input(tmp_path):
         return int(r.stdout.splitlines()[2].split("|")[2].replace(",", ""))
 
     assert instructions("--stdin", str(lines)) > 2 * instructions()
+
+
+def test_the_plans_against_dynamic_mode_tool_simulates_once_per_distinct_layout(lockstep, tmp_path):
+    """plans_vs_dynamic.py --simulate: modelled cycles instead of the clock,
+    a plan that differs from another only in comments simulated once, and
+    the ratios printed are the cycles' (checked against the JSON)."""
+    import json
+    program, plans = lockstep
+    twin = tmp_path / "twin.plan"
+    first, rest = plans["larger"][0].read_text().split("\n", 1)
+    twin.write_text(f"{first}\n# the larger input's plan, with a comment of its own\n{rest}")
+    out = tmp_path / "cycles.json"
+    tool = TESTS.parent / "bench" / "tools" / "plans_vs_dynamic.py"
+    r = subprocess.run([sys.executable, str(tool), "--simulate", "--json", str(out),
+                        "--plans", f"{plans['larger'][0]},{twin}", "--", str(program), *TINY],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    cycles = doc["cycles"]
+    assert cycles[str(twin)] == cycles[str(plans["larger"][0])] > 0
+    assert f"{twin} vs {doc['dynamic']}: " in r.stdout and f"(the same plan as {plans['larger'][0]})" in r.stdout
+    fastest = doc["fastest"]
+    assert cycles[fastest] == min(cycles[b] for b in ("glibc", "jemalloc", "mimalloc"))
+    line = next(s for s in r.stdout.splitlines() if s.startswith(f"{twin} vs {fastest}: "))
+    assert line.endswith(f"{cycles[fastest] / cycles[str(twin)]:.3f}")

@@ -153,3 +153,39 @@ def test_a_recursive_builder_specialised_by_level_is_one_class():
     other = _context(2, ["RandTree", "RandTree.constprop.1", "main"], [0x19dd, 0x20e6, 0x10fb])
     classes = identity_classes([shallow, deep, other], max_depth=4)
     assert classes[0] == classes[1] != classes[2]
+
+
+def treeadd_shape(cold_size=24):
+    """Olden treeadd at -O3: the recursion unrolled, so its one `malloc`
+    is three calls in `build` (0x2100, 0x2110, 0x2120). On the training
+    run's shallow tree the third copy makes few nodes and is cold, out of
+    the planner's coverage; on a deeper tree it makes as many as the
+    others. Context 3 is as cold and as mixed in, but allocates in
+    another function (`parse`)."""
+    frames = [(0x2100, "build", 10), (0x2110, "build", 10), (0x2120, "build.constprop.0", 10),
+              (0x2200, "parse", 20), (0x1500, "main", 50)]
+    doc = synthetic_profile([[0, 0, 3000], [1, 1, 3000], [0, 1, 2900], [0, 2, 30], [1, 2, 30], [2, 2, 10],
+                             [0, 3, 30], [3, 3, 10]],
+                            [([0, 4], 2000, 9000), ([1, 4], 2000, 9000), ([2, 4], 20, 90), ([3, 4], 20, 90)])
+    doc["frames"] = [{"m": 0, "o": o, "fn": fn, "file": "t.c", "line": line} for o, fn, line in frames]
+    # the base puts the cold copies' nodes and parse's right after the tree's
+    doc["follows"] = [[0, 1, 1000], [1, 0, 990], [0, 2, 10], [1, 2, 10], [0, 3, 20]]
+    for c, size in zip(doc["contexts"], (24, 24, cold_size, 24)):
+        c["min_size"] = c["max_size"] = size
+        c["bytes"] = size * c["allocs"]
+    return doc
+
+
+def test_the_other_copies_of_the_groups_allocation_in_its_function_join_it():
+    result = make_plan(treeadd_shape(), DEFAULTS)
+    assert [sorted(m) for m in result.members] == [[0, 1, 2]]
+    assert result.closures[0].added == (2,)
+    direct = dict(result.plan.direct)
+    # every copy in `build` (a compiler clone of it too) enters the pool; parse's stays with the base
+    assert [direct.get(PlanSite(0, o, None)) for o in (0x2100, 0x2110, 0x2120, 0x2200)] == [0, 0, 0, None]
+
+
+def test_a_copy_of_another_size_class_in_the_function_stays_out():
+    result = make_plan(treeadd_shape(cold_size=200), DEFAULTS)
+    assert [sorted(m) for m in result.members] == [[0, 1]]
+    assert dict(result.plan.direct).get(PlanSite(0, 0x2120, None)) is None
