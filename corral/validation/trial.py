@@ -184,7 +184,7 @@ class Trials:
             # 0.1 s training run, within noise by the clock).
             stated = [(k, 0) for k in unsettled if (k, 0) not in self._sims]
             if self._may_simulate(len(stated)):
-                models, missing, skipped = (0,), stated, False
+                models, skipped = (0,), False
         if unsettled and not skipped:
             self.simulate_all([(k, envs[k]) for k in unsettled], models)
         # the scaled caches for the record, where the budget has room for
