@@ -95,7 +95,7 @@ def siblings(doc: dict, contexts: list[Context], members: list[int], owner: dict
         members_of.setdefault(g, []).append(c)
     added: list[int] = []
     closed, groups = [], []
-    for site in sorted(_with_function_siblings({_frame0(contexts[m]) for m in members} - {None}, contexts)):
+    for site in sorted(_with_function_siblings({_frame0(contexts[m]) for m in members} - {None}, by_site)):
         outside = [c for c in by_site[site] if c.index not in inside and c.index not in added]
         brought = []
         for c in outside:
@@ -115,7 +115,7 @@ def siblings(doc: dict, contexts: list[Context], members: list[int], owner: dict
     return added, closed, groups
 
 
-def _with_function_siblings(sites: set[Site], contexts: list[Context]) -> set[Site]:
+def _with_function_siblings(sites: set[Site], by_site: dict[Site, list[Context]]) -> set[Site]:
     """The sites and every other frame-0 site in the same function: one
     allocation in the source can be several calls in the binary (Olden
     treeadd at -O3: the recursion unrolled into 15 copies of its one
@@ -123,10 +123,10 @@ def _with_function_siblings(sites: set[Site], contexts: list[Context]) -> set[Si
     (the tree's depth), so a group that holds only the copies hot on the
     training run leaves the others' objects to the base on the real one."""
     function = {}
-    for c in contexts:
-        site = _frame0(c)
-        if site is not None and c.names and c.names[0]:
-            function.setdefault(site, (site[0], function_base(c.names[0])))
+    for site, cs in by_site.items():
+        name = next((c.names[0] for c in cs if c.names and c.names[0]), None)
+        if name:
+            function[site] = (site[0], function_base(name))
     mine = {function[s] for s in sites if s in function}
     return sites | {s for s, f in function.items() if f in mine}
 

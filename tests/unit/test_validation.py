@@ -319,6 +319,15 @@ class Scaled(Script):
         return replace(sim, cycles=base * (1 + (self.scaled_change if self._groups(env) else 0)))
 
 
+class ClockBlind(Scaled):
+    """The bases alone take the same time by the clock, whatever their
+    simulated cycles: a training run whose bases the clock cannot tell."""
+
+    def timer(self, argv, env, stdin=None):
+        seconds, output = super().timer(argv, env, stdin)
+        return seconds * self.bases["glibc"] / self.bases[_base_of(env)], output
+
+
 def test_a_small_training_heap_is_judged_on_caches_scaled_to_it_too(planned):
     """bisort's case: on a heap of 600 KiB the stated 1 MiB last level holds
     everything and the groups change nothing; on caches scaled so that the
@@ -366,15 +375,10 @@ def test_bases_the_clock_cannot_tell_are_simulated_on_the_stated_caches_when_bot
     (Here the groups over glibc join the bases' rounds: three runs a model,
     25 s left, 10.8 s a batch of two.)"""
 
-    class Bh(Scaled):
-        def timer(self, argv, env, stdin=None):
-            seconds, output = super().timer(argv, env, stdin)
-            return seconds * self.bases["glibc"] / self.bases[_base_of(env)], output
-
     result, replan = planned
     result.doc["totals"] = {"peak_bytes": 785 << 10}
-    script = Bh({"glibc": 1000, "mimalloc": 975}, {"A": -1, "C": -1}, seconds=0.108, scaled_change=0.0,
-                sim_seconds=5.4)
+    script = ClockBlind({"glibc": 1000, "mimalloc": 975}, {"A": -1, "C": -1}, seconds=0.108, scaled_change=0.0,
+                        sim_seconds=5.4)
     said = []
     final, outcome = validation.validate(result, replan, ["./prog"], bases=["glibc", "mimalloc"],
                                          simulate=script.simulate, timer=script.timer, say=said.append, jobs=2,
@@ -395,16 +399,11 @@ def test_the_bases_leave_room_in_the_budget_for_the_groups_check(planned):
     a batch, both models and the groups' batch do not fit; the stated
     caches and the groups do."""
 
-    class Yacr2(Scaled):
-        def timer(self, argv, env, stdin=None):
-            seconds, output = super().timer(argv, env, stdin)
-            return seconds * self.bases["glibc"] / self.bases[_base_of(env)], output
-
     result, replan = planned
     result.doc["totals"] = {"peak_bytes": 600 << 10}
     said = []
-    script = Yacr2({"glibc": 1000, "mimalloc": 999}, {"A": -1, "C": -1}, seconds=0.087, scaled_change=0.0,
-                   sim_seconds=4.35)
+    script = ClockBlind({"glibc": 1000, "mimalloc": 999}, {"A": -1, "C": -1}, seconds=0.087, scaled_change=0.0,
+                        sim_seconds=4.35)
     validation.validate(result, replan, ["./prog"], bases=["glibc", "mimalloc"], simulate=script.simulate,
                         timer=script.timer, say=said.append, jobs=2, clock=script.clock,
                         started=script.clock() - 8)
