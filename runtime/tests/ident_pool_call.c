@@ -3,11 +3,14 @@
  * one call; the plan lists every one as `direct`, in the group main
  * expects.
  *
- *   ident_pool_call basic|threads|fork ROUNDS every|pooled
- *   ident_pool_call stale ROUNDS every|pooled LIBRARY   (dlopen of LIBRARY makes the plan stale)
+ *   ident_pool_call basic|threads|fork ROUNDS every|pooled|direct
+ *   ident_pool_call stale ROUNDS every|pooled LIBRARY   (dlopen of LIBRARY makes the plan unusable)
+ *   ident_pool_call rebuilt ROUNDS every|pooled LIBRARY (dlopen of LIBRARY, rebuilt since the plan:
+ *                                                       the program's sites keep their groups)
  *
  * `every`: the plan lists every site; `pooled`: only site_malloc and
- * site_calloc, the sites that get pool calls. */
+ * site_calloc, the sites that get pool calls; `direct`: those, without the
+ * clause. */
 #define _GNU_SOURCE
 #define IDENT_CHECK_DEFINE
 #include "ident_check.h"
@@ -48,6 +51,7 @@ static int all_zero(const unsigned char *p, size_t n)
 
 static unsigned failures;
 static int realloc_group = 2, wrapped_group = 3;     /* -1 under a `pooled` plan */
+static int clause_group = 4;                          /* -1 under a `direct` plan: pooled, no clause */
 
 static void expect(int ok, const char *what)
 {
@@ -58,7 +62,7 @@ static void expect(int ok, const char *what)
 static void round_of_sites(void *keep[6])
 {
   void *in = clause_outer(1), *none = clause_outer(0), *bare = site_inner(32);
-  ident_expect(in, 4);
+  ident_expect(in, clause_group);
   ident_expect(none, -1);
   ident_expect(bare, -1);
   free(in);
@@ -148,7 +152,7 @@ static int forked(int rounds)
   return 0;
 }
 
-/* After a dlopen that makes the plan stale, the sites' pool calls must stop grouping. */
+/* After a dlopen that makes the plan unusable, the sites' pool calls must stop grouping. */
 static void stale(int rounds, const char *library)
 {
   basic(rounds);
@@ -163,15 +167,26 @@ static void stale(int rounds, const char *library)
   }
 }
 
+/* A library the plan names, rebuilt since: loading it takes nothing from the program's sites. */
+static void rebuilt(int rounds, const char *library)
+{
+  basic(rounds);
+  void *h = dlopen(library, RTLD_NOW);
+  expect(h != NULL, "dlopen failed");
+  basic(rounds);
+}
+
 int main(int argc, char **argv)
 {
   if (argc < 4) return 2;
   int rounds = atoi(argv[2]);
-  if (strcmp(argv[3], "pooled") == 0) realloc_group = wrapped_group = -1;
+  if (strcmp(argv[3], "pooled") == 0 || strcmp(argv[3], "direct") == 0) realloc_group = wrapped_group = -1;
+  if (strcmp(argv[3], "direct") == 0) clause_group = -1;
   if (strcmp(argv[1], "basic") == 0) basic(rounds);
   else if (strcmp(argv[1], "threads") == 0) threads();
   else if (strcmp(argv[1], "fork") == 0) forked(rounds);
   else if (strcmp(argv[1], "stale") == 0 && argc > 4) stale(rounds, argv[4]);
+  else if (strcmp(argv[1], "rebuilt") == 0 && argc > 4) rebuilt(rounds, argv[4]);
   else return 2;
   int wrong = ident_report();
   return wrong || failures;

@@ -25,7 +25,7 @@ def site(prog, caller, callee, module=0):
     return f"{module}+{call_returns(prog, caller, callee)[0]:#x}"
 
 
-def plan_for(tmp_path, prog, every=True, extra_modules=()):
+def plan_for(tmp_path, prog, every=True, extra_modules=(), extra_directs=(), clause=True):
     """Every site of ident_pool_call.c in its group; without `every`, only
     the malloc and calloc sites and the clause with its `direct -` site (so
     every frame-0 site gets a pool call)."""
@@ -36,17 +36,18 @@ def plan_for(tmp_path, prog, every=True, extra_modules=()):
     plan = tmp_path / "pool.plan"
     plan.write_text(plan_text(modules=[(prog, True), *extra_modules],
                               groups={0: "malloc", 1: "calloc", 2: "realloc", 3: "wrapped", 4: "clause"},
-                              clauses=[(4, [site(prog, "clause_outer", "dispatch")])], directs=directs))
+                              clauses=[(4, [site(prog, "clause_outer", "dispatch")])] if clause else [],
+                              directs=directs + list(extra_directs)))
     return plan
 
 
-def run_program(tmp_path, prog, plan, mode, every=True, env=None, args=(), warnings=()):
+def run_program(tmp_path, prog, plan, mode, every=True, env=None, args=(), warnings=(), clause=True):
     """Runs the program twice: as it runs in production (the pool calls and
     gates in use), then with statistics, under which every pool call takes
     the full way and is counted. Returns the statistics."""
     stats = tmp_path / "stats.json"
     for extra in ({}, {"CORRAL_STATS": str(stats)}):
-        r = run([prog, mode, 100, "every" if every else "pooled", *args], plan=plan,
+        r = run([prog, mode, 100, "every" if every else "pooled" if clause else "direct", *args], plan=plan,
                 env_extra=dict(env or {}, **extra), warnings=warnings)
         assert r.returncode == 0, r.stdout + r.stderr
         assert r.stdout.startswith("checked ") and r.stdout.endswith(" wrong 0\n"), r.stdout + r.stderr
@@ -104,12 +105,31 @@ def test_a_forked_child_allocates_through_the_patched_calls(tmp_path):
     run_program(tmp_path, prog, plan_for(tmp_path, prog, every=False), "fork", every=False)
 
 
-def test_a_plan_gone_stale_stops_the_pool_calls_grouping(tmp_path):
+def test_a_plan_refused_at_a_dlopen_stops_the_pool_calls_grouping(tmp_path):
+    """The plan's direct ranges in a library loaded later overlap: the
+    tables cannot be built once it is loaded, the plan is refused there,
+    and the program's sites, grouped until then, stop grouping."""
     prog = build(tmp_path)
     plugin = compile_c(tmp_path / "libplan_plugin.so", [HERE / "plan_plugin.c"], FP, shared=True)
-    plan = plan_for(tmp_path, prog, every=False, extra_modules=[(plugin, True)])
+    plan = plan_for(tmp_path, prog, every=False, extra_modules=[(plugin, True)],
+                    extra_directs=[("1+0x10..0x40", 0), ("1+0x30..0x50", "-")])
+    run_program(tmp_path, prog, plan, "stale", every=False, args=[plugin], warnings=["overlapping direct ranges"])
+
+
+@pytest.mark.parametrize("clause", [True, False], ids=["with-clause", "direct-entries-only"])
+def test_a_library_rebuilt_since_the_plan_leaves_the_pool_calls_grouping(tmp_path, clause):
+    """A library the plan names is loaded with another build-id (rebuilt,
+    or updated on the machine): it loses its own entries, said once, and
+    the program's sites keep their groups, also where the plan has only
+    direct entries."""
+    prog = build(tmp_path)
+    plugin = compile_c(tmp_path / "libplan_plugin.so", [HERE / "plan_plugin.c"], FP, shared=True)
+    plan = plan_for(tmp_path, prog, every=False, extra_modules=[(plugin, True)], extra_directs=[("1+0x1234", "-")],
+                    clause=clause)
     compile_c(plugin, [HERE / "plan_plugin.c"], FP + ["-DREBUILT=1", "-Wl,--build-id=sha1", "-O1"], shared=True)
-    run_program(tmp_path, prog, plan, "stale", every=False, args=[plugin], warnings=["stale plan"])
+    stats = run_program(tmp_path, prog, plan, "rebuilt", every=False, args=[plugin], warnings=["stale module"],
+                        clause=clause)
+    assert stats["plan"]["pool_calls"]["installed"] == 3
 
 
 def test_stubs_off_leave_the_calls_alone_and_group_the_same(tmp_path):

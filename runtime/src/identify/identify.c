@@ -30,7 +30,7 @@ static int direct_open;
  * frame-0 sites was left to the probe, when no allocation needs a walk;
  * forward_from 0 when, on top of that, every gate is closed and no stub
  * site exists, so the plain entry points have nothing left to decide. The
- * pool calls serve while a plan is loaded (t); a stale plan sends them the
+ * pool calls serve while a plan is loaded (t); a refused plan sends them the
  * full way. Until the direct table opens (and for good while counting or
  * with random pools) every gate stays open. */
 static void set_gates(const corral_ident_tables_t *t, const corral_ident_tables_t *d)
@@ -48,7 +48,7 @@ static void set_gates(const corral_ident_tables_t *t, const corral_ident_tables_
   __atomic_store_n(&_corral_gates.on_realloc, open & CORRAL_PROBE_REALLOC ? on_dynamic : 0, __ATOMIC_RELAXED);
   __atomic_store_n(&_corral_gates.on_new, open & CORRAL_PROBE_NEW ? on_dynamic : 0, __ATOMIC_RELAXED);
   /* Dynamic mode's given-back sites call the none way (dynamic/give_back.c): it
-   * forwards every size. Not once a plan was loaded: a stale plan's pool
+   * forwards every size. Not once a plan was loaded: a refused plan's pool
    * calls must take the full way. */
   size_t none_below = _corral_modes.dynamic && !_corral_ident.plan ? SIZE_MAX : 0;
   __atomic_store_n(&_corral_gates.pool_below, t ? below : none_below, __ATOMIC_RELAXED);
@@ -252,16 +252,29 @@ static void install_pool_calls(corral_ident_tables_t *t, const corral_module_tab
   _corral_os_unmap(req, n * sizeof *req);
 }
 
+/* A module of the plan rebuilt while others stay: said once per module
+ * (a dlopen rebuilds the tables). */
+static void say_stale(const corral_plan_binding_t *b, const char *reason)
+{
+  uint64_t stale = 0;
+  for (unsigned i = 0; i < PLAN_MAX_MODULES; i++) stale |= (uint64_t)b->stale[i] << i;
+  if (!(stale & ~_corral_ident.stale_said)) return;
+  _corral_ident.stale_said |= stale;
+  _corral_warn("plan %s: %s", _corral_ident.path, reason);
+}
+
 /* Binds and builds against the current module table; publishes the tables.
  * Returns 0, or -1 having refused the plan. */
 static int relocate(const corral_module_table_t *modules)
 {
   char err[256];
   corral_plan_binding_t binding;
-  if (_corral_plan_bind(_corral_ident.plan, modules, &binding, err, sizeof err) != 0) {
+  int bound = _corral_plan_bind(_corral_ident.plan, modules, &binding, err, sizeof err);
+  if (bound < 0) {
     refuse(err);
     return -1;
   }
+  if (bound > 0) say_stale(&binding, err);
   corral_ident_tables_t *t = _corral_tables_build(_corral_ident.plan, &binding, modules,
                                            _corral_options.depth, _corral_options.first_match,
                                            err, sizeof err);
@@ -360,7 +373,7 @@ void _corral_ident_after_dlopen(void)
 
 unsigned _corral_group_count(void)
 {
-  return _corral_ident.group_count;     /* stays put if a dlopen later makes the plan stale */
+  return _corral_ident.group_count;     /* stays put if the plan is refused after a dlopen */
 }
 
 const char *_corral_group_name(unsigned g)

@@ -34,6 +34,7 @@ typedef struct ident_state_s {
   unsigned counters_used;
   char path[512];
   char message[256];                /* why the plan was refused, "" if it was not */
+  uint64_t stale_said;              /* plan modules found stale and said so (bit per module) */
 } corral_ident_state_t;
 
 extern corral_ident_state_t _corral_ident;

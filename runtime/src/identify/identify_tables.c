@@ -11,34 +11,65 @@
    Binding plan modules to loaded ones
 --------------------------------------------------------------------------- */
 
+/* Whether clause c names a site in module m. */
+static int clause_names(const corral_plan_clause_t *c, unsigned m)
+{
+  for (unsigned k = 0; k < c->nsites; k++)
+    if (c->sites[k].module == m) return 1;
+  return 0;
+}
+
 int _corral_plan_bind(const corral_plan_t *plan, const corral_module_table_t *modules, corral_plan_binding_t *b,
                       char *err, size_t errlen)
 {
   memset(b, 0, sizeof *b);
+  int first_stale = -1;
   for (unsigned i = 0; i < PLAN_MAX_MODULES; i++) {
     const corral_plan_module_t *pm = &plan->modules[i];
     if (!pm->path) continue;
-    for (size_t k = 0; k < modules->count; k++) {
+    const corral_module_t *named = NULL;          /* loaded under the planned file name */
+    for (size_t k = 0; k < modules->count && !b->loaded[i]; k++) {
       const corral_module_t *m = &modules->modules[k];
       int same_name = strcmp(_corral_basename(m->path), pm->basename) == 0;
-      if (pm->buildid && strcmp(pm->buildid, m->buildid) == 0) {
+      if (pm->buildid ? strcmp(pm->buildid, m->buildid) == 0 : same_name) {
         b->loaded[i] = 1;
         b->bias[i] = m->bias;
-        break;
+      } else if (same_name && !named) {
+        named = m;
       }
-      if (pm->buildid && same_name) {
-        snprintf(err, errlen, "module %u (%s) is build-id %s, plan expects %s (stale plan)",
-                 i, m->path, m->buildid[0] ? m->buildid : "none", pm->buildid);
-        return -1;
-      }
-      if (!pm->buildid && same_name) {
-        b->loaded[i] = 1;
-        b->bias[i] = m->bias;
-        break;
+    }
+    if (!b->loaded[i] && named) {
+      b->stale[i] = 1;
+      if (first_stale < 0) {
+        first_stale = (int)i;
+        snprintf(err, errlen, "module %u (%s) is build-id %s, plan expects %s",
+                 i, named->path, named->buildid[0] ? named->buildid : "none", pm->buildid);
       }
     }
   }
-  return 0;
+  if (first_stale < 0) return 0;
+  /* A module rebuilt (a library updated under the plan, say) loses its own
+   * clauses and direct entries; the plan's others stay. Nothing is left
+   * when every clause and grouped direct entry names a stale module. */
+  size_t kept = 0, lost = 0, lost_direct = 0;
+  for (size_t c = 0; c < plan->clause_count; c++) {
+    int stale = 0;
+    for (unsigned i = 0; i < PLAN_MAX_MODULES && !stale; i++)
+      stale = b->stale[i] && clause_names(&plan->clauses[c], i);
+    if (stale) lost++;
+    else kept++;
+  }
+  for (size_t d = 0; d < plan->direct_count; d++) {
+    if (b->stale[plan->directs[d].site.module]) lost_direct++;
+    else if (plan->directs[d].group >= 0) kept++;
+  }
+  size_t len = strlen(err);
+  if (len < errlen) {
+    if (kept == 0) snprintf(err + len, errlen - len, " (stale plan)");
+    else snprintf(err + len, errlen - len, " (stale module): its %zu clause%s and %zu direct entr%s left out, "
+                  "the rest of the plan kept", lost, lost == 1 ? "" : "s", lost_direct, lost_direct == 1 ? "y" : "ies");
+  }
+  return kept == 0 ? -1 : 1;
 }
 
 /* ---------------------------------------------------------------------------

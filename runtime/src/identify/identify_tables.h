@@ -143,15 +143,19 @@ static inline size_t _corral_tables_segment_of(const corral_ident_tables_t *t, u
   return a == 0 || a == t->seg_count ? (size_t)-1 : a - 1;
 }
 
-/* bias[i] of each plan module that is loaded, loaded[i] = 1. */
+/* bias[i] of each plan module that is loaded, loaded[i] = 1; stale[i] = 1
+ * for one loaded under its file name with another build-id. */
 typedef struct plan_binding_s {
   uintptr_t bias[PLAN_MAX_MODULES];
   uint8_t loaded[PLAN_MAX_MODULES];
+  uint8_t stale[PLAN_MAX_MODULES];
 } corral_plan_binding_t;
 
 /* Matches the plan's modules against `modules` (by build-id, else by file
- * name). Returns 0, or -1 with the reason in err when a loaded module of a
- * planned file name has another build-id (the plan is stale). */
+ * name). Returns 0; 1 with the reason in err when a loaded module of a
+ * planned file name has another build-id (stale), whose clauses and direct
+ * entries are then left out while others of the plan stay; -1 with the
+ * reason when that leaves the plan no clause (the plan is stale). */
 int _corral_plan_bind(const corral_plan_t *plan, const corral_module_table_t *modules, corral_plan_binding_t *b,
                       char *err, size_t errlen);
 
