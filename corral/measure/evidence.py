@@ -83,6 +83,16 @@ class Timed:
             return SLOWER
         return NOISE
 
+    def settled(self, remaining: int) -> bool:
+        """Whether `remaining` more pairs could not change the verdict: it
+        is the same after the completions most favourable to either side
+        (every further pair a win, every one a loss), and the sign test and
+        the median move monotonically between those."""
+        if remaining <= 0:
+            return True
+        return (Timed(self.ratios + (math.inf,) * remaining).verdict
+                == Timed(self.ratios + (0.0,) * remaining).verdict)
+
     def describe(self) -> str:
         lo, hi = self.interval()
         return (f"{self.median:.3f}x (90% interval {lo:.3f}..{hi:.3f}; faster in {self.wins} of "

@@ -35,9 +35,21 @@ class Selector:
     unidentifiable: list[int] = field(default_factory=list)
 
 
+def holders(contexts: list[Context], max_depth: int) -> dict[Site, list[Context]]:
+    """Site -> the contexts with it in their first `max_depth` frames, in
+    the order given: clause_for asks which rivals hold a site, and most
+    sites are held by few of them."""
+    out: dict[Site, list[Context]] = {}
+    for c in contexts:
+        for site in c.sites_within(max_depth):
+            out.setdefault(site, []).append(c)
+    return out
+
+
 def clause_for(member: Context, rivals: list[Context], max_depth: int,
                ungrouped: frozenset[int] = frozenset(), absorb: float = 0.0,
-               stubbable: Callable[[Site], bool] | None = None
+               stubbable: Callable[[Site], bool] | None = None,
+               held: dict[Site, list[Context]] | None = None
                ) -> tuple[tuple[Site, ...], list[Context]]:
     """The AND of sites that separates `member` from as many rivals as it
     can, and the rivals it still matches. Rivals whose index is in
@@ -45,17 +57,21 @@ def clause_for(member: Context, rivals: list[Context], max_depth: int,
     most `absorb` of the member's. `stubbable` (callsites.CallSites): of
     the sites that finish the clause, one the runtime can give a stub wins
     over a nearer one it cannot, whose clause would make the plan walk;
-    frame 0 needs none when it finishes alone (the direct table decides)."""
+    frame 0 needs none when it finishes alone (the direct table decides).
+    `held`: holders() of the rivals, or of contexts including them in the
+    same order (made here when not given)."""
     options = member.visible_sites(max_depth)
 
     def walked(s: Site) -> int:
         return 0 if stubbable is None or s == member.chain[0] or stubbable(s) else 1
-    windows = {id(r): r.sites_within(max_depth) for r in rivals}
+    if held is None:
+        held = holders(rivals, max_depth)
     clause: list[Site] = []
     remaining = rivals
+    live = {r.index for r in rivals}
     conflicts = None
     while options and len(clause) < MAX_SITES_PER_CLAUSE:
-        left_by = {s: [r for r in remaining if s in windows[id(r)]] for s in options}
+        left_by = {s: [r for r in held.get(s, ()) if r.index in live] for s in options}
 
         def finishes(s: Site) -> bool:
             return not left_by[s] or _absorbable(member, left_by[s], ungrouped, absorb)
@@ -68,6 +84,7 @@ def clause_for(member: Context, rivals: list[Context], max_depth: int,
         clause.append(site)
         options = [s for s in options if s != site]
         remaining, conflicts = left, len(left)
+        live = {r.index for r in left}
         if finishes(site):
             break
     return tuple(clause), remaining
@@ -97,13 +114,14 @@ def identify(groups: list[list[int]], contexts: list[Context], max_depth: int,
     `absorb`, `stubbable`: see clause_for."""
     assignment = {m: gid for gid, members in enumerate(groups) for m in members}
     ungrouped = frozenset(c.index for c in contexts if c.index not in assignment)
+    held = holders(contexts, max_depth)
     selectors = []
     for gid, members in enumerate(groups):
         rivals = [c for c in contexts if assignment.get(c.index, gid + 1) > gid]
         selector = Selector(gid)
         found = []
         for m in sorted(members, key=lambda i: (-contexts[i].allocs, i)):
-            clause, still = clause_for(contexts[m], rivals, max_depth, ungrouped, absorb, stubbable)
+            clause, still = clause_for(contexts[m], rivals, max_depth, ungrouped, absorb, stubbable, held)
             # HALO keeps a clause however many rivals it still catches. A
             # clause that would pull in more allocations of others than of
             # its own member does more harm than good: leave the member out.

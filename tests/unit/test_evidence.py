@@ -20,6 +20,24 @@ def test_pairs_that_go_both_ways_are_within_noise_whatever_the_median():
     assert "faster in 4 of 11 pairs" in t.describe()
 
 
+def test_a_verdict_is_settled_once_no_further_pairs_could_change_it():
+    # Of five planned pairs: a win and a loss rule out five in one direction.
+    assert evidence.timed([1.0, 1.0], [0.9, 1.1]).settled(3)
+    # Two wins may still become five.
+    assert not evidence.timed([1.0, 1.0], [0.9, 0.9]).settled(3)
+    # Five wins of five: conclusive, and nothing is left to run.
+    assert evidence.timed([1.0] * 5, [0.9] * 5).settled(0)
+    # Twelve wins of fifteen are conclusive; eleven wins with one pair to
+    # come may yet be, or not.
+    eleven = evidence.timed([1.0] * 14, [0.9] * 11 + [1.1] * 3)
+    assert not eleven.settled(1)
+    assert evidence.timed([1.0] * 14, [0.9] * 10 + [1.1] * 4).settled(1)
+    # Twelve wins of twelve with three to come: conclusive whatever those
+    # three say; ten of ten with five to come are not (ten of fifteen).
+    assert evidence.timed([1.0] * 12, [0.9] * 12).settled(3)
+    assert not evidence.timed([1.0] * 10, [0.9] * 10).settled(5)
+
+
 def test_the_interval_is_made_of_order_statistics():
     t = evidence.Timed(tuple(1 + i / 100 for i in range(20)))
     lo, hi = t.interval()
