@@ -33,6 +33,9 @@ BUDGET_FACTOR = 30
 BUDGET_FLOOR = 30.0
 LONG_RUN = 0.5
 SIM_SLOWDOWN = 100
+# Seconds a timed run costs beyond the program's own: starting it, and
+# libcorral.so's start-up where it is preloaded.
+RUN_START = 0.01
 # A real run's heap is many times the cache; a training heap under this
 # many times the modelled last level is simulated on caches scaled so that
 # it is (cachegrind.scaled) as well as on the stated ones.
@@ -51,7 +54,7 @@ class Trials:
         self.jobs = jobs or os.cpu_count() or 1
         # clock() when `corral optimize` started: the budget counts from there
         self.started, self.clock = started, clock
-        self.seconds = 0.0
+        self.seconds = self.wall = 0.0
         self.deadline = self.allowed = None
         # Batches of simulation a later step will run whatever the budget
         # (validate: the groups' check of a run too short to time), kept
@@ -80,7 +83,7 @@ class Trials:
     def run_takes(self, seconds: float, wall: float = 0.0) -> None:
         """The command's CPU time on glibc, and its wall time: they set the
         rounds and the budget."""
-        self.seconds = seconds
+        self.seconds, self.wall = seconds, wall
         if self.started is not None:
             self.allowed = BUDGET_FACTOR * seconds if seconds >= LONG_RUN else BUDGET_FLOOR
             self.deadline = self.started + self.allowed
@@ -122,17 +125,19 @@ class Trials:
             changes.append(self._sims[(key, m)].cycles / self._sims[(ref, m)].cycles - 1)
         return changes or None
 
-    def time_all(self, configs, pairs=()) -> dict:
+    def time_all(self, configs, pairs=(), rounds=None) -> dict:
         """Key -> (CPU seconds per round, output hashes), in alternation.
         A configuration stops once every pair of `pairs` it is in has a
         verdict no further round could change (evidence.Timed.settled), and
         the rounds stop when all have: Olden power's 0.5 s training run
         spent 20 of its 33 times in five rounds of four configurations whose
-        pairs were mostly split after two."""
+        pairs were mostly split after two. `rounds`: at most this many
+        (default: self.rounds)."""
+        rounds = rounds or self.rounds
         times = {key: ([], set()) for key, _ in configs}
-        self._progress(f"timing {_runs(len(configs), 'configuration')} over {self.rounds} alternating rounds")
+        self._progress(f"timing {_runs(len(configs), 'configuration')} over {rounds} alternating rounds")
         running = [key for key, _ in configs]
-        for done in range(1, self.rounds + 1):
+        for done in range(1, rounds + 1):
             for key, env in configs:
                 if key in running:
                     seconds, output = self.timer(self.argv, env, self.stdin)
@@ -140,11 +145,11 @@ class Trials:
                     times[key][1].add(output)
             if pairs:
                 open_pairs = [(ref, key) for ref, key in pairs
-                              if not evidence.timed(times[ref][0], times[key][0]).settled(self.rounds - done)]
+                              if not evidence.timed(times[ref][0], times[key][0]).settled(rounds - done)]
                 running = [key for key in running if any(key in pair for pair in open_pairs)]
             if not running:
-                if done < self.rounds:
-                    self._progress(f"timing stopped after {done} of {self.rounds} rounds: "
+                if done < rounds:
+                    self._progress(f"timing stopped after {done} of {rounds} rounds: "
                                    "no further round could change a verdict")
                 break
         return times
@@ -182,8 +187,12 @@ class Trials:
         if all(known(pair) for pair in pairs):
             return {pair: self._verdicts[(*pair, clocked)][:2] for pair in pairs}
         envs = dict(configs)
-        if clocked and any((*pair, clocked) not in self._verdicts for pair in pairs):
-            times = self.time_all(configs, pairs)
+        # An optional comparison is timed over the rounds the budget has
+        # room for, or not at all
+        rounds = self._rounds_that_fit(len(configs)) if clocked and optional else self.rounds
+        untimed = clocked and not rounds and any(pair not in self._clock for pair in pairs)
+        if clocked and rounds and any((*pair, clocked) not in self._verdicts for pair in pairs):
+            times = self.time_all(configs, pairs, rounds)
             for key, (_, outputs) in times.items():
                 self._clock_outputs.setdefault(key, set()).update(outputs)
                 if key[0] == "base":
@@ -193,6 +202,7 @@ class Trials:
         unsettled = {k for pair in pairs if pair not in timed or timed[pair].verdict == NOISE for k in pair}
         missing = [(k, m) for k in unsettled for m in models if (k, m) not in self._sims]
         skipped = (clocked or optional) and bool(missing) and not self._may_simulate(len(missing))
+        skipped = skipped or untimed
         if skipped and models != (0,):
             # The stated caches alone where the budget has room for them
             # and not for the scaled ones too: evidence the clock could not
@@ -220,12 +230,27 @@ class Trials:
             verdict = evidence.decide(change, timed.get((ref, key)), self.margin, self.scaled_text)
             simulated = {m for m in self.models if (key, m) in self._sims and (ref, m) in self._sims}
             if (skipped or extra) and simulated != set(self.models) and verdict.outcome == NOISE:
-                what = "the scaled caches not simulated" if 0 in simulated else "not simulated"
+                what = ("the scaled caches not simulated" if 0 in simulated
+                        else "not timed or simulated" if untimed else "not simulated")
                 verdict = replace(verdict, evidence=verdict.evidence + f"; {what}: the time budget "
                                   f"({self.allowed:.0f} s) would not allow it")
             verdicts[(ref, key)] = (verdict, outputs <= self.reference_outputs, simulated)
         self._verdicts.update({(*pair, clocked): v for pair, v in verdicts.items()})
         return {pair: v[:2] for pair, v in verdicts.items()}
+
+    def _rounds_that_fit(self, configs: int) -> int:
+        """Timed rounds of `configs` configurations that fit in what is
+        left of the time budget, less what is reserved: all of them, or
+        fewer but at least ROUNDS, or none. Olden bh's site pools and
+        dynamic mode (0.1 s a run, 15 rounds of two) were timed after its
+        simulations had spent the budget, and `corral optimize` took 35 s."""
+        if self.deadline is None:
+            return self.rounds
+        run = max(self.seconds, self.wall) + RUN_START
+        left = self.deadline - self.clock() - self.reserved_batches * max(SIM_SLOWDOWN * self.seconds,
+                                                                           self.batch_seconds)
+        fit = int(left // (run * configs)) if left > 0 else 0
+        return min(self.rounds, fit) if fit >= ROUNDS else 0
 
     def _may_simulate(self, runs_needed: int) -> bool:
         """Whether `runs_needed` simulations of this run, `jobs` at a time,

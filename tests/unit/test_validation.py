@@ -651,3 +651,29 @@ def test_timing_stops_for_a_configuration_once_no_round_could_change_its_verdict
     assert verdicts[("base", "jemalloc")][0].outcome == "within noise"
     assert verdicts[("base", "mimalloc")][0].outcome == "faster"
     assert "faster in 1 of 2 pairs" in verdicts[("base", "jemalloc")][0].evidence
+
+
+@pytest.mark.parametrize("spent", [0.0, 29.5], ids=["budget-left", "budget-spent"])
+def test_a_challenger_is_timed_only_within_the_budget(planned, spent):
+    """A 1 s run (a 30 s budget) whose fastest base is mimalloc, where
+    dynamic mode wins. The other bases under that layout are challengers
+    (only a win would choose one): with the budget left they are timed;
+    with half a second left they are neither timed nor simulated, the
+    lines say so, and mimalloc stays (Olden bh's site pools and dynamic
+    mode were timed past its budget this way: `corral optimize` took 35 s)."""
+    script = Script({"glibc": 1000, "jemalloc": 1000, "mimalloc": 900}, {"A": +50, "C": +50}, seconds=1.0,
+                    dynamic=-0.3, noise=[1.0])
+    result, replan = planned
+    said = []
+    final, outcome = validation.validate(result, replan, ["./prog"], simulate=script.simulate, timer=script.timer,
+                                         dynamic=_dynamic, say=said.append, bases=["glibc", "jemalloc", "mimalloc"],
+                                         clock=script.clock, started=script.clock() - spent)
+    assert outcome.mode == "dynamic" and outcome.base == "mimalloc"
+    lines = [s for s in said if s.startswith("validation:   the layout over ")]
+    assert len(lines) == 2
+    if not spent:
+        assert all("(by time: " in line for line in lines), lines
+    else:
+        assert all(line.endswith("within noise (by neither: nothing measured; not timed or simulated: the time "
+                                 "budget (30 s) would not allow it)") for line in lines), lines
+        assert script.runs == 0
