@@ -677,3 +677,29 @@ def test_a_challenger_is_timed_only_within_the_budget(planned, spent):
         assert all(line.endswith("within noise (by neither: nothing measured; not timed or simulated: the time "
                                  "budget (30 s) would not allow it)") for line in lines), lines
         assert script.runs == 0
+
+
+def test_the_scaled_caches_run_only_where_the_stated_ones_see_no_change():
+    """Ptrdist cfrac's case: dynamic mode against mimalloc, a challenger,
+    on a 53 ms run with a small heap. The budget's estimate (100 times the
+    run a batch) let both cache models in, four runs in two batches; a
+    batch took 8 s, not 5. The stated caches, first, say +6%, which the
+    scaled ones cannot overturn (evidence.decide): they would run only for
+    the record, and the batch just seen says they do not fit."""
+    from corral.validation.trial import Trials
+    now = [0.0]
+
+    def simulate(argv, env, stdin=None, cache=None):
+        now[0] += 4.0                           # two at a time: 8 s a batch
+        cycles = 1060 if env.get("CORRAL_DYNAMIC") else 1000
+        return Simulated(cycles, cycles, 0, 0, "same")
+
+    trials = Trials(["./prog"], simulate=simulate, timer=None, say=lambda _: None, jobs=2, heap=300 << 10,
+                    clock=lambda: now[0], started=-12.0)
+    trials.run_takes(0.053)                     # 15 s of the budget's aim left: two batches by the estimate
+    assert trials.models == (0, 1)
+    base = (("base", "mimalloc"), launch.base_environment("mimalloc"))
+    dynamic = (("dynamic", "mimalloc"), _dynamic("mimalloc"))
+    verdict, _ = trials.compare(base, [dynamic], optional=True)[dynamic[0]]
+    assert verdict.outcome == "slower" and verdict.evidence == "+6.0% simulated cycles"
+    assert now[0] == 8.0
