@@ -226,7 +226,9 @@ class Trials:
             close = {k for ref, key in pairs if ref in unsettled and key in unsettled
                      and abs(self._sims[(key, 0)].cycles / self._sims[(ref, 0)].cycles - 1) <= self.margin
                      for k in (ref, key)}
-            if close and models != (0,):
+            needed = [(k, m) for k in close for m in models if (k, m) not in self._sims]
+            # a second batch now: a comparison held to the budget asks again
+            if needed and (not (clocked or optional) or self._may_simulate(len(needed))):
                 self.simulate_all([(k, envs[k]) for k in close], models)
         # the scaled caches for the record, where the budget has room for
         # them once the runs needed are done (and have shown what a batch takes)
