@@ -387,8 +387,10 @@ def test_bases_the_clock_cannot_tell_are_simulated_on_the_stated_caches_when_bot
                                          simulate=script.simulate, timer=script.timer, say=said.append, jobs=2,
                                          clock=script.clock, started=script.clock() - 5)
     assert outcome.base == "mimalloc"
-    # the bases' rounds' three configurations, on the stated caches only
-    assert said.index("validation: ... simulating 3 runs under cachegrind, 2 at a time") \
+    # the bases' rounds' three configurations, on the stated caches only, a
+    # batch at a time
+    assert said.index("validation: ... simulating 2 runs under cachegrind, 2 at a time") \
+        < said.index("validation: ... simulating 1 run under cachegrind, 1 at a time") \
         < said.index("validation: base: mimalloc"), said
     assert any(s.startswith("validation: mimalloc alone against glibc: faster (by simulation: -2.5% simulated "
                             "cycles; time") for s in said), said
@@ -703,3 +705,26 @@ def test_the_scaled_caches_run_only_where_the_stated_ones_see_no_change():
     verdict, _ = trials.compare(base, [dynamic], optional=True)[dynamic[0]]
     assert verdict.outcome == "slower" and verdict.evidence == "+6.0% simulated cycles"
     assert now[0] == 8.0
+
+
+def test_optional_simulations_run_a_batch_at_a_time_while_the_budget_holds():
+    """Ptrdist yacr2's bases: the estimate (100 times a 53 ms run a batch)
+    let three runs in, two batches; a batch took 10 s. The reference and
+    the first challenger run; the batch just seen says the second batch
+    does not fit, and the last challenger's verdict says it was not
+    simulated."""
+    from corral.validation.trial import Trials
+    now = [0.0]
+
+    def simulate(argv, env, stdin=None, cache=None):
+        now[0] += 5.0                           # two at a time: 10 s a batch
+        return Simulated(1000, 1000, 0, 0, "same")
+
+    trials = Trials(["./prog"], simulate=simulate, timer=None, say=lambda _: None, jobs=2,
+                    clock=lambda: now[0], started=-10.0)
+    trials.run_takes(0.053)                     # 17 s of the budget's aim left: two batches by the estimate
+    glibc, jemalloc, mimalloc = ((("base", b), launch.base_environment(b)) for b in ("glibc", "jemalloc", "mimalloc"))
+    verdicts = trials.compare(glibc, [jemalloc, mimalloc], optional=True)
+    assert now[0] == 10.0
+    assert verdicts[jemalloc[0]][0].by == "simulation"
+    assert verdicts[mimalloc[0]][0].evidence.endswith("not simulated: the time budget (30 s) would not allow it")
