@@ -68,9 +68,9 @@ def clause_for(member: Context, rivals: list[Context], max_depth: int,
         held = holders(rivals, max_depth)
     clause: list[Site] = []
     remaining = rivals
-    live = {r.index for r in rivals}
     conflicts = None
     while options and len(clause) < MAX_SITES_PER_CLAUSE:
+        live = {r.index for r in remaining}
         left_by = {s: [r for r in held.get(s, ()) if r.index in live] for s in options}
 
         def finishes(s: Site) -> bool:
@@ -84,7 +84,6 @@ def clause_for(member: Context, rivals: list[Context], max_depth: int,
         clause.append(site)
         options = [s for s in options if s != site]
         remaining, conflicts = left, len(left)
-        live = {r.index for r in left}
         if finishes(site):
             break
     return tuple(clause), remaining

@@ -275,8 +275,7 @@ class Trials:
         if self.deadline is None:
             return self.rounds
         run = max(self.seconds, self.wall) + RUN_START
-        left = self.deadline - self.clock() - self.reserved_batches * max(SIM_SLOWDOWN * self.seconds,
-                                                                           self.batch_seconds)
+        left = self.deadline - self.clock() - self.reserved_batches * self._batch_estimate()
         fit = int(left // (run * configs)) if left > 0 else 0
         return min(self.rounds, fit) if fit >= ROUNDS else 0
 
@@ -285,9 +284,13 @@ class Trials:
         fit in what is left of the time budget, less what is reserved."""
         if self.deadline is None:
             return True
-        batch = max(SIM_SLOWDOWN * self.seconds, self.batch_seconds)
-        estimate = batch * (math.ceil(runs_needed / self.jobs) + self.reserved_batches)
+        estimate = self._batch_estimate() * (math.ceil(runs_needed / self.jobs) + self.reserved_batches)
         return self.clock() + estimate <= self.deadline
+
+    def _batch_estimate(self) -> float:
+        """Seconds a batch of simulations takes: the estimate, or the
+        longest batch seen where that was longer."""
+        return max(SIM_SLOWDOWN * self.seconds, self.batch_seconds)
 
 
 def _runs(n: int, what="run") -> str:

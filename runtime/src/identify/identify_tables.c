@@ -11,11 +11,11 @@
    Binding plan modules to loaded ones
 --------------------------------------------------------------------------- */
 
-/* Whether clause c names a site in module m. */
-static int clause_names(const corral_plan_clause_t *c, unsigned m)
+/* Whether clause c names a site in a stale module. */
+static int clause_is_stale(const corral_plan_clause_t *c, const corral_plan_binding_t *b)
 {
   for (unsigned k = 0; k < c->nsites; k++)
-    if (c->sites[k].module == m) return 1;
+    if (b->stale[c->sites[k].module]) return 1;
   return 0;
 }
 
@@ -53,10 +53,7 @@ int _corral_plan_bind(const corral_plan_t *plan, const corral_module_table_t *mo
    * when every clause and grouped direct entry names a stale module. */
   size_t kept = 0, lost = 0, lost_direct = 0;
   for (size_t c = 0; c < plan->clause_count; c++) {
-    int stale = 0;
-    for (unsigned i = 0; i < PLAN_MAX_MODULES && !stale; i++)
-      stale = b->stale[i] && clause_names(&plan->clauses[c], i);
-    if (stale) lost++;
+    if (clause_is_stale(&plan->clauses[c], b)) lost++;
     else kept++;
   }
   for (size_t d = 0; d < plan->direct_count; d++) {
