@@ -22,11 +22,16 @@
  *     context: the base keeps nodes and payloads in classes of their own
  *     as their pools do, so both are given back, pointers or not;
  *   mixed48: lone48's nodes beside a context that asks for 48 and 16 bytes
- *     in turn, whose pool stays (a mixed pool is never laid out as one
- *     class) and keeps its 48-byte objects out of the base: the nodes'
- *     pool is given back;
+ *     in turn. Each of its classes is laid out as the base lays it out, so
+ *     its pool is judged as lone48's is: of the two, the first judged is
+ *     given back and the second stays (it would share the 48-byte class
+ *     with the first's objects in the base);
  *   mixed_apart: the same beside a context of 16 and 96 bytes, none of the
- *     nodes' class: the same.
+ *     nodes' class: both pools are given back;
+ *   mixed_tight: the same beside a context of 24 and 96 bytes, whose pool
+ *     packs the 24-byte ones tighter than the base: it stays;
+ *   mixed8: the same beside a context of 8 and 16 bytes, whose pool takes
+ *     16 for 8 where the base takes 8: it is given back too.
  * Prints how many of the last 100 objects of each context were pooled. */
 #include "../include/corral.h"
 
@@ -110,13 +115,17 @@ int main(int argc, char **argv)
     }
     for (struct n48 *n = a; n && i < 100; n = n->next, i++) payloads += corral_group_of_if_loaded(n->payload) >= 0;
     fprintf(stderr, "last a_pooled=%d payload_pooled=%d\n", pooled48(a), payloads);
-  } else if (!strcmp(c, "mixed48") || !strcmp(c, "mixed_apart")) {
-    size_t big = !strcmp(c, "mixed48") ? 48 : 96;
+  } else if (!strncmp(c, "mixed", 5)) {
+    size_t small = 16, big = 96;
+    if (!strcmp(c, "mixed48")) big = 48;
+    else if (!strcmp(c, "mixed_tight")) small = 24;
+    else if (!strcmp(c, "mixed8")) small = 8, big = 16;
+    else if (strcmp(c, "mixed_apart")) return printf("unknown case %s\n", c), 2;
     void **m = NULL;
     int pooled = 0, i = 0;
     for (int k = 0; k < COUNT; k++) {
       a = make_a(a);
-      m = make_mixed(m, k % 2 ? big : 16);
+      m = make_mixed(m, k % 2 ? big : small);
     }
     for (void **n = m; n; n = n[0], i++)
       if (i < 100) pooled += corral_group_of_if_loaded(n) >= 0;

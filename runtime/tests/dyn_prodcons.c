@@ -3,9 +3,10 @@
  * is given back to the allocator underneath once samples show its objects
  * are freed by another thread. stderr: "tail pooled=K" for the last 100
  * nodes; stdout: a checksum.
- * With argument `mixed`, the producer's nodes take 64 and 48 bytes in turn
+ * With argument `mixed`, the producer's nodes take 56 and 48 bytes in turn
  * (enough that a batch's live objects fill pages: the pool goes as remote,
- * not as small),
+ * not as small; 56 bytes, which the pool packs tighter than a size-class
+ * base's 64, so that it is not laid out as the base would: not as_base),
  * and afterwards the main thread builds a list of 48-byte nodes at a site
  * of its own ("lone pooled=K" for its last 100 nodes): the allocator
  * underneath would interleave those with the given-back pool's 48-byte
@@ -32,7 +33,7 @@ static long consumed;
 static int mixed;
 
 NOIPA struct node *make_node(struct node *next, long v) {
-  struct node *n = malloc(!mixed ? sizeof *n : (v & 1) ? 48 : 64);
+  struct node *n = malloc(!mixed ? sizeof *n : (v & 1) ? 48 : 56);
   n->next = next;
   n->value = v;
   return n;

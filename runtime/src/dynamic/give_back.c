@@ -78,31 +78,51 @@ static int leaves_many_to_base(int h) {
   return 0;
 }
 
+/* The sizes the pool of context `id` (its root `root`) asks for, as
+ * sizes_seen bits: one size for a pool of one, else every size any of its
+ * contexts asked the full way for. */
+static uint64_t pool_sizes(uint32_t root) {
+  uint32_t size = _corral_dyn.merge.size[root];
+  if (size != DYNM_SIZE_MIXED) return 1ull << ((size - 1) / 8 < 63 ? (size - 1) / 8 : 63);
+  uint64_t seen = 0;
+  uint32_t total = __atomic_load_n(&_corral_dyn_settled.table.context_count, __ATOMIC_ACQUIRE);
+  for (uint32_t i = 0; i < total; i++)
+    if (_corral_dynm_find(&_corral_dyn.merge, i) == root) seen |= __atomic_load_n(&_corral_dyn.ctx[i].sizes_seen, __ATOMIC_RELAXED);
+  return seen;
+}
+
 /* Whether the pool of context `id` lays its objects out as the allocator
- * underneath already would, so that it can only cost: objects of one size
- * (one context, or several merged, all asking for that size), whose block
- * here is exactly the footprint it has there (a size-class allocator
- * serving a size of its own class; never glibc, whose header the pool
- * drops), and no pool that leaves many live objects to the base (given
- * back as `as_base` or `remote`) asked the full way for a size of that
- * footprint (sizes_seen): given back, this pool's objects would be
- * interleaved with those there. A live pool's objects stay in its own
- * chunks, so of two lone pools of one class the first judged is given
- * back and the second stays: the two kinds stay apart at one pool's cost.
- * Merged contexts of one size are no reason to keep a pool: the base puts
- * their objects in one class too, in the order they are made, as the pool
- * does. Pointers between this pool and others do not matter: the base
- * already keeps objects of other footprints in other classes. */
+ * underneath already would, or looser, so that it can only cost: every
+ * size it asks for (one context, or several merged; one size or several)
+ * has here a block at least the footprint it has there (a size-class
+ * allocator serving a size of its own class, or of 8 bytes, which the
+ * pool's smallest block doubles; never glibc, whose header the pool
+ * drops, nor a size the pool packs tighter), and no pool that leaves many
+ * live objects to the base (given back as `as_base` or `remote`) asked the
+ * full way for a size of one of those footprints (sizes_seen): given back,
+ * this pool's objects would be interleaved with those there. A live
+ * pool's objects stay in its own chunks, so of two lone pools of one class
+ * the first judged is given back and the second stays: the two kinds stay
+ * apart at one pool's cost. A pool of several sizes keeps each class in
+ * chunks of its own, as a size-class base keeps each in pages of its own,
+ * so it is judged class by class. Merged contexts are no reason to keep a
+ * pool: the base puts their objects of one class together too, in the
+ * order they are made, as the pool does. Pointers between this pool and
+ * others do not matter: the base already keeps objects of other
+ * footprints in other classes. */
 static int laid_out_as_base(uint32_t id) {
   uint32_t root = _corral_dynm_find(&_corral_dyn.merge, id);
-  int g = _corral_dyn.ctx[root].group;
-  uint32_t size = _corral_dyn.merge.size[root];
-  if (g < 0 || size == 0 || size == DYNM_SIZE_MIXED) return 0;
-  size_t footprint = _corral_next_footprint(size);
-  if (footprint == 0 || footprint != corral_class_size(corral_size_class(size))) return 0;
-  for (unsigned h = 0; h < _corral_dyn.pools; h++)
-    if (leaves_many_to_base((int)h) && asked_for_footprint(&_corral_dyn.ctx[_corral_dyn.group_owner[h]], footprint))
-      return 0;
+  if (_corral_dyn.ctx[root].group < 0 || _corral_dyn.merge.size[root] == 0) return 0;
+  uint64_t sizes = pool_sizes(root);
+  if (sizes == 0 || sizes >> 63) return 0;
+  for (; sizes; sizes &= sizes - 1) {
+    size_t size = 8 * ((size_t)__builtin_ctzll(sizes) + 1);
+    size_t footprint = _corral_next_footprint(size);
+    if (footprint == 0 || corral_class_size(corral_size_class(size)) < footprint) return 0;
+    for (unsigned h = 0; h < _corral_dyn.pools; h++)
+      if (leaves_many_to_base((int)h) && asked_for_footprint(&_corral_dyn.ctx[_corral_dyn.group_owner[h]], footprint))
+        return 0;
+  }
   return 1;
 }
 
