@@ -9,6 +9,7 @@ import subprocess
 import pytest
 
 import core_helpers as h
+from callgrind_counts import calls_of, run_callgrind
 
 
 @pytest.fixture(scope="module")
@@ -42,6 +43,28 @@ def test_c_api_smaller_max_size(programs):
 @pytest.mark.parametrize("grouped", [0, 1])
 def test_cxx_new_delete(programs, base, grouped):
     h.run(programs["new"], env=api_env(base, grouped))
+
+
+def test_random_pools_serve_calloc_and_operator_new_past_their_gates(programs, tmp_path):
+    """Counted by callgrind: with random pools and no statistics, every
+    small calloc (core_api's 28 checked for zeroes after a dirty free) and
+    every small operator new, new[] and their nothrow forms (core_new's 32)
+    takes the random way from its entry point, as malloc does, never the
+    entry's full way (which identifies the call first): mimalloc-bench's
+    larson makes every object with new[]."""
+    counts = {}
+    for prog, names in ((programs["api"], ["calloc_random", "_corral_calloc_rest"]),
+                        (programs["new"], ["new_random", "new_random_nothrow", "_corral_new_rest",
+                                           "_corral_new_rest_nothrow"])):
+        out = tmp_path / f"{prog.name}.callgrind"
+        done = run_callgrind([prog], api_env("glibc", 1), out)
+        assert done.returncode == 0 and "0 failed" in done.stdout, done.stdout + done.stderr[-2000:]
+        counts.update(calls_of(out, names))
+    assert counts["calloc_random"] >= 28, counts
+    assert counts["new_random"] >= 16 and counts["new_random_nothrow"] >= 16, counts
+    # the full ways see only what the random ways cannot serve: aligned and
+    # failing requests, never a small unaligned one
+    assert counts["_corral_calloc_rest"] <= 4 and counts["_corral_new_rest"] + counts["_corral_new_rest_nothrow"] <= 8, counts
 
 
 def test_a_c_program_loads_no_cxx_runtime():

@@ -56,9 +56,9 @@ extern __thread corral_stub_notes_t _corral_stub_notes __attribute__((tls_model(
  * without statistics: their requests (realloc's: of NULL or of a block of
  * the allocator underneath) take dynamic mode's own way (entry/malloc.c,
  * "4. dynamic");
- * malloc's is -3 (CORRAL_GATE_RANDOM) with random pools without
- * statistics: a pool at random, popped without identification
- * (malloc.c).
+ * malloc's, calloc's and operator new's are -3 (CORRAL_GATE_RANDOM) with
+ * random pools without statistics: a pool at random, popped without
+ * identification (malloc.c, new_ways.c).
  *
  * pool_below: the pool calls (call_ways.c) serve sizes below this; 0 while
  * they must take the entry point's full way (not ready, counting, random

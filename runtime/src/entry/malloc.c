@@ -35,6 +35,7 @@
 /* The ways below, named here so that the API reads first. */
 static void *malloc_huge(size_t size);
 static void *malloc_random(size_t size);
+static void *calloc_random(size_t n, size_t size, size_t total);
 static void *next_malloc(size_t size);
 static void *malloc_at(size_t size, int g, void *ret0, void *fp0);
 static void *malloc_stubbed(size_t size, const corral_ident_tables_t *t);
@@ -102,8 +103,9 @@ CORRAL_EXPORT void *calloc(size_t n, size_t size)
     return _corral_enomem_if_null(_corral_next.calloc(n, size));
   }
   if (CORRAL_LIKELY(_corral_gate_open(&_corral_gates.on_calloc))) return _corral_next.calloc(n, size);
-  if (__atomic_load_n(&_corral_gates.on_calloc, __ATOMIC_RELAXED) == CORRAL_GATE_DYNAMIC)
-    return dyn_calloc(n, size);
+  int64_t gate = __atomic_load_n(&_corral_gates.on_calloc, __ATOMIC_RELAXED);
+  if (gate == CORRAL_GATE_DYNAMIC) return dyn_calloc(n, size);
+  if (gate == CORRAL_GATE_RANDOM) return calloc_random(n, size, total);
   return _corral_calloc_rest(n, size);
 }
 
@@ -289,17 +291,6 @@ static __attribute__((noinline)) int dyn_aligned(size_t align, size_t size, uint
 
 __thread uint64_t _corral_rng __attribute__((tls_model("initial-exec")));
 
-/* One of the random pools (CORRAL_RANDOM_POOLS=N), uniformly: the top bits
- * of a per-thread 64-bit LCG (Knuth's MMIX constants), scaled to N without a
- * division. Two instructions to step; the low bits of an LCG are poor, the
- * top ones are what a scatter needs. */
-CORRAL_INLINE unsigned random_group(void)
-{
-  uint64_t x = _corral_rng * 6364136223846793005ull + 1442695040888963407ull;
-  _corral_rng = x;
-  return (unsigned)(((x >> 32) * _corral_ngroups) >> 32);
-}
-
 /* Random pools without statistics (CORRAL_GATE_RANDOM): the request is
  * below max_size (forward_from), so a pool's pop is all it takes; an empty
  * list is refilled from the same pool's chunks, and only when group memory
@@ -307,11 +298,18 @@ CORRAL_INLINE unsigned random_group(void)
  * Entered by a tail call. */
 static __attribute__((noinline)) void *malloc_random(size_t size)
 {
-  unsigned g = random_group();
-  void *p = _corral_pool_pop((size_t)g * CORRAL_SIZE_CLASSES, size);
+  void *p = _corral_random_block(size);
   if (CORRAL_LIKELY(p != NULL)) return p;
-  if ((p = _corral_group_alloc_slow(g, size, 0))) return p;
   return _corral_malloc_rest(size);
+}
+
+/* The same for calloc: the block is zeroed (a pool hands out freed blocks
+ * as they were left). */
+static __attribute__((noinline)) void *calloc_random(size_t n, size_t size, size_t total)
+{
+  void *p = _corral_random_block(total);
+  if (CORRAL_LIKELY(p != NULL)) return memset(p, 0, total);
+  return _corral_calloc_rest(n, size);
 }
 
 /* ---- 6. walked: the full way --------------------------------------------------- */
@@ -333,7 +331,7 @@ CORRAL_INLINE void count_ungrouped(size_t size)
 CORRAL_INLINE int pick_group(size_t size, void *ret0, void *fp0)
 {
   if (size > _corral_options.max_size || _corral_ngroups == 0) return -1;
-  if (_corral_options.random_pools > 0) return (int)random_group();
+  if (_corral_options.random_pools > 0) return (int)_corral_random_group();
   /* A frame-0 decision without a call: the direct table's first probe. */
   const corral_ident_tables_t *t = __atomic_load_n(&_corral_ident.tables, __ATOMIC_ACQUIRE);
   const corral_direct_entry_t *e;

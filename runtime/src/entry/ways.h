@@ -172,6 +172,32 @@ static inline __attribute__((always_inline)) void *_corral_way_gated(size_t size
   return rest(size);
 }
 
+/* Random pools (CORRAL_RANDOM_POOLS=N): each thread's 64-bit LCG (Knuth's
+ * MMIX constants), defined in malloc.c. */
+extern __thread uint64_t _corral_rng __attribute__((tls_model("initial-exec")));
+
+/* One of the random pools, uniformly: the top bits of the LCG scaled to N
+ * without a division. Two instructions to step; the low bits of an LCG are
+ * poor, the top ones are what a scatter needs. */
+CORRAL_INLINE unsigned _corral_random_group(void)
+{
+  uint64_t x = _corral_rng * 6364136223846793005ull + 1442695040888963407ull;
+  _corral_rng = x;
+  return (unsigned)(((x >> 32) * _corral_ngroups) >> 32);
+}
+
+/* A block of `size` bytes (below max_size) from a pool picked at random:
+ * a pop, or a refill from that pool's chunks; NULL once group memory runs
+ * out (the entry's full way then picks again, then forwards). The random
+ * ways of malloc, calloc and operator new (CORRAL_GATE_RANDOM). */
+CORRAL_INLINE void *_corral_random_block(size_t size)
+{
+  unsigned g = _corral_random_group();
+  void *p = _corral_pool_pop((size_t)g * CORRAL_SIZE_CLASSES, size);
+  if (CORRAL_LIKELY(p != NULL)) return p;
+  return _corral_group_alloc_slow(g, size, 0);
+}
+
 /* A gate as the ways read it after the first test. */
 CORRAL_INLINE int64_t gate_of(const int64_t *gate) { return __atomic_load_n(gate, __ATOMIC_RELAXED); }
 
