@@ -91,13 +91,13 @@ static __attribute__((noinline)) void *new_random_nothrow(size_t size)
 CORRAL_INLINE void *new_gated(size_t size, corral_end_fn next, corral_end_fn rest, corral_end_fn dynamic,
                               corral_end_fn random, corral_decide_fn stubbed, corral_decide_fn noted)
 {
-  uint64_t live = _corral_stub_notes.live;
   int64_t gate = __atomic_load_n(&_corral_gates.on_new, __ATOMIC_RELAXED);
   if (gate < 0) {
     if (gate == CORRAL_GATE_DYNAMIC) return dynamic(size);
     if (gate == CORRAL_GATE_RANDOM) return random(size);
     return rest(size);
   }
+  uint64_t live = _corral_stub_notes.live;   /* only the plan's ways read the notes */
   return _corral_way_gated(size, live, gate, __atomic_load_n(&_corral_direct_tables, __ATOMIC_ACQUIRE), next,
                            rest, stubbed, noted);
 }
