@@ -79,14 +79,16 @@ CORRAL_EXPORT void *malloc(size_t size)
     return malloc_huge(size);
   }
   if (CORRAL_LIKELY(_corral_gate_open(&_corral_gates.on_malloc))) return _corral_next.malloc(size);
-  /* Read again: the first test keeps neither, which saves the way out a move. */
-  uint64_t live = _corral_stub_notes.live;
+  /* Read again: the first test keeps neither, which saves the way out a
+   * move. The notes only past a gate that is not negative: dynamic mode's
+   * and random pools' ways never read them. */
   int64_t gate = __atomic_load_n(&_corral_gates.on_malloc, __ATOMIC_RELAXED);
   if (gate < 0) {
     if (gate == CORRAL_GATE_DYNAMIC) return dyn_malloc(size);
     if (gate == CORRAL_GATE_RANDOM) return malloc_random(size);
     return _corral_malloc_rest(size);                            /* CORRAL_GATE_FULL */
   }
+  uint64_t live = _corral_stub_notes.live;
   return _corral_way_gated(size, live, gate, __atomic_load_n(&_corral_direct_tables, __ATOMIC_ACQUIRE),
                            next_malloc, _corral_malloc_rest, malloc_stubbed, malloc_noted);
 }
