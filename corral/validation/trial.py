@@ -233,9 +233,9 @@ class Trials:
                 self.simulate_all([(k, envs[k]) for k in batch], (0,))
                 if todo and (clocked or optional) and not self._may_simulate(len(todo)):
                     break
-            close = {k for ref, key in pairs if (ref, 0) in self._sims and (key, 0) in self._sims
-                     and ref in unsettled and key in unsettled
-                     and abs(self._sims[(key, 0)].cycles / self._sims[(ref, 0)].cycles - 1) <= self.margin
+            close = {k for ref, key in pairs if ref in unsettled and key in unsettled
+                     and (change := self.sim_changes(ref, key))
+                     and evidence.simulated(1.0, 1.0 + change[0], self.margin) == NOISE
                      for k in (ref, key)}
             needed = [(k, m) for k in close for m in models if (k, m) not in self._sims]
             # a second batch now: a comparison held to the budget asks again

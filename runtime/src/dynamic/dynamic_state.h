@@ -53,6 +53,16 @@ typedef struct dyn_ctx_s {
   const char *via;          /* name of the outermost wrapper in the chain, if any */
 } dyn_ctx_t;
 
+/* The bit of sizes_seen that stands for `size`. Allocators serve sizes in
+ * multiples of 8, so one bit per 8 bytes tells their footprints apart. */
+CORRAL_INLINE uint64_t _corral_dyn_size_bit(size_t size) {
+  size_t k = size ? (size - 1) / 8 : 0;
+  return 1ull << (k < 63 ? k : 63);
+}
+
+/* The largest size the lowest bit set in `seen` stands for. */
+CORRAL_INLINE size_t _corral_dyn_bit_size(uint64_t seen) { return 8 * ((size_t)__builtin_ctzll(seen) + 1); }
+
 typedef struct dyn_merge_rec_s {
   int into, from;           /* groups */
   int type;

@@ -44,13 +44,6 @@ static int create_pool(uint32_t id) {
   return g;
 }
 
-/* The bit of sizes_seen that stands for `size`. Allocators serve sizes in
- * multiples of 8, so one bit per 8 bytes tells their footprints apart. */
-static inline uint64_t size_bit(size_t size) {
-  size_t k = size ? (size - 1) / 8 : 0;
-  return 1ull << (k < 63 ? k : 63);
-}
-
 static void size_changed(dyn_ctx_t *c, uint32_t id, uint32_t size) {
   uint32_t now = c->size == 0 ? size : DYNM_SIZE_MIXED;
   __atomic_store_n(&c->size, now, __ATOMIC_RELAXED);
@@ -119,7 +112,7 @@ int _corral_dyn_identify(void *ret0, void *fp0, size_t size) {
   dyn_ctx_t *c = &_corral_dyn.ctx[id];
   uint32_t known = __atomic_load_n(&c->size, __ATOMIC_RELAXED);
   if (CORRAL_UNLIKELY(known != size && known != DYNM_SIZE_MIXED)) size_changed(c, id, (uint32_t)size);
-  uint64_t bit = size_bit(size);
+  uint64_t bit = _corral_dyn_size_bit(size);
   if (CORRAL_UNLIKELY(!(__atomic_load_n(&c->sizes_seen, __ATOMIC_RELAXED) & bit)))
     __atomic_fetch_or(&c->sizes_seen, bit, __ATOMIC_RELAXED);
   int g = __atomic_load_n(&_corral_dyn.ctx[_corral_dynm_find(&_corral_dyn.merge, id)].group, __ATOMIC_ACQUIRE);

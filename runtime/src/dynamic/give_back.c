@@ -64,7 +64,7 @@ static int asked_for_footprint(const dyn_ctx_t *c, size_t footprint) {
   uint64_t seen = __atomic_load_n(&c->sizes_seen, __ATOMIC_RELAXED);
   if (seen >> 63) return 1;
   for (; seen; seen &= seen - 1)
-    if (_corral_next_footprint(8 * ((size_t)__builtin_ctzll(seen) + 1)) == footprint) return 1;
+    if (_corral_next_footprint(_corral_dyn_bit_size(seen)) == footprint) return 1;
   return 0;
 }
 
@@ -83,7 +83,7 @@ static int leaves_many_to_base(int h) {
  * contexts asked the full way for. */
 static uint64_t pool_sizes(uint32_t root) {
   uint32_t size = _corral_dyn.merge.size[root];
-  if (size != DYNM_SIZE_MIXED) return 1ull << ((size - 1) / 8 < 63 ? (size - 1) / 8 : 63);
+  if (size != DYNM_SIZE_MIXED) return _corral_dyn_size_bit(size);
   uint64_t seen = 0;
   uint32_t total = __atomic_load_n(&_corral_dyn_settled.table.context_count, __ATOMIC_ACQUIRE);
   for (uint32_t i = 0; i < total; i++)
@@ -116,7 +116,7 @@ static int laid_out_as_base(uint32_t id) {
   uint64_t sizes = pool_sizes(root);
   if (sizes == 0 || sizes >> 63) return 0;
   for (; sizes; sizes &= sizes - 1) {
-    size_t size = 8 * ((size_t)__builtin_ctzll(sizes) + 1);
+    size_t size = _corral_dyn_bit_size(sizes);
     size_t footprint = _corral_next_footprint(size);
     if (footprint == 0 || corral_class_size(corral_size_class(size)) < footprint) return 0;
     for (unsigned h = 0; h < _corral_dyn.pools; h++)
