@@ -14,6 +14,7 @@ import subprocess
 import pytest
 
 import core_helpers as h
+from callgrind_counts import calls_of, run_callgrind
 from corral.launch import dynamic_extra
 
 UAF_CASES = ["direct", "wrapper", "thread", "realloc", "big"]
@@ -32,6 +33,7 @@ def programs(tmp_path_factory):
         "fork": h.build(d, "core_fork"),
         "thread_exit": h.build(d, "core_thread_exit"),
         "misuse": h.build(d, "core_misuse", flags=flags),
+        "churn": h.build(d, "safe_churn"),
     }
 
 
@@ -204,3 +206,30 @@ def test_statistics_name_each_site(programs, tmp_path):
     # make_a and make_b are wrappers: the sites are main and fill_others
     assert by_function["main"]["objects"] == 1 and by_function["fill_others"]["objects"] == 4096
     assert by_function["fill_others"]["peak_resident"] > 0
+
+
+def test_safe_mode_takes_its_short_ways_without_statistics(programs, tmp_path):
+    """Counted by callgrind: without statistics, a site's allocation whose
+    list has a block is popped on safe mode's short way (malloc_safe,
+    calloc_safe: the site, its pool and a checked pop in one function) and
+    the owner's free on free's first way; only a site's first request and a
+    list run dry (about one in RING) take the full way, and no free takes
+    free's checked way. With statistics every request is counted on the
+    full ways, as before."""
+    count = 4000
+    names = ["malloc_safe", "calloc_safe", "_corral_malloc_rest", "_corral_calloc_rest", "free_checked",
+             "_corral_group_free_slow"]
+    out = tmp_path / "churn.callgrind"
+    done = run_callgrind([programs["churn"], count], safe_env(programs["churn"]), out)
+    assert done.returncode == 0 and done.stdout == "checksum 0\n", done.stdout + done.stderr[-2000:]
+    n = calls_of(out, names)
+    assert n["malloc_safe"] >= 2 * count and n["calloc_safe"] >= count, n
+    assert n["_corral_malloc_rest"] + n["_corral_calloc_rest"] <= 3 * count // 16, n
+    assert n["free_checked"] + n["_corral_group_free_slow"] <= 8, n
+    stats = tmp_path / "stats.json"
+    done = run_callgrind([programs["churn"], count], {**safe_env(programs["churn"]), "CORRAL_STATS": str(stats)}, out)
+    assert done.returncode == 0 and done.stdout == "checksum 0\n", done.stdout + done.stderr[-2000:]
+    n = calls_of(out, names)
+    assert n["malloc_safe"] + n["calloc_safe"] == 0 and n["_corral_malloc_rest"] >= 2 * count, n
+    counted = [g["objects"] for g in json.loads(stats.read_text())["groups"] if "safe_churn+" in g["name"]]
+    assert counted == [count] * 3, counted

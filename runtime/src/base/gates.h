@@ -58,7 +58,10 @@ extern __thread corral_stub_notes_t _corral_stub_notes __attribute__((tls_model(
  * "4. dynamic");
  * malloc's, calloc's and operator new's are -3 (CORRAL_GATE_RANDOM) with
  * random pools without statistics: a pool at random, popped without
- * identification (malloc.c, new_ways.c).
+ * identification (malloc.c, new_ways.c); malloc's, calloc's and operator
+ * new's are -4 (CORRAL_GATE_SAFE) in safe mode without statistics: the site's pool
+ * popped with safe mode's checks (safe/safe_ways.h), the full way for the
+ * rest (forward_from stays SIZE_MAX: safe mode forwards nothing).
  *
  * pool_below: the pool calls (call_ways.c) serve sizes below this; 0 while
  * they must take the entry point's full way (not ready, counting, random
@@ -68,7 +71,8 @@ enum {
   CORRAL_GATE_PROBE = 1,
   CORRAL_GATE_FULL = -1,
   CORRAL_GATE_DYNAMIC = -2,
-  CORRAL_GATE_RANDOM = -3
+  CORRAL_GATE_RANDOM = -3,
+  CORRAL_GATE_SAFE = -4
 };
 typedef struct corral_gates_s {
   size_t forward_from;

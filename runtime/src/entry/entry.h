@@ -20,6 +20,7 @@
 #include "internal.h"
 #include "next.h"
 #include "safe.h"
+#include "safe_ways.h"
 #include "settled.h"
 
 /* Internal: every declaration below is of this library, not exported. */

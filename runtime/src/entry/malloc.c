@@ -12,11 +12,14 @@
  *   4. dynamic: the gate says dynamic mode: a settled site's decision
  *      (dynamic/settled.h);
  *   5. random: random pools without statistics: a pool at random;
- *   6. walked, the full way: everything else (statistics, a plan that
- *      needs a walk, a collision): safe mode's own way, or the group that
- *      the direct table or identification's walk finds, else the allocator
- *      underneath (alloc_at);
- *   7. early: before the runtime is ready, the bootstrap buffer or the
+ *   6. safe: safe mode without statistics: the site's pool, popped with
+ *      safe mode's checks (safe/safe_ways.h);
+ *   7. walked, the full way: everything else (statistics, a plan that
+ *      needs a walk, a collision, safe mode's first request of a site or
+ *      empty list): safe mode's own way, or the group that the direct
+ *      table or identification's walk finds, else the allocator underneath
+ *      (alloc_at);
+ *   8. early: before the runtime is ready, the bootstrap buffer or the
  *      allocator underneath.
  * A request at or above forward_from is forwarded at once. free takes the
  * allocator underneath's pointers in one compare, then the owner's block
@@ -36,6 +39,8 @@
 static void *malloc_huge(size_t size);
 static void *malloc_random(size_t size);
 static void *calloc_random(size_t n, size_t size, size_t total);
+static void *malloc_safe(size_t size);
+static void *calloc_safe(size_t n, size_t size, size_t total);
 static void *next_malloc(size_t size);
 static void *malloc_at(size_t size, int g, void *ret0, void *fp0);
 static void *malloc_stubbed(size_t size, const corral_ident_tables_t *t);
@@ -86,6 +91,7 @@ CORRAL_EXPORT void *malloc(size_t size)
   if (gate < 0) {
     if (gate == CORRAL_GATE_DYNAMIC) return dyn_malloc(size);
     if (gate == CORRAL_GATE_RANDOM) return malloc_random(size);
+    if (gate == CORRAL_GATE_SAFE) return malloc_safe(size);
     return _corral_malloc_rest(size);                            /* CORRAL_GATE_FULL */
   }
   uint64_t live = _corral_stub_notes.live;
@@ -108,6 +114,7 @@ CORRAL_EXPORT void *calloc(size_t n, size_t size)
   int64_t gate = __atomic_load_n(&_corral_gates.on_calloc, __ATOMIC_RELAXED);
   if (gate == CORRAL_GATE_DYNAMIC) return dyn_calloc(n, size);
   if (gate == CORRAL_GATE_RANDOM) return calloc_random(n, size, total);
+  if (gate == CORRAL_GATE_SAFE) return calloc_safe(n, size, total);
   return _corral_calloc_rest(n, size);
 }
 
@@ -314,7 +321,30 @@ static __attribute__((noinline)) void *calloc_random(size_t n, size_t size, size
   return _corral_calloc_rest(n, size);
 }
 
-/* ---- 6. walked: the full way --------------------------------------------------- */
+/* ---- 6. safe ------------------------------------------------------------------- */
+
+/* Safe mode without statistics (CORRAL_GATE_SAFE): every size comes here
+ * (safe mode forwards nothing); a block of the site's pool when its list
+ * has one, else the full way, which refills, makes a site's group, serves
+ * a large block or reports a forged link. Entered by a tail call, so that
+ * frame 0 is the program's call, as the full way sees it. */
+static __attribute__((noinline)) void *malloc_safe(size_t size)
+{
+  void *p = _corral_safe_pop(size, __builtin_return_address(0), __builtin_frame_address(0));
+  if (CORRAL_LIKELY(p != NULL)) return p;
+  return _corral_malloc_rest(size);
+}
+
+/* The same for calloc: the block is zeroed (a pool hands out freed blocks
+ * as they were left). */
+static __attribute__((noinline)) void *calloc_safe(size_t n, size_t size, size_t total)
+{
+  void *p = _corral_safe_pop(total, __builtin_return_address(0), __builtin_frame_address(0));
+  if (CORRAL_LIKELY(p != NULL)) return memset(p, 0, total);
+  return _corral_calloc_rest(n, size);
+}
+
+/* ---- 7. walked: the full way --------------------------------------------------- */
 
 /* Only counted when statistics are asked for: it costs a TLS access on the
  * path that should cost nothing. */
@@ -470,7 +500,7 @@ void *_corral_new_alloc(size_t size, size_t align, void *ret0, void *fp0)
   return alloc_at(size, align, ret0, fp0, 0);
 }
 
-/* ---- 7. early ------------------------------------------------------------------ */
+/* ---- 8. early ------------------------------------------------------------------ */
 
 /* Before init completed: the bootstrap buffer on the initialising thread,
  * else the next allocator. */

@@ -83,18 +83,34 @@ static __attribute__((noinline)) void *new_random_nothrow(size_t size)
   return CORRAL_LIKELY(p != NULL) ? p : _corral_new_rest_nothrow(size);
 }
 
+/* The same in safe mode without statistics (CORRAL_GATE_SAFE): malloc's
+ * (malloc.c, "6. safe"), ending in operator new's full way. */
+static __attribute__((noinline)) void *new_safe(size_t size)
+{
+  void *p = _corral_safe_pop(size, __builtin_return_address(0), __builtin_frame_address(0));
+  return CORRAL_LIKELY(p != NULL) ? p : _corral_new_rest(size);
+}
+
+static __attribute__((noinline)) void *new_safe_nothrow(size_t size)
+{
+  void *p = _corral_safe_pop(size, __builtin_return_address(0), __builtin_frame_address(0));
+  return CORRAL_LIKELY(p != NULL) ? p : _corral_new_rest_nothrow(size);
+}
+
 /* Entered by a tail call from operator new once its first test found the
  * request concerns corral (gates.h): past a negative gate dynamic mode's
- * way, random pools' or the full way, past the others malloc's ways. The
+ * way, random pools', safe mode's or the full way, past the others malloc's ways. The
  * gate is read once here; the first test's own read may be a moment older,
  * which only sends a request the way it would have gone a moment earlier. */
 CORRAL_INLINE void *new_gated(size_t size, corral_end_fn next, corral_end_fn rest, corral_end_fn dynamic,
-                              corral_end_fn random, corral_decide_fn stubbed, corral_decide_fn noted)
+                              corral_end_fn random, corral_end_fn safe, corral_decide_fn stubbed,
+                              corral_decide_fn noted)
 {
   int64_t gate = __atomic_load_n(&_corral_gates.on_new, __ATOMIC_RELAXED);
   if (gate < 0) {
     if (gate == CORRAL_GATE_DYNAMIC) return dynamic(size);
     if (gate == CORRAL_GATE_RANDOM) return random(size);
+    if (gate == CORRAL_GATE_SAFE) return safe(size);
     return rest(size);
   }
   uint64_t live = _corral_stub_notes.live;   /* only the plan's ways read the notes */
@@ -104,11 +120,11 @@ CORRAL_INLINE void *new_gated(size_t size, corral_end_fn next, corral_end_fn res
 
 void *_corral_new_gated(size_t size)
 {
-  return new_gated(size, next_new, _corral_new_rest, _corral_dyn_new, new_random, new_stubbed, new_noted);
+  return new_gated(size, next_new, _corral_new_rest, _corral_dyn_new, new_random, new_safe, new_stubbed, new_noted);
 }
 
 void *_corral_new_gated_nothrow(size_t size)
 {
   return new_gated(size, next_new_nothrow, _corral_new_rest_nothrow, _corral_dyn_new_nothrow, new_random_nothrow,
-                   new_stubbed_nothrow, new_noted_nothrow);
+                   new_safe_nothrow, new_stubbed_nothrow, new_noted_nothrow);
 }

@@ -369,6 +369,20 @@ static inline __attribute__((always_inline)) void *_corral_group_alloc(unsigned 
   return _corral_group_alloc_slow(g, size, align);
 }
 
+/* Owner, safe mode: block p of c onto the local list, its link encoded
+ * and the key in word 1 (safe mode's slow free and its short one). */
+static inline __attribute__((always_inline)) void _corral_block_free_encoded(corral_chunk_t *c, void *p)
+{
+  CORRAL_ASSERT(c->magic == CORRAL_CHUNK_MAGIC && c->block_size != 0 && c->live > 0);
+  CORRAL_ASSERT(_corral_block_start(c, p));
+  void **q = (void **)p, *next = c->local_free;
+  uint64_t key = c->key;                /* both read before q is written, which may alias them */
+  q[0] = (void *)_corral_link_encode(q, next);
+  q[1] = (void *)key;
+  c->local_free = q;
+  c->live--;
+}
+
 /* Whether block p of c may go on c's local list at once: not a double free
  * (the key is not in word 1), and c is this thread's chunk (never while
  * counting: no chunk is _corral_no_heap's). */
@@ -413,6 +427,14 @@ static inline __attribute__((always_inline)) int _corral_free_owned(void *p)
     }
     if (!_corral_modes.full_ways) {
       _corral_free_remote(c, p);
+      return 1;
+    }
+    /* Safe mode, nothing counted: the owner's free (its thread heap is not
+     * _corral_tls_fast, which full ways leave empty), link encoded. */
+    corral_heap_t *h = _corral_tls_heap;
+    if (_corral_modes.safe && !_corral_modes.track && h != NULL &&
+        atomic_load_explicit(&c->owner, memory_order_relaxed) == h && c->block_size != 0) {
+      _corral_block_free_encoded(c, p);
       return 1;
     }
   }

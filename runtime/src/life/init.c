@@ -104,6 +104,11 @@ int _corral_init_slow(const corral_call_targets_t *targets)
   /* Opening the direct table also sets the gates from its tables; safe
    * mode keeps them full: every request is its own. */
   if (!_corral_modes.full_ways && _corral_options.random_pools <= 0) _corral_ident_open_direct();
+  if (!_corral_modes.track && _corral_modes.safe) {
+    __atomic_store_n(&_corral_gates.on_malloc, CORRAL_GATE_SAFE, __ATOMIC_RELAXED);
+    __atomic_store_n(&_corral_gates.on_calloc, CORRAL_GATE_SAFE, __ATOMIC_RELAXED);
+    __atomic_store_n(&_corral_gates.on_new, CORRAL_GATE_SAFE, __ATOMIC_RELAXED);
+  }
   if (!_corral_modes.track && _corral_options.random_pools > 0) {
     __atomic_store_n(&_corral_gates.on_malloc, CORRAL_GATE_RANDOM, __ATOMIC_RELAXED);
     __atomic_store_n(&_corral_gates.on_calloc, CORRAL_GATE_RANDOM, __ATOMIC_RELAXED);

@@ -2,6 +2,7 @@
  * tells sites apart) and size class, checked frees and encoded free lists
  * over the group heap; large blocks in safe_large.c. docs/safe.md. */
 #include "safe.h"
+#include "safe_ways.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -15,17 +16,15 @@
 #include "modules.h"
 #include "stats_table.h"
 
-#define SAFE_CONTEXTS (1u << 16)            /* dynamic mode's context ids are below this */
-#define SAFE_SHARED 0                       /* the group of sites past the last group */
 #define SAFE_MAX_REPORTS 64                 /* lines on stderr; the statistics count all */
 
 __thread void *_corral_safe_free_site __attribute__((tls_model("initial-exec")));
+uint16_t *_corral_safe_group_of;
 
 static struct {
   corral_lock_t lock;
-  uint16_t *group_of;                       /* [SAFE_CONTEXTS]: a context's group, 0 = none yet */
   uint32_t owner[CORRAL_MAX_GROUPS];        /* the context each group was made for */
-  unsigned groups;                          /* given out: 1 .. groups - 1; 0 is SAFE_SHARED */
+  unsigned groups;                          /* given out: 1 .. groups - 1; 0 is CORRAL_SAFE_SHARED */
   uint64_t shared_sites, fallbacks;
   uint64_t errors[CORRAL_SAFE_ERROR_KINDS];
   unsigned reports;
@@ -67,8 +66,8 @@ void _corral_safe_init(void)
 {
   _corral_stats_register(&section);
   if (!_corral_options.safe) return;
-  safe.group_of = _corral_os_map(SAFE_CONTEXTS * sizeof *safe.group_of);
-  if (!safe.group_of || _corral_dyn_contexts_init("safe mode") != 0) {
+  _corral_safe_group_of = _corral_os_map(CORRAL_SAFE_CONTEXTS * sizeof *_corral_safe_group_of);
+  if (!_corral_safe_group_of || _corral_dyn_contexts_init("safe mode") != 0) {
     _corral_warn("safe mode: cannot map its site tables; running without it");
     return;
   }
@@ -88,14 +87,14 @@ void _corral_safe_init(void)
 
 /* ---- sites -------------------------------------------------------------------- */
 
-static __attribute__((noinline)) unsigned new_site(uint32_t id)
+__attribute__((noinline)) unsigned _corral_safe_new_site(uint32_t id)
 {
-  if (id >= SAFE_CONTEXTS) {                /* the context tables are full */
+  if (id >= CORRAL_SAFE_CONTEXTS) {         /* the context tables are full */
     __atomic_fetch_add(&safe.shared_sites, 1, __ATOMIC_RELAXED);
-    return SAFE_SHARED;
+    return CORRAL_SAFE_SHARED;
   }
   _corral_lock(&safe.lock);
-  unsigned g = safe.group_of[id];
+  unsigned g = _corral_safe_group_of[id];
   CORRAL_ASSERT(safe.groups >= 1 && safe.groups <= _corral_ngroups + 1);
   if (g == 0) {
     if (safe.groups < _corral_ngroups) {
@@ -103,27 +102,15 @@ static __attribute__((noinline)) unsigned new_site(uint32_t id)
       safe.owner[g] = id;
       __atomic_store_n(&safe.groups, g + 1, __ATOMIC_RELEASE);
     } else {
-      g = SAFE_SHARED;
+      g = CORRAL_SAFE_SHARED;
       safe.shared_sites++;
     }
     /* A shared site is remembered as such: its group stays 0 but it is
      * counted once; later lookups take the shared group directly. */
-    __atomic_store_n(&safe.group_of[id], (uint16_t)(g ? g : UINT16_MAX), __ATOMIC_RELEASE);
+    __atomic_store_n(&_corral_safe_group_of[id], (uint16_t)(g ? g : UINT16_MAX), __ATOMIC_RELEASE);
   }
   _corral_unlock(&safe.lock);
-  return g == UINT16_MAX ? SAFE_SHARED : g;
-}
-
-static inline unsigned site_group(void *ret0, void *fp0)
-{
-  uint32_t id = _corral_dyn_context(ret0, fp0);
-  unsigned g = id < SAFE_CONTEXTS ? __atomic_load_n(&safe.group_of[id], __ATOMIC_ACQUIRE) : 0;
-  if (CORRAL_LIKELY(g != 0)) {
-    /* A site's group was made for it: its owner is this context. */
-    CORRAL_ASSERT(g == UINT16_MAX || (g < __atomic_load_n(&safe.groups, __ATOMIC_ACQUIRE) && safe.owner[g] == id));
-    return g == UINT16_MAX ? SAFE_SHARED : g;
-  }
-  return new_site(id);
+  return g == UINT16_MAX ? CORRAL_SAFE_SHARED : g;
 }
 
 unsigned _corral_safe_group_count(void) { return __atomic_load_n(&safe.groups, __ATOMIC_ACQUIRE); }
@@ -134,7 +121,7 @@ static char group_names[CORRAL_MAX_GROUPS][96];
 const char *_corral_safe_group_name(unsigned g)
 {
   if (g >= _corral_safe_group_count()) return "?";
-  if (g == SAFE_SHARED) return "(sites past the last group)";
+  if (g == CORRAL_SAFE_SHARED) return "(sites past the last group)";
   char *name = group_names[g];
   if (name[0]) return name;
   int n = snprintf(name, sizeof group_names[0], "site%u <- ", g);
@@ -201,13 +188,8 @@ static void free_local(corral_chunk_t *c, void *p)
 {
   /* The heap's slow free hands over the owner's live block of a site's
    * pool: a block start of a block chunk (safe mode makes no mixed ones). */
-  CORRAL_ASSERT(c->block_size != 0 && c->live > 0 && _corral_block_start(c, p));
   CORRAL_ASSERT(c->group < __atomic_load_n(&safe.groups, __ATOMIC_ACQUIRE));
-  void **q = p;
-  _corral_link_set(q, c->local_free);
-  q[1] = (void *)c->key;
-  c->local_free = q;
-  c->live--;
+  _corral_block_free_encoded(c, p);
 }
 
 /* Safe mode's memory ran out (group ranges or the large space): the
@@ -227,7 +209,7 @@ void *_corral_safe_alloc(size_t size, size_t align, void *ret0, void *fp0, int z
     return NULL;
   }
   if (size <= _corral_options.safe_max_size && align <= CORRAL_MAX_GROUP_ALIGN) {
-    void *p = _corral_group_alloc_slow(site_group(ret0, fp0), size, align);
+    void *p = _corral_group_alloc_slow(_corral_safe_site_group(ret0, fp0), size, align);
     if (CORRAL_LIKELY(p != NULL)) {
       if (zero) memset(p, 0, size);
       return p;

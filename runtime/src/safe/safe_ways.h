@@ -1,0 +1,64 @@
+/* Safe mode's short way (entry/malloc.c, CORRAL_GATE_SAFE): an allocation
+ * whose site's pool has a block on its current chunk's free list, in one
+ * function with the checks the guarantee needs (docs/safe.md), not
+ * through the full way's layers (the owner's free is _corral_free_owned's,
+ * heap.h). Anything else takes the full way, which tells what it is and
+ * reports it: a site's first request, an empty list, a link that is no
+ * block of its chunk (the slow pop reports it), a large block, counting. */
+#ifndef CORRAL_SAFE_WAYS_H
+#define CORRAL_SAFE_WAYS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "context_lookup.h"
+#include "heap.h"
+#include "settled.h"
+
+/* Internal: every declaration below is of this library, not exported. */
+#pragma GCC visibility push(hidden)
+
+#define CORRAL_SAFE_CONTEXTS (1u << 16)     /* dynamic mode's context ids are below this */
+#define CORRAL_SAFE_SHARED 0                /* the group of sites past the last group */
+
+/* [CORRAL_SAFE_CONTEXTS]: the group made for each context; 0 = none yet,
+ * UINT16_MAX = the shared group (safe.c). */
+extern uint16_t *_corral_safe_group_of;
+
+/* A context's first allocation: its group made, or the shared one. */
+unsigned _corral_safe_new_site(uint32_t id);
+
+/* The group of the allocation whose frame 0 returns to ret0 (fp0: the
+ * entry's frame address, for a walk through wrappers): one site lookup and
+ * one load for a site seen before. */
+CORRAL_INLINE unsigned _corral_safe_site_group(void *ret0, void *fp0)
+{
+  uint32_t id = _corral_dyn_context_at(_corral_dync_site(&_corral_dyn_settled.table, (uintptr_t)ret0),
+                                       (uintptr_t)ret0, fp0);
+  unsigned g = id < CORRAL_SAFE_CONTEXTS ? __atomic_load_n(&_corral_safe_group_of[id], __ATOMIC_ACQUIRE) : 0;
+  if (CORRAL_LIKELY(g != 0)) return g == UINT16_MAX ? CORRAL_SAFE_SHARED : g;
+  return _corral_safe_new_site(id);
+}
+
+/* A block of `size` bytes from the site's pool when its current chunk's
+ * free list has one whose link decodes to a block of the chunk (or ends
+ * the list); NULL otherwise, the full way then. */
+CORRAL_INLINE void *_corral_safe_pop(size_t size, void *ret0, void *fp0)
+{
+  corral_heap_t *h = _corral_tls_heap;
+  if (CORRAL_UNLIKELY(size > _corral_options.safe_max_size || h == NULL)) return NULL;
+  size_t pool = (size_t)_corral_safe_site_group(ret0, fp0) * CORRAL_SIZE_CLASSES + _corral_class(size);
+  corral_chunk_t *c = h->cur[pool];
+  if (CORRAL_UNLIKELY(c == NULL || c->free == NULL)) return NULL;
+  CORRAL_ASSERT(c->magic == CORRAL_CHUNK_MAGIC && c->block_size != 0 && _corral_block_start(c, c->free));
+  void **p = (void **)c->free, *next = _corral_link_decode(p, *(const uintptr_t *)p);
+  if (CORRAL_UNLIKELY(next != NULL && !_corral_block_start(c, next))) return NULL;
+  c->free = next;
+  p[0] = p[1] = NULL;
+  c->live++;
+  return p;
+}
+
+#pragma GCC visibility pop
+
+#endif
