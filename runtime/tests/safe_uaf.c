@@ -9,6 +9,8 @@
  *   double, invalid, forge: a double free, a free of an interior pointer,
  *     a freed block's link overwritten; then "survived" if still running
  *     (forge: and 1 if the forged block was handed out again);
+ *   forge-deep: the link overwritten of a freed block that a sound one
+ *     precedes on the free list; "survived" if still running;
  *   large-read: reads a freed large block (safe mode: SIGSEGV);
  *   large-fresh: 300 large blocks, each freed before the next: no address
  *     comes back while the space has room ("0 failed");
@@ -142,6 +144,19 @@ int main(int argc, char **argv)
       }
     }
     return printf("survived %d\n", again), 0;
+  } else if (!strcmp(c, "forge-deep")) {
+    /* One call site; two of its blocks freed, the one freed first with its
+     * link overwritten: the other comes back at the head of the list, its
+     * link sound, and the forged one behind it. */
+    for (int i = 0; i < 200; i++) {
+      others[i] = make_a();
+      if (i == 1) {
+        free(others[1]);
+        free(others[0]);
+        memset(others[1], 0x41, 16);
+      }
+    }
+    return puts("survived"), 0;
   } else if (!strcmp(c, "large-read")) {
     volatile char *p = malloc(100000);
     p[0] = 1;

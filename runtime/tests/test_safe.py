@@ -120,11 +120,14 @@ def test_safe_abort_off_reports_and_goes_on(programs, case, tmp_path):
     assert errors[key] == 1 and sum(errors.values()) == 1, errors
 
 
-def test_forged_link_is_caught_when_its_block_comes_back(programs):
+@pytest.mark.parametrize("case", ["forge", "forge-deep"])
+def test_forged_link_is_caught_when_its_block_comes_back(programs, case):
     """Overwriting a freed block's link (a write after free into the
-    allocator's words) aborts at the pop that would follow it."""
+    allocator's words) aborts at the pop that would follow it: at the head
+    of the list that a refill makes (forge), and behind a sound block, where
+    the short way pops it (forge-deep)."""
     exe = programs["uaf"]
-    out = run(exe, "forge", env=safe_env(exe))
+    out = run(exe, case, env=safe_env(exe))
     assert out.returncode == -signal.SIGABRT
     assert re.search(r"corral: safe: free-list link overwritten after its block was freed, at 0x[0-9a-f]+ "
                      r"\(a 64-byte block of site\d+ <- safe_uaf\S+ via make_a\)", out.stderr), out.stderr

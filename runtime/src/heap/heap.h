@@ -433,7 +433,7 @@ static inline __attribute__((always_inline)) int _corral_free_owned(void *p)
      * _corral_tls_fast, which full ways leave empty), link encoded. */
     corral_heap_t *h = _corral_tls_heap;
     if (_corral_modes.safe && !_corral_modes.track && h != NULL &&
-        atomic_load_explicit(&c->owner, memory_order_relaxed) == h && c->block_size != 0) {
+        atomic_load_explicit(&c->owner, memory_order_relaxed) == h) {
       _corral_block_free_encoded(c, p);
       return 1;
     }

@@ -113,6 +113,11 @@ __attribute__((noinline)) unsigned _corral_safe_new_site(uint32_t id)
   return g == UINT16_MAX ? CORRAL_SAFE_SHARED : g;
 }
 
+int _corral_safe_made_for(unsigned g, uint32_t id)
+{
+  return g < __atomic_load_n(&safe.groups, __ATOMIC_ACQUIRE) && safe.owner[g] == id;
+}
+
 unsigned _corral_safe_group_count(void) { return __atomic_load_n(&safe.groups, __ATOMIC_ACQUIRE); }
 
 static char group_names[CORRAL_MAX_GROUPS][96];

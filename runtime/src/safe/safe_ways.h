@@ -27,6 +27,8 @@ extern uint16_t *_corral_safe_group_of;
 
 /* A context's first allocation: its group made, or the shared one. */
 unsigned _corral_safe_new_site(uint32_t id);
+/* Whether group g was made for context id (the debug build's check). */
+int _corral_safe_made_for(unsigned g, uint32_t id);
 
 /* The group of the allocation whose frame 0 returns to ret0 (fp0: the
  * entry's frame address, for a walk through wrappers): one site lookup and
@@ -36,7 +38,10 @@ CORRAL_INLINE unsigned _corral_safe_site_group(void *ret0, void *fp0)
   uint32_t id = _corral_dyn_context_at(_corral_dync_site(&_corral_dyn_settled.table, (uintptr_t)ret0),
                                        (uintptr_t)ret0, fp0);
   unsigned g = id < CORRAL_SAFE_CONTEXTS ? __atomic_load_n(&_corral_safe_group_of[id], __ATOMIC_ACQUIRE) : 0;
-  if (CORRAL_LIKELY(g != 0)) return g == UINT16_MAX ? CORRAL_SAFE_SHARED : g;
+  if (CORRAL_LIKELY(g != 0)) {
+    CORRAL_ASSERT(g == UINT16_MAX || _corral_safe_made_for(g, id));
+    return g == UINT16_MAX ? CORRAL_SAFE_SHARED : g;
+  }
   return _corral_safe_new_site(id);
 }
 
