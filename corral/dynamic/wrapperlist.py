@@ -2,7 +2,10 @@
 
 The analysis costs seconds on a large binary, so its answer is cached per
 module, keyed by build-id (or by path, size and mtime for a module without
-one) under $XDG_CACHE_HOME/corral/wrappers/.
+one) under $XDG_CACHE_HOME/corral/wrappers/. A whole list is reused as long
+as the files it was made from are unchanged (`fresh`): finding the modules
+again (ldd, dpkg-query) and reading their build-ids (pyelftools) cost
+`corral run --dynamic` about 0.2 s on every start, more than many a run.
 """
 
 import hashlib
@@ -12,8 +15,6 @@ import shutil
 import subprocess
 import tempfile
 
-from corral import elf
-from corral.dynamic.wrappers import Wrapper, find_wrappers
 from corral.errors import CorralError
 
 # Libraries in these folders come from the distribution: their wrappers (if
@@ -28,6 +29,12 @@ def cache_dir() -> str:
     return os.path.join(base, "corral", "wrappers")
 
 
+def find_wrappers(path):
+    """The analysis itself (imported only when a module is not cached)."""
+    from corral.dynamic.wrappers import find_wrappers as analyse
+    return analyse(path)
+
+
 def _cache_key(path, buildid):
     if buildid:
         return buildid
@@ -35,9 +42,11 @@ def _cache_key(path, buildid):
     return hashlib.sha1(f"{os.path.realpath(path)}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()
 
 
-def wrappers_of(path, say=lambda text: None) -> list[Wrapper]:
+def wrappers_of(path, say=lambda text: None) -> list:
     """find_wrappers with a cache on disk; `say` hears of an analysis that
     is not cached (seconds on a large module)."""
+    from corral import elf
+    from corral.dynamic.wrappers import Wrapper
     key = _cache_key(path, elf.build_id(path))
     cached = os.path.join(cache_dir(), key + ".json")
     try:
@@ -112,7 +121,8 @@ def built_with(exe, libs) -> list[str]:
     return [lib for lib in libs if source_of(lib) and source_of(lib) == source_of(exe)]
 
 
-def render(modules: list[tuple[str, list[Wrapper]]]) -> str:
+def render(modules: list[tuple[str, list]]) -> str:
+    from corral import elf
     lines = ["corral-wrappers 1"]
     for idx, (path, _) in enumerate(modules):
         lines.append(f"module {idx} {elf.build_id(path) or '-'} {path}")
@@ -123,11 +133,64 @@ def render(modules: list[tuple[str, list[Wrapper]]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+# Besides the modules themselves, which modules a program loads depends on
+# the loader's cache and LD_LIBRARY_PATH, and which system libraries count
+# as the program's on the package database (built_with).
+_SYSTEM_STATE = ("/etc/ld.so.cache", "/var/lib/dpkg/status")
+
+
+def _inputs(program, extra_modules, modules) -> dict:
+    """What a list for `program` was made from: the executable, the modules
+    found, the extra ones asked for, as path, size and mtime; the system
+    files above likewise; LD_LIBRARY_PATH."""
+    def stat(path):
+        try:
+            st = os.stat(path)
+            return [path, st.st_size, st.st_mtime_ns]
+        except OSError:
+            return [path, None, None]
+    exe = shutil.which(program) if os.sep not in program else program
+    return {"program": os.path.realpath(exe) if exe else program,
+            "extra": [os.path.realpath(m) for m in extra_modules],
+            "ld_library_path": os.environ.get("LD_LIBRARY_PATH", ""),
+            "files": [stat(p) for p in (*_SYSTEM_STATE, *modules)]}
+
+
+def _inputs_path(out_path) -> str:
+    return f"{out_path}.inputs.json"
+
+
+def fresh(program, out_path, extra_modules=()) -> bool:
+    """Whether the list at out_path was written for `program` and these
+    extra modules from files that have not changed since: then it is still
+    the list, and nothing needs finding or reading again."""
+    try:
+        with open(_inputs_path(out_path)) as f:
+            then = json.load(f)
+        if not os.path.exists(out_path):
+            return False
+        modules = [entry[0] for entry in then["files"][len(_SYSTEM_STATE):]]
+    except (OSError, ValueError, TypeError, KeyError, IndexError):
+        return False
+    return _inputs(program, extra_modules, modules) == then
+
+
 def write_for(program, out_path, extra_modules=(), say=lambda text: None) -> int:
-    """Analyse `program` (and its own libraries) and write the list; returns
-    the wrapper count. `say` hears of each analysis not yet cached."""
+    """Analyse `program` (and its own libraries) and write the list, with a
+    record of what it was made from beside it (`fresh`); returns the
+    wrapper count. `say` hears of each analysis not yet cached."""
     paths = program_modules(program) + [os.path.realpath(m) for m in extra_modules]
     modules = [(p, wrappers_of(p, say)) for p in dict.fromkeys(paths)][:64]
-    with open(out_path, "w") as f:
-        f.write(render(modules))
+    # Each file replaced whole: another run may be reading them.
+    _replace(out_path, render(modules))
+    try:
+        _replace(_inputs_path(out_path), json.dumps(_inputs(program, extra_modules, [p for p, _ in modules])))
+    except OSError:
+        pass       # the next run finds the modules again
     return sum(len(w) for _, w in modules)
+
+
+def _replace(path, text) -> None:
+    with tempfile.NamedTemporaryFile("w", dir=os.path.dirname(os.path.abspath(path)), delete=False) as f:
+        f.write(text)
+    os.replace(f.name, path)

@@ -69,3 +69,38 @@ def test_a_system_library_built_from_the_programs_source_is_analysed(monkeypatch
     # not Debian, or the program is no package's: the folder rule alone
     monkeypatch.setattr(wrapperlist, "_dpkg_query", lambda *args: "")
     assert wrapperlist.built_with("/usr/bin/jq", libs) == []
+
+
+def test_a_list_is_reused_until_a_file_it_was_made_from_changes(tmp_path, monkeypatch):
+    import os
+
+    from corral import launch
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    prog = _build(tmp_path)
+    first = launch.dynamic_extra(str(prog))["CORRAL_WRAPPERS"]
+    made = open(first).read()
+    assert "xmalloc" in made
+
+    # unchanged: neither ldd nor dpkg-query nor any module is read again
+    def refuse(*args):
+        raise AssertionError("the modules were looked for again")
+    monkeypatch.setattr(wrapperlist, "program_modules", refuse)
+    assert launch.dynamic_extra(str(prog))["CORRAL_WRAPPERS"] == first
+    assert open(first).read() == made
+
+    # another module asked for, or another library path: made again
+    monkeypatch.undo()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert not wrapperlist.fresh(str(prog), first, [str(prog)])
+    monkeypatch.setenv("LD_LIBRARY_PATH", str(tmp_path))
+    assert not wrapperlist.fresh(str(prog), first)
+    monkeypatch.delenv("LD_LIBRARY_PATH")
+    assert wrapperlist.fresh(str(prog), first)
+
+    # the program rebuilt without its wrappers: the list follows it
+    subprocess.run(["gcc", "-O2", "-o", str(prog), "-x", "c", "-"],
+                   input=b"#include <stdlib.h>\nint main(void) { free(malloc(8)); return 0; }\n", check=True)
+    os.utime(prog, ns=(1, 1))                # even with an mtime from long ago
+    assert not wrapperlist.fresh(str(prog), first)
+    assert launch.dynamic_extra(str(prog))["CORRAL_WRAPPERS"] == first
+    assert "xmalloc" not in open(first).read()
