@@ -243,6 +243,19 @@ static void test_sites_and_chains(void) {
   for (uintptr_t i = 0; i < 200; i++) _corral_dync_add_site(&t, 0x600000 + i * 8, DYNC_SITE_PLAIN);
   CHECK(t.site_count * 4 <= t.site_slots * 3);
   CHECK(_corral_dync_site(&t, 0x401000) == s);
+  /* every site added is found, those whose first slot another took too,
+   * and one never added is not */
+  int found = 0, displaced = 0;
+  for (uintptr_t i = 0; i < 200; i++) {
+    uintptr_t addr = 0x600000 + i * 8;
+    const corral_dync_site_t *x = _corral_dync_site(&t, addr);
+    if (!x) continue;
+    found++;
+    CHECK(x->addr == addr && x->kind == DYNC_SITE_PLAIN);
+    displaced += x != &t.sites[_corral_dync_site_slot(&t, addr)];
+  }
+  CHECK(found == (int)t.site_count - 1 && displaced > 0);
+  CHECK(_corral_dync_site(&t, 0x700000) == NULL);
   free(tmem);
 }
 

@@ -1,7 +1,9 @@
 /* Safe mode's short ways under churn: three sites (one behind a wrapper)
  * and calloc each keep a ring of live objects, freeing the oldest and
- * making a new one COUNT times; the owner frees them all. stdout carries a
- * checksum only. Usage: safe_churn COUNT */
+ * making a new one COUNT times; the owner frees them all. With `remote`,
+ * another thread frees each ring instead, RING objects at a time. stdout
+ * carries a checksum only. Usage: safe_churn COUNT [remote] */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +20,33 @@ NOIPA void *make_a(size_t n) { return malloc(n); }
 NOIPA void *make_b(size_t n) { return xmalloc(n); }
 NOIPA void *make_c(size_t n) { return calloc(1, n); }
 
+static void *free_ring(void *ring) {
+  for (int k = 0; k < RING; k++) free(((void **)ring)[k]);
+  return NULL;
+}
+
+/* The owner makes a ring, another thread frees it; the owner's next ring
+ * reuses those blocks once it takes them back. */
+static int remote(long count) {
+  void *ring[RING];
+  unsigned long sum = 0;
+  for (long i = 0; i < count / RING; i++) {
+    for (int k = 0; k < RING; k++) {
+      unsigned char *z = make_c(16 + (size_t)(k % 7) * 8);
+      for (size_t j = 0; j < 16; j++) sum += z[j];
+      memset(z, 3, 16);
+      ring[k] = z;
+    }
+    pthread_t t;
+    if (pthread_create(&t, NULL, free_ring, ring) != 0 || pthread_join(t, NULL) != 0) abort();
+  }
+  printf("checksum %lu\n", sum);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   long count = argc > 1 ? atol(argv[1]) : 1000;
+  if (argc > 2 && strcmp(argv[2], "remote") == 0) return remote(count);
   void *ring[3][RING] = {{0}};
   unsigned long sum = 0;
   for (long i = 0; i < count; i++) {

@@ -236,3 +236,18 @@ def test_safe_mode_takes_its_short_ways_without_statistics(programs, tmp_path):
     assert n["malloc_safe"] + n["calloc_safe"] == 0 and n["_corral_malloc_rest"] >= 2 * count, n
     counted = [g["objects"] for g in json.loads(stats.read_text())["groups"] if "safe_churn+" in g["name"]]
     assert counted == [count] * 3, counted
+
+
+def test_safe_mode_frees_another_threads_blocks_on_the_short_way(programs, tmp_path):
+    """Counted by callgrind: a block freed by a thread that does not own
+    its chunk is pushed onto the chunk's remote stack from free's first way,
+    without the checked way; its owner takes it back and calloc hands it
+    out zeroed. (Double frees from two threads: core_misuse, above.)"""
+    count = 4096
+    names = ["_corral_free_remote", "free_checked", "_corral_group_free_slow"]
+    out = tmp_path / "remote.callgrind"
+    done = run_callgrind([programs["churn"], count, "remote"], safe_env(programs["churn"]), out)
+    assert done.returncode == 0 and done.stdout == "checksum 0\n", done.stdout + done.stderr[-2000:]
+    n = calls_of(out, names)
+    assert n["_corral_free_remote"] >= count, n
+    assert n["free_checked"] + n["_corral_group_free_slow"] <= 8, n

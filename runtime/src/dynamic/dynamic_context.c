@@ -24,6 +24,7 @@ void _corral_dync_init(corral_dync_t *t, void *mem, uint32_t max_contexts) {
   memset(t, 0, sizeof *t);
   char *p = mem;
   t->site_slots = site_slots(max_contexts);
+  t->site_shift = 64 - (uint32_t)__builtin_ctz(t->site_slots);
   t->sites = (corral_dync_site_t *)p;
   p += (size_t)t->site_slots * sizeof(corral_dync_site_t);
   t->chain_slots = chain_slots(max_contexts);
@@ -41,7 +42,7 @@ corral_dync_site_t *_corral_dync_add_site(corral_dync_t *t, uintptr_t addr, uint
     return NULL;
   }
   uint32_t mask = t->site_slots - 1;
-  uint32_t at = (uint32_t)((addr * 0x9e3779b97f4a7c15ull) >> 40) & mask;
+  size_t at = _corral_dync_site_slot(t, addr);
   while (t->sites[at].addr != 0) at = (at + 1) & mask;
   corral_dync_site_t *s = &t->sites[at];
   s->kind = kind;

@@ -62,6 +62,7 @@ typedef struct dync_chain_s {
 typedef struct dync_s {
   corral_dync_site_t *sites;             /* site_slots entries */
   uint32_t site_slots, site_count;
+  uint32_t site_shift;            /* 64 - log2(site_slots): a site's first slot is its hash's top bits */
   uint32_t *chain_index;          /* chain_slots entries: context id + 1, 0 = empty */
   uint32_t chain_slots;
   corral_dync_chain_t *chains;           /* [max_contexts]: the chain of each context id */
@@ -73,16 +74,23 @@ size_t _corral_dync_bytes(uint32_t max_contexts);
 /* Lay the tables out in `mem` (zeroed, _corral_dync_bytes long). */
 void _corral_dync_init(corral_dync_t *t, void *mem, uint32_t max_contexts);
 
-/* Lock-free: the site entry of `addr`, or NULL if not known yet. */
+/* A site's first slot: the top bits of its Fibonacci hash. */
+static inline size_t _corral_dync_site_slot(const corral_dync_t *t, uintptr_t addr) {
+  return (size_t)((addr * 0x9e3779b97f4a7c15ull) >> t->site_shift);
+}
+
+/* Lock-free: the site entry of `addr`, or NULL if not known yet. Every
+ * dynamic and safe allocation takes it, so the first probe is a multiply,
+ * a shift and a compare. The probe always ends: the table is never more
+ * than 3/4 full (_corral_dync_add_site). */
 static inline const corral_dync_site_t *_corral_dync_site(const corral_dync_t *t, uintptr_t addr) {
-  uint32_t mask = t->site_slots - 1;
-  uint32_t at = (uint32_t)((addr * 0x9e3779b97f4a7c15ull) >> 40) & mask;
-  for (uint32_t i = 0; i <= mask; i++, at = (at + 1) & mask) {
+  size_t at = _corral_dync_site_slot(t, addr);
+  for (;;) {
     uintptr_t k = __atomic_load_n(&t->sites[at].addr, __ATOMIC_ACQUIRE);
-    if (k == addr) return &t->sites[at];
+    if (__builtin_expect(k == addr, 1)) return &t->sites[at];
     if (k == 0) return NULL;
+    at = (at + 1) & (t->site_slots - 1);
   }
-  return NULL;
 }
 
 /* The running hash of a chain's frames below a site: started at frame 0,

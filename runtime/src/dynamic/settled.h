@@ -87,10 +87,9 @@ CORRAL_INLINE int _corral_dyn_settled_way(size_t size, uint32_t pool, void **blo
 uint64_t _corral_dyn_wrapper_word(const corral_dync_site_t *s, uintptr_t ret, uintptr_t cfa);
 
 /* The settled word for a request of `size` from the call returning to
- * ret (cfa: the entry point's CFA), or 0: the full way decides. */
-CORRAL_INLINE uint64_t _corral_dyn_settled_word(size_t size, uintptr_t ret, uintptr_t cfa) {
-  const corral_dync_site_t *s = _corral_dync_site(&_corral_dyn_settled.table, ret);
-  if (CORRAL_UNLIKELY(s == NULL)) return 0;
+ * ret, whose site entry is s (cfa: the entry point's CFA, read only for a
+ * site inside a wrapper), or 0: the full way decides. */
+CORRAL_INLINE uint64_t _corral_dyn_site_word(const corral_dync_site_t *s, size_t size, uintptr_t ret, uintptr_t cfa) {
   uint64_t f;
   if (CORRAL_LIKELY(s->kind != DYNC_SITE_WRAPPER)) {
     f = __atomic_load_n(&s->fast, __ATOMIC_ACQUIRE);
@@ -108,6 +107,13 @@ CORRAL_INLINE uint64_t _corral_dyn_settled_word(size_t size, uintptr_t ret, uint
                       (want != size && want != 0)))
     return 0;
   return f;
+}
+
+/* The same from the return address alone. */
+CORRAL_INLINE uint64_t _corral_dyn_settled_word(size_t size, uintptr_t ret, uintptr_t cfa) {
+  const corral_dync_site_t *s = _corral_dync_site(&_corral_dyn_settled.table, ret);
+  if (CORRAL_UNLIKELY(s == NULL)) return 0;
+  return _corral_dyn_site_word(s, size, ret, cfa);
 }
 
 CORRAL_INLINE int _corral_dyn_fast_way(size_t size, uintptr_t ret, uintptr_t cfa, void **block) {

@@ -264,21 +264,42 @@ static __attribute__((noinline)) void *dyn_calloc(size_t n, size_t size) {
 /* The same for realloc of NULL or of a pointer of the allocator underneath
  * (malloc.c): a settled decision to forward forwards; NULL may also
  * take a block of a settled pool. Moving a block into a pool is the full
- * way's. */
-static __attribute__((noinline)) void *dyn_realloc(void *p, size_t size) {
-  int larger = size > _corral_dyn_settled.max_size;                       /* never pooled: forwarded */
-  uint64_t f = larger ? 0 : _corral_dyn_settled_word(size, (uintptr_t)__builtin_return_address(0),
-                                         (uintptr_t)__builtin_dwarf_cfa());
-  if (larger) return _corral_next_realloc(p, size);
-  if (f != 0 && (f & 0xffff) == 0) {
-    _corral_dyn_forwarded();
+ * way's. Lua makes every object here, half of them forwarded: every way
+ * out of dyn_realloc is a tail call, so that it saves no registers, and a
+ * site inside a wrapper, whose word costs a call, takes
+ * dyn_realloc_wrapped. */
+static __attribute__((noinline, cold)) void *dyn_realloc_idle(void *p, size_t size) {
+  _corral_dyn_idle_check();
+  return _corral_next_realloc(p, size);
+}
+
+/* The decision of word f (_corral_dyn_settled_word's) for realloc. */
+CORRAL_INLINE void *dyn_realloc_by(void *p, size_t size, uint64_t f) {
+  if (CORRAL_UNLIKELY(f == 0)) return _corral_realloc_rest(p, size);
+  uint32_t pool = (uint32_t)f & 0xffff;
+  if (pool == 0) {
+    if (CORRAL_UNLIKELY(_corral_dyn_idle-- == 0)) return dyn_realloc_idle(p, size);
     return _corral_next_realloc(p, size);
   }
-  if (f != 0 && !p) {
-    void *q = NULL;
-    if (_corral_dyn_settled_way(size, (uint32_t)f & 0xffff, &q) == CORRAL_DYN_POPPED) return q;
-  }
+  if (p) return _corral_realloc_rest(p, size);
+  void *q = NULL;
+  if (_corral_dyn_settled_way(size, pool, &q) == CORRAL_DYN_POPPED) return q;
   return _corral_realloc_rest(p, size);
+}
+
+static __attribute__((noinline)) void *dyn_realloc_wrapped(void *p, size_t size, const corral_dync_site_t *s,
+                                                           uintptr_t ret, uintptr_t cfa) {
+  return dyn_realloc_by(p, size, _corral_dyn_site_word(s, size, ret, cfa));
+}
+
+static __attribute__((noinline)) void *dyn_realloc(void *p, size_t size) {
+  if (size > _corral_dyn_settled.max_size) return _corral_next_realloc(p, size);   /* never pooled */
+  uintptr_t ret = (uintptr_t)__builtin_return_address(0);
+  const corral_dync_site_t *s = _corral_dync_site(&_corral_dyn_settled.table, ret);
+  if (CORRAL_UNLIKELY(s == NULL)) return _corral_realloc_rest(p, size);
+  if (CORRAL_UNLIKELY(s->kind == DYNC_SITE_WRAPPER))
+    return dyn_realloc_wrapped(p, size, s, ret, (uintptr_t)__builtin_dwarf_cfa());
+  return dyn_realloc_by(p, size, _corral_dyn_site_word(s, size, ret, 0));
 }
 
 static __attribute__((noinline)) void *dyn_memalign(size_t align, size_t size) {

@@ -405,7 +405,7 @@ static inline __attribute__((always_inline)) void _corral_group_free(corral_chun
 
 /* free's first way: a block in the first range, each test one compare:
  * the owner's free, or while nothing is counted another thread's (a push
- * onto the chunk's remote stack, _corral_free_remote). 0 when any test
+ * onto the chunk's remote stack, _corral_free_remote), in safe mode too. 0 when any test
  * fails (another range, a mixed or empty chunk, not a block start, a double
  * free, counting): _corral_free's full way then tells which. An empty chunk
  * needs no magic test here: release clears its limit, and a purged header
@@ -430,11 +430,13 @@ static inline __attribute__((always_inline)) int _corral_free_owned(void *p)
       return 1;
     }
     /* Safe mode, nothing counted: the owner's free (its thread heap is not
-     * _corral_tls_fast, which full ways leave empty), link encoded. */
-    corral_heap_t *h = _corral_tls_heap;
-    if (_corral_modes.safe && !_corral_modes.track && h != NULL &&
-        atomic_load_explicit(&c->owner, memory_order_relaxed) == h) {
-      _corral_block_free_encoded(c, p);
+     * _corral_tls_fast, which full ways leave empty), link encoded; another
+     * thread's free onto the chunk's remote stack, link encoded as well
+     * (_corral_link_set), as the full way would after the same tests. */
+    if (_corral_modes.safe && !_corral_modes.track) {
+      corral_heap_t *h = _corral_tls_heap;
+      if (h != NULL && atomic_load_explicit(&c->owner, memory_order_relaxed) == h) _corral_block_free_encoded(c, p);
+      else _corral_free_remote(c, p);
       return 1;
     }
   }

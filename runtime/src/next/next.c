@@ -134,3 +134,8 @@ void *_corral_next_aligned(size_t align, size_t size)
   if (err) errno = err;
   return err ? NULL : p;
 }
+
+__attribute__((noinline, cold)) void *_corral_next_realloc_errno(void *p, size_t size)
+{
+  return _corral_enomem_if_null(_corral_next.realloc(p, size));
+}

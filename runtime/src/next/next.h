@@ -52,13 +52,18 @@ CORRAL_INLINE void *_corral_enomem_if_null(void *p)
   return p;
 }
 
+/* The next allocator's realloc with errno set where it does not set it
+ * itself (jemalloc's; any allocator above PTRDIFF_MAX): next.c. */
+void *_corral_next_realloc_errno(void *p, size_t size);
+
 /* The next allocator's realloc, with errno set on failure: by a tail jump
- * where the allocator sets it itself, so no call and return through
- * corral's frame. Lua allocates every object with realloc. */
+ * either way, so no call and return through corral's frame, and a caller
+ * that makes no other call saves no registers. Lua allocates every object
+ * with realloc. */
 CORRAL_INLINE void *_corral_next_realloc(void *p, size_t size)
 {
   if (CORRAL_LIKELY(_corral_next.realloc_sets_errno && size <= PTRDIFF_MAX)) return _corral_next.realloc(p, size);
-  return _corral_enomem_if_null(_corral_next.realloc(p, size));
+  return _corral_next_realloc_errno(p, size);
 }
 
 /* The next allocator's block for a request (align: 0 = malloc's, else a
