@@ -57,18 +57,25 @@ extern __thread uint32_t _corral_dyn_countdown __attribute__((tls_model("initial
 extern __thread uint32_t _corral_dyn_idle __attribute__((tls_model("initial-exec")));
 void _corral_dyn_idle_check(void);
 
-/* A request forwarded on a settled decision: counted towards stepping aside. */
+/* A request forwarded on the full way: counted towards stepping aside. */
 CORRAL_INLINE void _corral_dyn_forwarded(void) {
   if (CORRAL_UNLIKELY(_corral_dyn_idle-- == 0)) _corral_dyn_idle_check();
+}
+
+/* A request a settled way may forward, counted; 0 when the count has run
+ * out: the full way then forwards it, counts it and asks
+ * (_corral_dyn_forwarded), so that the settled ways make no call and save
+ * no registers. */
+CORRAL_INLINE int _corral_dyn_may_forward(void) {
+  if (CORRAL_UNLIKELY(_corral_dyn_idle == 0)) return 0;
+  _corral_dyn_idle--;
+  return 1;
 }
 
 /* A settled decision for `pool` (+ 1; 0 = the allocator underneath). */
 CORRAL_INLINE int _corral_dyn_settled_way(size_t size, uint32_t pool, void **block) {
   CORRAL_ASSERT(pool == 0 || ((pool - 1) % CORRAL_SIZE_CLASSES == 0 && pool - 1 < CORRAL_POOLS));
-  if (pool == 0) {
-    _corral_dyn_forwarded();
-    return CORRAL_DYN_FORWARD;
-  }
+  if (pool == 0) return _corral_dyn_may_forward() ? CORRAL_DYN_FORWARD : CORRAL_DYN_FULL;
   if (CORRAL_UNLIKELY(_corral_dyn_countdown <= 1)) return CORRAL_DYN_FULL;   /* at 1 the full way samples */
   corral_chunk_t *c = _corral_pool_ready(pool - 1, size);
   if (CORRAL_UNLIKELY(c == NULL)) return CORRAL_DYN_FULL;
@@ -87,11 +94,13 @@ CORRAL_INLINE int _corral_dyn_settled_way(size_t size, uint32_t pool, void **blo
 uint64_t _corral_dyn_wrapper_word(const corral_dync_site_t *s, uintptr_t ret, uintptr_t cfa);
 
 /* The settled word for a request of `size` from the call returning to
- * ret, whose site entry is s (cfa: the entry point's CFA, read only for a
- * site inside a wrapper), or 0: the full way decides. */
-CORRAL_INLINE uint64_t _corral_dyn_site_word(const corral_dync_site_t *s, size_t size, uintptr_t ret, uintptr_t cfa) {
+ * ret, whose site entry is s, inside a wrapper or not as `wrapped` says
+ * (cfa: the entry point's CFA, read only for a site inside a wrapper), or
+ * 0: the full way decides. */
+CORRAL_INLINE uint64_t _corral_dyn_kind_word(const corral_dync_site_t *s, size_t size, uintptr_t ret, uintptr_t cfa,
+                                             int wrapped) {
   uint64_t f;
-  if (CORRAL_LIKELY(s->kind != DYNC_SITE_WRAPPER)) {
+  if (CORRAL_LIKELY(!wrapped)) {
     f = __atomic_load_n(&s->fast, __ATOMIC_ACQUIRE);
     /* A site of its own whose word forwards names a context that is never
      * pooled again (given back, or refused a pool): no epoch or size can
@@ -109,6 +118,10 @@ CORRAL_INLINE uint64_t _corral_dyn_site_word(const corral_dync_site_t *s, size_t
   return f;
 }
 
+CORRAL_INLINE uint64_t _corral_dyn_site_word(const corral_dync_site_t *s, size_t size, uintptr_t ret, uintptr_t cfa) {
+  return _corral_dyn_kind_word(s, size, ret, cfa, s->kind == DYNC_SITE_WRAPPER);
+}
+
 /* The same from the return address alone. */
 CORRAL_INLINE uint64_t _corral_dyn_settled_word(size_t size, uintptr_t ret, uintptr_t cfa) {
   const corral_dync_site_t *s = _corral_dync_site(&_corral_dyn_settled.table, ret);
@@ -116,11 +129,23 @@ CORRAL_INLINE uint64_t _corral_dyn_settled_word(size_t size, uintptr_t ret, uint
   return _corral_dyn_site_word(s, size, ret, cfa);
 }
 
-CORRAL_INLINE int _corral_dyn_fast_way(size_t size, uintptr_t ret, uintptr_t cfa, void **block) {
-  if (size > _corral_dyn_settled.max_size) return CORRAL_DYN_FORWARD;
-  uint64_t f = _corral_dyn_settled_word(size, ret, cfa);
+/* The way for a request of at most max_size bytes from site s, given its
+ * settled word f (0: the full way). */
+CORRAL_INLINE int _corral_dyn_word_way(uint64_t f, size_t size, void **block) {
   if (CORRAL_UNLIKELY(f == 0)) return CORRAL_DYN_FULL;
   return _corral_dyn_settled_way(size, (uint32_t)f & 0xffff, block);
+}
+
+CORRAL_INLINE int _corral_dyn_site_way(const corral_dync_site_t *s, size_t size, uintptr_t ret, uintptr_t cfa,
+                                       void **block) {
+  return _corral_dyn_word_way(_corral_dyn_site_word(s, size, ret, cfa), size, block);
+}
+
+CORRAL_INLINE int _corral_dyn_fast_way(size_t size, uintptr_t ret, uintptr_t cfa, void **block) {
+  if (size > _corral_dyn_settled.max_size) return CORRAL_DYN_FORWARD;
+  const corral_dync_site_t *s = _corral_dync_site(&_corral_dyn_settled.table, ret);
+  if (CORRAL_UNLIKELY(s == NULL)) return CORRAL_DYN_FULL;
+  return _corral_dyn_site_way(s, size, ret, cfa, block);
 }
 
 /* The slot way's decision: gate is the entry point's (anything but

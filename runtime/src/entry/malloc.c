@@ -245,19 +245,47 @@ static __attribute__((noinline)) void *malloc_noted(size_t size, const corral_id
  * a tail call: its return address is the program's call. A settled site
  * forwards, or pops its pool's current chunk and counts the object on it
  * for the remote-free judgement; anything else continues on malloc's full
- * way, which decides from scratch. */
-static __attribute__((noinline)) void *dyn_malloc(size_t size) {
+ * way, which decides from scratch. A site inside a wrapper, whose word
+ * costs a call, takes dyn_malloc_wrapped, so that dyn_malloc makes only
+ * tail calls and saves no registers. */
+static __attribute__((noinline)) void *dyn_malloc_wrapped(size_t size, const corral_dync_site_t *s, uintptr_t ret,
+                                                          uintptr_t cfa) {
   void *p = NULL;
-  int way = _corral_dyn_fast_way(size, (uintptr_t)__builtin_return_address(0), (uintptr_t)__builtin_dwarf_cfa(), &p);
+  int way = _corral_dyn_word_way(_corral_dyn_kind_word(s, size, ret, cfa, 1), size, &p);
+  return malloc_by(way, p, size);
+}
+
+static __attribute__((noinline)) void *dyn_malloc(size_t size) {
+  if (size > _corral_dyn_settled.max_size) return _corral_next.malloc(size);
+  uintptr_t ret = (uintptr_t)__builtin_return_address(0);
+  const corral_dync_site_t *s = _corral_dync_site(&_corral_dyn_settled.table, ret);
+  if (CORRAL_UNLIKELY(s == NULL)) return _corral_malloc_rest(size);
+  if (CORRAL_UNLIKELY(s->kind == DYNC_SITE_WRAPPER))
+    return dyn_malloc_wrapped(size, s, ret, (uintptr_t)__builtin_dwarf_cfa());
+  void *p = NULL;
+  int way = _corral_dyn_word_way(_corral_dyn_kind_word(s, size, ret, 0, 0), size, &p);
   return malloc_by(way, p, size);
 }
 
 /* The same for calloc (malloc.c). */
-static __attribute__((noinline)) void *dyn_calloc(size_t n, size_t size) {
+static __attribute__((noinline)) void *dyn_calloc_wrapped(size_t n, size_t size, size_t total,
+                                                          const corral_dync_site_t *s, uintptr_t ret, uintptr_t cfa) {
   void *p = NULL;
+  int way = _corral_dyn_word_way(_corral_dyn_kind_word(s, total, ret, cfa, 1), total, &p);
+  return calloc_by(way, p, n, size, total);
+}
+
+static __attribute__((noinline)) void *dyn_calloc(size_t n, size_t size) {
   size_t total;
   if (__builtin_mul_overflow(n, size, &total)) return _corral_calloc_rest(n, size);   /* it says ENOMEM */
-  int way = _corral_dyn_fast_way(total, (uintptr_t)__builtin_return_address(0), (uintptr_t)__builtin_dwarf_cfa(), &p);
+  if (total > _corral_dyn_settled.max_size) return _corral_next.calloc(n, size);
+  uintptr_t ret = (uintptr_t)__builtin_return_address(0);
+  const corral_dync_site_t *s = _corral_dync_site(&_corral_dyn_settled.table, ret);
+  if (CORRAL_UNLIKELY(s == NULL)) return _corral_calloc_rest(n, size);
+  if (CORRAL_UNLIKELY(s->kind == DYNC_SITE_WRAPPER))
+    return dyn_calloc_wrapped(n, size, total, s, ret, (uintptr_t)__builtin_dwarf_cfa());
+  void *p = NULL;
+  int way = _corral_dyn_word_way(_corral_dyn_kind_word(s, total, ret, 0, 0), total, &p);
   return calloc_by(way, p, n, size, total);
 }
 
@@ -268,19 +296,11 @@ static __attribute__((noinline)) void *dyn_calloc(size_t n, size_t size) {
  * out of dyn_realloc is a tail call, so that it saves no registers, and a
  * site inside a wrapper, whose word costs a call, takes
  * dyn_realloc_wrapped. */
-static __attribute__((noinline, cold)) void *dyn_realloc_idle(void *p, size_t size) {
-  _corral_dyn_idle_check();
-  return _corral_next_realloc(p, size);
-}
-
 /* The decision of word f (_corral_dyn_settled_word's) for realloc. */
 CORRAL_INLINE void *dyn_realloc_by(void *p, size_t size, uint64_t f) {
   if (CORRAL_UNLIKELY(f == 0)) return _corral_realloc_rest(p, size);
   uint32_t pool = (uint32_t)f & 0xffff;
-  if (pool == 0) {
-    if (CORRAL_UNLIKELY(_corral_dyn_idle-- == 0)) return dyn_realloc_idle(p, size);
-    return _corral_next_realloc(p, size);
-  }
+  if (pool == 0) return _corral_dyn_may_forward() ? _corral_next_realloc(p, size) : _corral_realloc_rest(p, size);
   if (p) return _corral_realloc_rest(p, size);
   void *q = NULL;
   if (_corral_dyn_settled_way(size, pool, &q) == CORRAL_DYN_POPPED) return q;
@@ -289,7 +309,7 @@ CORRAL_INLINE void *dyn_realloc_by(void *p, size_t size, uint64_t f) {
 
 static __attribute__((noinline)) void *dyn_realloc_wrapped(void *p, size_t size, const corral_dync_site_t *s,
                                                            uintptr_t ret, uintptr_t cfa) {
-  return dyn_realloc_by(p, size, _corral_dyn_site_word(s, size, ret, cfa));
+  return dyn_realloc_by(p, size, _corral_dyn_kind_word(s, size, ret, cfa, 1));
 }
 
 static __attribute__((noinline)) void *dyn_realloc(void *p, size_t size) {
@@ -299,7 +319,7 @@ static __attribute__((noinline)) void *dyn_realloc(void *p, size_t size) {
   if (CORRAL_UNLIKELY(s == NULL)) return _corral_realloc_rest(p, size);
   if (CORRAL_UNLIKELY(s->kind == DYNC_SITE_WRAPPER))
     return dyn_realloc_wrapped(p, size, s, ret, (uintptr_t)__builtin_dwarf_cfa());
-  return dyn_realloc_by(p, size, _corral_dyn_site_word(s, size, ret, 0));
+  return dyn_realloc_by(p, size, _corral_dyn_kind_word(s, size, ret, 0, 0));
 }
 
 static __attribute__((noinline)) void *dyn_memalign(size_t align, size_t size) {
