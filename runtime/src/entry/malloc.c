@@ -289,14 +289,7 @@ static __attribute__((noinline)) void *dyn_calloc(size_t n, size_t size) {
   return calloc_by(way, p, n, size, total);
 }
 
-/* The same for realloc of NULL or of a pointer of the allocator underneath
- * (malloc.c): a settled decision to forward forwards; NULL may also
- * take a block of a settled pool. Moving a block into a pool is the full
- * way's. Lua makes every object here, half of them forwarded: every way
- * out of dyn_realloc is a tail call, so that it saves no registers, and a
- * site inside a wrapper, whose word costs a call, takes
- * dyn_realloc_wrapped. */
-/* The decision of word f (_corral_dyn_settled_word's) for realloc. */
+/* realloc's decision on a site's settled word f (_corral_dyn_kind_word's). */
 CORRAL_INLINE void *dyn_realloc_by(void *p, size_t size, uint64_t f) {
   if (CORRAL_UNLIKELY(f == 0)) return _corral_realloc_rest(p, size);
   uint32_t pool = (uint32_t)f & 0xffff;
@@ -312,6 +305,13 @@ static __attribute__((noinline)) void *dyn_realloc_wrapped(void *p, size_t size,
   return dyn_realloc_by(p, size, _corral_dyn_kind_word(s, size, ret, cfa, 1));
 }
 
+/* The same for realloc of NULL or of a pointer of the allocator underneath
+ * (malloc.c): a settled decision to forward forwards; NULL may also
+ * take a block of a settled pool. Moving a block into a pool is the full
+ * way's. Lua makes every object here, half of them forwarded: every way
+ * out of dyn_realloc is a tail call, so that it saves no registers, and a
+ * site inside a wrapper, whose word costs a call, takes
+ * dyn_realloc_wrapped. */
 static __attribute__((noinline)) void *dyn_realloc(void *p, size_t size) {
   if (size > _corral_dyn_settled.max_size) return _corral_next_realloc(p, size);   /* never pooled */
   uintptr_t ret = (uintptr_t)__builtin_return_address(0);

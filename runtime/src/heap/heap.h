@@ -405,14 +405,14 @@ static inline __attribute__((always_inline)) void _corral_group_free(corral_chun
 
 /* free's first way: a block in the first range, each test one compare:
  * the owner's free, or while nothing is counted another thread's (a push
- * onto the chunk's remote stack, _corral_free_remote), in safe mode too. 0 when any test
- * fails (another range, a mixed or empty chunk, not a block start, a double
- * free, counting): _corral_free's full way then tells which. An empty chunk
- * needs no magic test here: release clears its limit, and a purged header
- * reads zero. The range is read with a plain load, which the compare takes
- * as its operand: a pointer a program frees came from an allocation that
- * happened before, and a stray one inside the carved part reads a header
- * that exists. */
+ * onto the chunk's remote stack, _corral_free_remote), in safe mode too.
+ * 0 when any test fails (another range, a mixed or empty chunk, not a
+ * block start, a double free, counting): _corral_free's full way then
+ * tells which. An empty chunk needs no magic test here: release clears
+ * its limit, and a purged header reads zero. The range is read with a
+ * plain load, which the compare takes as its operand: a pointer a program
+ * frees came from an allocation that happened before, and a stray one
+ * inside the carved part reads a header that exists. */
 void _corral_free_remote(corral_chunk_t *c, void *p);
 static inline __attribute__((always_inline)) int _corral_free_owned(void *p)
 {
