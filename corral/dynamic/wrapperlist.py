@@ -191,6 +191,11 @@ def write_for(program, out_path, extra_modules=(), say=lambda text: None) -> int
 
 
 def _replace(path, text) -> None:
-    with tempfile.NamedTemporaryFile("w", dir=os.path.dirname(os.path.abspath(path)), delete=False) as f:
-        f.write(text)
-    os.replace(f.name, path)
+    f = tempfile.NamedTemporaryFile("w", dir=os.path.dirname(os.path.abspath(path)), delete=False)
+    try:
+        with f:
+            f.write(text)
+        os.replace(f.name, path)
+    except OSError:
+        os.unlink(f.name)      # a full disk leaves no stray file behind
+        raise

@@ -76,6 +76,7 @@ def test_a_list_is_reused_until_a_file_it_was_made_from_changes(tmp_path, monkey
 
     from corral import launch
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("LD_LIBRARY_PATH", raising=False)
     prog = _build(tmp_path)
     first = launch.dynamic_extra(str(prog))["CORRAL_WRAPPERS"]
     made = open(first).read()
@@ -84,13 +85,13 @@ def test_a_list_is_reused_until_a_file_it_was_made_from_changes(tmp_path, monkey
     # unchanged: neither ldd nor dpkg-query nor any module is read again
     def refuse(*args):
         raise AssertionError("the modules were looked for again")
+    looked_for = wrapperlist.program_modules
     monkeypatch.setattr(wrapperlist, "program_modules", refuse)
     assert launch.dynamic_extra(str(prog))["CORRAL_WRAPPERS"] == first
     assert open(first).read() == made
+    monkeypatch.setattr(wrapperlist, "program_modules", looked_for)
 
     # another module asked for, or another library path: made again
-    monkeypatch.undo()
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     assert not wrapperlist.fresh(str(prog), first, [str(prog)])
     monkeypatch.setenv("LD_LIBRARY_PATH", str(tmp_path))
     assert not wrapperlist.fresh(str(prog), first)
