@@ -112,7 +112,7 @@ MUTANTS = [
            "",
            "safe mode's short way pops a forged free-list link without noticing"),
     Mutant("safe-short-free-unencoded", "runtime/src/heap/heap.h",
-           "  q[0] = (void *)_corral_link_encode(q, next);\n",
+           "  q[0] = encoded ? (void *)_corral_link_encode(q, next) : next;\n",
            "  q[0] = next;\n",
            "safe mode's owner free keeps its link in the clear, which a dangling write can forge"),
     Mutant("safe-remote-free-checked-way", "runtime/src/heap/heap.h",

@@ -327,18 +327,30 @@ static inline __attribute__((always_inline)) void *_corral_block_pop(corral_chun
   return p;
 }
 
-/* Owner: block p of c onto the local list, the key in word 1. */
-static inline __attribute__((always_inline)) void _corral_block_free_local(corral_chunk_t *c, void *p)
+/* Owner: block p of c onto the local list, the key in word 1, its link
+ * encoded when `encoded` (a constant at each caller: safe mode's frees). */
+static inline __attribute__((always_inline)) void _corral_block_onto_local(corral_chunk_t *c, void *p, int encoded)
 {
   CORRAL_ASSERT(c->magic == CORRAL_CHUNK_MAGIC && c->block_size != 0 && c->live > 0);
   CORRAL_ASSERT(atomic_load_explicit(&c->owner, memory_order_relaxed) == _corral_tls_heap);
   CORRAL_ASSERT(_corral_block_start(c, p));
   void **q = (void **)p, *next = c->local_free;
   uint64_t key = c->key;                /* both read before q is written, which may alias them */
-  q[0] = next;
+  q[0] = encoded ? (void *)_corral_link_encode(q, next) : next;
   q[1] = (void *)key;
   c->local_free = q;
   c->live--;
+}
+
+static inline __attribute__((always_inline)) void _corral_block_free_local(corral_chunk_t *c, void *p)
+{
+  _corral_block_onto_local(c, p, 0);
+}
+
+/* Safe mode's slow free and its short one. */
+static inline __attribute__((always_inline)) void _corral_block_free_encoded(corral_chunk_t *c, void *p)
+{
+  _corral_block_onto_local(c, p, 1);
 }
 
 /* The owner's way: the thread's current block chunk for `size` in the
@@ -367,20 +379,6 @@ static inline __attribute__((always_inline)) void *_corral_group_alloc(unsigned 
     if (CORRAL_LIKELY(p != NULL)) return p;
   }
   return _corral_group_alloc_slow(g, size, align);
-}
-
-/* Owner, safe mode: block p of c onto the local list, its link encoded
- * and the key in word 1 (safe mode's slow free and its short one). */
-static inline __attribute__((always_inline)) void _corral_block_free_encoded(corral_chunk_t *c, void *p)
-{
-  CORRAL_ASSERT(c->magic == CORRAL_CHUNK_MAGIC && c->block_size != 0 && c->live > 0);
-  CORRAL_ASSERT(_corral_block_start(c, p));
-  void **q = (void **)p, *next = c->local_free;
-  uint64_t key = c->key;                /* both read before q is written, which may alias them */
-  q[0] = (void *)_corral_link_encode(q, next);
-  q[1] = (void *)key;
-  c->local_free = q;
-  c->live--;
 }
 
 /* Whether block p of c may go on c's local list at once: not a double free
