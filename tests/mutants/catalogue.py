@@ -406,6 +406,14 @@ MUTANTS = [
            "            won = validator.choose_site_pools(final.plan, plan_verdict, pooled.plan, base)\n"
            "            if False:\n",
            "a plan keeps its groups where a pool per hot context beats them"),
+    Mutant("realloc-short-way-forwards-zero", "runtime/src/entry/malloc.c",
+           "__ATOMIC_ACQUIRE) && (ptrdiff_t)size > 0))\n",
+           "__ATOMIC_ACQUIRE)))\n",
+           "realloc(p, 0) of the allocator underneath's block goes to its realloc, which keeps a block"),
+    Mutant("realloc-short-way-ignores-errno", "runtime/src/base/gates.h",
+           "realloc_sets_errno ? from : SIZE_MAX",
+           "from",
+           "realloc over jemalloc forwards by the short way, and a failure leaves errno unset"),
     Mutant("pools-alone-never-chosen", "corral/validation/validate.py",
            "            won = validator.choose_pools_alone(final.plan, plan_verdict, alone.plan, base)\n"
            "            if won is not None:\n",

@@ -79,9 +79,25 @@ typedef struct corral_gates_s {
   size_t forward_from;
   int64_t on_malloc, on_calloc, on_realloc, on_new;
   size_t pool_below;
+  /* forward_from as realloc's short way reads it: SIZE_MAX where the next
+   * allocator's realloc does not set errno itself, so that way forwards
+   * with one compare and one sign test (entry/malloc.c). Stored with
+   * forward_from (_corral_gates_forward_from). */
+  size_t realloc_from;
 } corral_gates_t;
 
 extern corral_gates_t _corral_gates;
+
+/* Sets forward_from, and realloc's copy of it, with release: a thread that
+ * sees a new value jumps to the next allocator at once. A reader between
+ * the two stores sees the copy a moment old, which forwards a request
+ * the other would have decided, or decides one it would have forwarded:
+ * never wrong for the program. */
+static inline void _corral_gates_forward_from(size_t from, int realloc_sets_errno)
+{
+  __atomic_store_n(&_corral_gates.forward_from, from, __ATOMIC_RELEASE);
+  __atomic_store_n(&_corral_gates.realloc_from, realloc_sets_errno ? from : SIZE_MAX, __ATOMIC_RELEASE);
+}
 
 /* 1 when a small request at an entry point with this gate needs nothing of
  * corral. Only this thread writes its notes: a plain read. */

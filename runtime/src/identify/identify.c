@@ -2,6 +2,7 @@
  * its return addresses. Design: docs/identification.md. */
 #define _GNU_SOURCE
 #include "identify.h"
+#include "next.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -59,8 +60,7 @@ static void set_gates(const corral_ident_tables_t *t, const corral_ident_tables_
   size_t forward = below;
   if (!t && _corral_modes.dynamic && _corral_options.dyn_max_size < _corral_options.max_size)
     forward = _corral_options.dyn_max_size + 1;
-  __atomic_store_n(&_corral_gates.forward_from, !open && d && !d->stub_installed ? 0 : forward,
-                   __ATOMIC_RELEASE);
+  _corral_gates_forward_from(!open && d && !d->stub_installed ? 0 : forward, _corral_next.realloc_sets_errno);
 }
 
 /* The tables go to identification, and to the entry points' own frame-0

@@ -98,9 +98,8 @@ int _corral_init_slow(const corral_call_targets_t *targets)
   __atomic_store_n(&_corral_mine_lo, lo, __ATOMIC_RELEASE);
   __atomic_store_n(&_corral_mine_hi, hi, __ATOMIC_RELEASE);
   /* Release: a thread that sees the new value jumps to _corral_next at once. */
-  __atomic_store_n(&_corral_gates.forward_from,
-                   _corral_modes.full_ways ? SIZE_MAX : _corral_ngroups ? _corral_options.max_size + 1 : 0,
-                   __ATOMIC_RELEASE);
+  _corral_gates_forward_from(_corral_modes.full_ways ? SIZE_MAX : _corral_ngroups ? _corral_options.max_size + 1 : 0,
+                             _corral_next.realloc_sets_errno);
   /* Opening the direct table also sets the gates from its tables; safe
    * mode keeps them full: every request is its own. */
   if (!_corral_modes.full_ways && _corral_options.random_pools <= 0) _corral_ident_open_direct();
