@@ -34,6 +34,7 @@ def programs(tmp_path_factory):
         "thread_exit": h.build(d, "core_thread_exit"),
         "misuse": h.build(d, "core_misuse", flags=flags),
         "churn": h.build(d, "safe_churn"),
+        "resident": h.build(d, "safe_resident"),
     }
 
 
@@ -182,6 +183,36 @@ def test_core_programs_pass_under_the_debug_build(programs):
     refill and drain: threads with cross-thread frees, fork."""
     for name in ("threads", "fork"):
         h.run(programs[name], env=safe_env(programs[name], lib=h.paths.RUNTIME_DEBUG_LIB, EXPECT_GROUPED=1))
+
+
+@pytest.mark.parametrize("resident, first, second", [(None, "resident", "resident"), (0, "purged", "purged"),
+                                                     (1, "purged", "resident"), (2, "resident", "resident")])
+@pytest.mark.parametrize("lib", ["normal", "debug"])
+def test_emptied_chunks_keep_their_pages_for_their_pool_up_to_safe_resident(programs, resident, first, second, lib):
+    """Two sites each empty a chunk (safe_resident.c): the last
+    CORRAL_SAFE_RESIDENT emptied keep their pages, older ones are purged;
+    either way the pool takes its chunk back, and only its own pool."""
+    exe = programs["resident"]
+    options = {} if resident is None else {"safe_resident": resident}
+    if lib == "debug":
+        options["lib"] = h.paths.RUNTIME_DEBUG_LIB
+    out = run(exe, "two", env=safe_env(exe, **options))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [f"first site: {first}", f"second site: {second}",
+                                       "first site reuses its chunk: yes"], out.stdout
+
+
+@pytest.mark.parametrize("resident", [None, 0])
+def test_a_free_into_an_emptied_chunk_is_invalid_whether_its_pages_stayed_or_not(programs, resident, tmp_path):
+    exe = programs["resident"]
+    stats = tmp_path / "stats.json"
+    options = {} if resident is None else {"safe_resident": resident}
+    out = run(exe, "refree", env=safe_env(exe, safe_abort=0, stats=stats, **options))
+    assert out.returncode == 0 and out.stdout.splitlines()[-1] == "refreed", out.stderr
+    assert re.search(r"^corral: safe: invalid free of 0x[0-9a-f]+ \(in a chunk whose objects were all freed\)",
+                     out.stderr, re.M), out.stderr
+    errors = json.loads(stats.read_text())["safe"]["errors"]
+    assert errors["invalid_free"] == 1 and sum(errors.values()) == 1, errors
 
 
 def test_misuse_program_goes_on_with_safe_abort_off(programs, tmp_path):

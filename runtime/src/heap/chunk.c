@@ -26,9 +26,17 @@ static corral_chunk_t *spare_chunks;             /* empty, resident */
 static size_t spare_count;
 static corral_chunk_t *purged_chunks;            /* empty, given back to the OS */
 static corral_chunk_t *retired[CORRAL_POOLS];
-/* Safe mode: empty chunks purged and kept for the pool that held them, which
- * alone may use their addresses again (docs/safe.md). */
+/* Safe mode: empty chunks kept for the pool that held them, which alone may
+ * use their addresses again (docs/safe.md). The last safe_resident ones
+ * released keep their pages (kept_resident), so that a pool that empties a
+ * chunk and fills it again does not fault its pages in each time; the
+ * others are purged. The ring lists the resident ones oldest first: the
+ * oldest is purged to make room. An entry whose chunk was taken since (its
+ * flag cleared) is spent. */
 static corral_chunk_t *kept[CORRAL_POOLS];
+#define RESIDENT_RING 64
+static corral_chunk_t *resident_ring[RESIDENT_RING];
+static unsigned resident_first, resident_count;
 static uint8_t pool_used[CORRAL_POOLS];
 static unsigned pools_used, chunks_kept;
 static uint64_t group_chunks[CORRAL_MAX_GROUPS], group_peak_chunks[CORRAL_MAX_GROUPS];
@@ -173,6 +181,28 @@ void _corral_chunk_drain(corral_chunk_t *c, uintptr_t counted)
   _corral_debug_check_chunk(c);
 }
 
+/* Under the lock, safe mode: whether the empty chunk c may keep its pages,
+ * a slot in the ring made for it by purging the oldest resident chunk
+ * when the ring is full. A purged chunk's header page reads zero but the
+ * link it is kept by, which is written back. */
+static int keep_resident(corral_chunk_t *c)
+{
+  unsigned budget = _corral_options.safe_resident < RESIDENT_RING ? (unsigned)_corral_options.safe_resident : RESIDENT_RING;
+  if (budget == 0) return 0;
+  if (resident_count == budget) {
+    corral_chunk_t *old = resident_ring[resident_first];
+    resident_first = (resident_first + 1) % RESIDENT_RING;
+    resident_count--;
+    if (old->kept_resident) {            /* still kept: otherwise taken since, and its entry spent */
+      corral_chunk_t *next = old->next;
+      _corral_os_purge((void *)_corral_chunk_base(old), _corral_layout.chunk_size);
+      old->next = next;
+    }
+  }
+  resident_ring[(resident_first + resident_count++) % RESIDENT_RING] = c;
+  return 1;
+}
+
 /* Under the lock: give an empty chunk back to the pool. */
 static void release_locked(corral_chunk_t *c)
 {
@@ -183,10 +213,12 @@ static void release_locked(corral_chunk_t *c)
   __atomic_store_n(&c->limit, 0, __ATOMIC_RELAXED);   /* free's first way tests only this */
   __atomic_store_n(&c->magic, 0, __ATOMIC_RELEASE);
   if (_corral_modes.safe) {
-    /* Its pages go back to the OS; its addresses stay with its pool. A free
-     * of a pointer into it now finds no magic: an invalid free. */
+    /* Its addresses stay with its pool, and its pages too while it is one
+     * of the last released; a free of a pointer into it now finds no
+     * magic either way: an invalid free. */
     unsigned pool = c->pool;
-    _corral_os_purge((void *)_corral_chunk_base(c), _corral_layout.chunk_size);
+    if (keep_resident(c)) c->kept_resident = 1;
+    else _corral_os_purge((void *)_corral_chunk_base(c), _corral_layout.chunk_size);
     c->next = kept[pool];
     kept[pool] = c;
     chunks_kept++;
@@ -240,6 +272,11 @@ corral_chunk_t *_corral_chunk_acquire(corral_heap_t *h, unsigned pool, int may_a
   if (c) {
     kept[pool] = c->next;
     chunks_kept--;
+    if (c->kept_resident) {
+      c->kept_resident = 0;
+      /* A mixed chunk's lists and bitmaps hold the old objects, as a spare's do */
+      if (_corral_group_mixed[g]) memset(c->free_lists, 0, _corral_layout.header - sizeof *c);
+    }
   } else {
     c = take_empty_chunk();
   }

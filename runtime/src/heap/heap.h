@@ -51,7 +51,8 @@ typedef struct corral_chunk_s {
   uint64_t magic;                          /* CORRAL_CHUNK_MAGIC while a group holds it */
   uint32_t group;
   uint16_t pool;                           /* group * CORRAL_SIZE_CLASSES + size class */
-  uint16_t in_retired;                     /* on its pool's retired list (lock) */
+  uint8_t in_retired;                      /* on its pool's retired list (lock) */
+  uint8_t kept_resident;                   /* safe mode: kept for its pool, pages not purged (lock) */
   _Atomic(struct corral_heap_s *) owner;   /* thread heap allocating here, or CORRAL_UNOWNED */
   uint64_t key;                            /* written into freed objects to spot double frees */
   uint64_t div_magic;                      /* block chunks: ceil(2^64 / block_size) */
