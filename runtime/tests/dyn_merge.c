@@ -4,11 +4,7 @@
  *   payload:  16-byte list nodes whose `data` field points to 8-byte payloads
  *             from two call sites (type II: one field, two pools);
  *   apart:    two call sites of 24-byte objects that never point to each
- *             other or from one field (must stay apart);
- *   kinds:    24-byte list entries that link each other at offset 0 and
- *             point at offset 8 to 24-byte records of another site, which
- *             hold only numbers (Olden health's list nodes and patients:
- *             one size, two kinds; must stay apart).
+ *             other or from one field (must stay apart).
  * Reports on stderr, for the last quarter of each site's objects, the groups
  * they landed in ("SITE groups=G,G"); stdout carries only checksums. */
 #include "dyn_report.h"
@@ -21,8 +17,6 @@
 
 struct node { struct node *next; long value; long spare; };
 struct cell { struct cell *next; long *data; };
-struct rec { long a, b, c; };
-struct entry { struct entry *next; struct rec *rec; long key; };
 
 
 NOIPA struct node *node_from_a(struct node *next, long v) {
@@ -35,12 +29,6 @@ NOIPA long *payload_from_e(long v) { long *p = malloc(sizeof *p); *p = v; return
 NOIPA long *payload_from_f(long v) { long *p = malloc(sizeof *p); *p = -v; return p; }
 NOIPA struct cell *cell_new(struct cell *next, long *data) {
   struct cell *c = malloc(sizeof *c); c->next = next; c->data = data; return c;
-}
-NOIPA struct rec *rec_new(long v) {
-  struct rec *r = malloc(sizeof *r); r->a = v; r->b = 2 * v; r->c = -v; return r;
-}
-NOIPA struct entry *entry_new(struct entry *next, struct rec *rec) {
-  struct entry *e = malloc(sizeof *e); e->next = next; e->rec = rec; e->key = rec->a; return e;
 }
 NOIPA struct node *record_from_c(long v) {
   struct node *p = malloc(sizeof *p); p->next = (struct node *)(v * 8 + 1); p->value = v; p->spare = 2; return p;
@@ -85,16 +73,5 @@ int main(int argc, char **argv) {
   printf("apart %ld\n", sum);
   report("apart_c", a, n);
   report("apart_d", b, n);
-
-  struct entry *entries = NULL;
-  for (int i = 0; i < n; i++) {
-    b[i] = rec_new(i);
-    entries = a[i] = entry_new(entries, b[i]);
-  }
-  sum = 0;
-  for (struct entry *e = entries; e; e = e->next) sum += e->key + e->rec->c;
-  printf("kinds %ld\n", sum);
-  report("kinds_entry", a, n);
-  report("kinds_rec", b, n);
   return 0;
 }

@@ -426,10 +426,6 @@ MUTANTS = [
            "      c->kept_resident = 0;\n",
            "",
            "a kept chunk taken back into use can be purged under its live objects"),
-    Mutant("type1-merge-at-any-field", "runtime/src/dynamic/dynamic_merge.c",
-           "  if (!links_at(m, b, offset, 0) && !links_at(m, a, offset, 1)) return 0;\n",
-           "",
-           "dynamic mode merges a list's nodes with the records they point at (one size, two kinds)"),
     Mutant("pools-alone-never-chosen", "corral/validation/validate.py",
            "            won = validator.choose_pools_alone(final.plan, plan_verdict, alone.plan, base)\n"
            "            if won is not None:\n",

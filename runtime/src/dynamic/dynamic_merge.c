@@ -82,45 +82,11 @@ static int merge(corral_dynm_t *m, uint32_t a, uint32_t b, int type, uint32_t ev
   return 1;
 }
 
-/* The evidence slot of `key` in `table`, or NULL: nothing is inserted. */
-static const corral_dynm_slot_t *slot_seen(const corral_dynm_t *m, const corral_dynm_slot_t *table, uint64_t key) {
-  uint64_t h = key * 0x9e3779b97f4a7c15ull;
-  uint32_t mask = m->slots - 1;
-  for (uint32_t i = 0, at = (uint32_t)(h >> 32) & mask; i < 64; i++, at = (at + 1) & mask) {
-    if (table[at].key == key) return &table[at];
-    if (table[at].key == 0) return NULL;
-  }
-  return NULL;
-}
-
-/* Whether pool p's objects were seen holding, at `offset`, a pointer into
- * p itself or (unless self_only) into another pool of p's shape. */
-static int links_at(const corral_dynm_t *m, uint32_t p, uint32_t offset, int self_only) {
-  const corral_dynm_slot_t *s = slot_seen(m, m->fields, ((uint64_t)p << 32 | offset) + 1);
-  if (!s) return 0;
-  for (int k = 0; k < 2; k++) {
-    if (!s->count[k]) continue;
-    uint32_t d = _corral_dynm_find(m, s->dst[k]);
-    if (d == p || (!self_only && same_shape(m, p, d))) return 1;
-  }
-  return 0;
-}
-
-/* Type I: a's objects point, at `offset`, into b's. Counted whatever the
- * offset; merged once there is enough of it and the field is a link of
- * the shape: b's objects hold a pointer into a pool of their shape at the
- * same offset too, or a's into a's own. Equal size stands in for equal
- * type, and one type has its pointer fields at the same offsets: a list
- * node of 24 bytes that points at a 24-byte record of another kind (Olden
- * health's patient) links the two pools at a field the record does not
- * have, and merging them would interleave the records with the nodes that
- * the list's walks read alone. */
-static int observe_link(corral_dynm_t *m, uint32_t a, uint32_t offset, uint32_t b, corral_dynm_merge_t *out) {
+static int observe_link(corral_dynm_t *m, uint32_t a, uint32_t b, corral_dynm_merge_t *out) {
   uint32_t lo = a < b ? a : b, hi = a < b ? b : a;
   corral_dynm_slot_t *s = slot_for(m, m->pairs, ((uint64_t)lo << 32 | hi) + 1);
   if (!s) return 0;
   if (++s->count[0] < DYNM_EVIDENCE) return 0;
-  if (!links_at(m, b, offset, 0) && !links_at(m, a, offset, 1)) return 0;
   return merge(m, a, b, 1, s->count[0], out);
 }
 
@@ -157,6 +123,6 @@ int _corral_dynm_observe(corral_dynm_t *m, uint32_t src, uint32_t offset, uint32
   if (src >= m->contexts || dst >= m->contexts) return 0;
   src = _corral_dynm_find(m, src);
   dst = _corral_dynm_find(m, dst);
-  if (src != dst && same_shape(m, src, dst) && observe_link(m, src, offset, dst, out)) return 1;
+  if (src != dst && same_shape(m, src, dst) && observe_link(m, src, dst, out)) return 1;
   return observe_field(m, src, offset, dst, out);
 }
