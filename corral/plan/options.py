@@ -66,12 +66,6 @@ class PlanOptions:
     # heap: validation's "site pools" candidate, HALO's groups and dynamic
     # mode's layout combined (docs/planner.md, "Validation").
     site_pools: bool = False
-    # No affinity groups at all: only the pools site_pools adds, one for each
-    # hot context, taken over its frame-0 site where the cost model prefers
-    # it (validation's "pools alone" candidate: objects used together may
-    # still be walked apart, as a list's nodes apart from what they point
-    # at; docs/planner.md, "Validation").
-    pools_alone: bool = False
 
     def min_edge_weight(self, total_accesses: float) -> float:
         """The absolute edge-weight threshold for a profile with this many accesses."""

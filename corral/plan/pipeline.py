@@ -20,11 +20,10 @@ def plan_profile(profile_path, output, options, graph_path=None, quiet=False, va
                  verbose=False):
     """The whole of `corral plan` (`profile_path`: one profile, or a list of
     profiles of one program, merged first); `corral optimize` calls it too, with
-    `validate(result, replan, site_pools, pools_alone)`, which returns the
-    result to write (replan makes the plan again without the groups it is
-    given; site_pools makes the plan with a pool for each hot context no
-    group took, options.site_pools; pools_alone the plan with a pool for
-    each hot allocation site and no groups, options.pools_alone). Returns the
+    `validate(result, replan, site_pools)`, which returns the result to
+    write (replan makes the plan again without the groups it is given;
+    site_pools makes the plan with a pool for each hot context no group
+    took, options.site_pools). Returns the
     planner.PlanResult written."""
     from corral.console import console
 
@@ -46,8 +45,7 @@ def plan_profile(profile_path, output, options, graph_path=None, quiet=False, va
     if validate:
         import dataclasses
         result = validate(result, lambda exclude: make_plan(doc, options, exclude),
-                          lambda: make_plan(doc, dataclasses.replace(options, site_pools=True)),
-                          lambda: make_plan(doc, dataclasses.replace(options, pools_alone=True)))
+                          lambda: make_plan(doc, dataclasses.replace(options, site_pools=True)))
     planfile.write(result.plan, output)
     if graph_path:
         from corral.plan.picture import draw_groups

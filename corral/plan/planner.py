@@ -147,34 +147,6 @@ def _pooled_by_dynamic_mode(doc: dict, members) -> bool:
     return allocs >= SITE_POOL_MIN_OBJECTS and size <= SITE_POOL_MAX_SIZE * allocs
 
 
-def _pools_by_site(doc: dict, contexts: list[Context], graph: nx.Graph, extra: dict) -> list[Group]:
-    """Validation's "pools alone" candidate: a pool for each frame-0 site
-    whose contexts dynamic mode would pool together (DPA's thresholds over
-    the site's allocations), none merged with another, each holding every
-    context of its site, so that frame 0 decides (its call enters the
-    pool). Affinity groups are made from objects used together; a pool per
-    site keeps apart objects that are used together but walked apart, as a
-    list's nodes are walked apart from the records they point at (Olden
-    health). Fills in `extra` with each pool's contexts outside the graph."""
-    nodes_at: dict[Site, list] = {}
-    for n, ms in graph.nodes(data="members"):
-        nodes_at.setdefault(contexts[ms[0]].chain[0], []).append(n)
-    at_site: dict[Site, list[int]] = {}
-    for c in contexts:
-        if c.chain:
-            at_site.setdefault(c.chain[0], []).append(c.index)
-    pools = []
-    for site, nodes in sorted(nodes_at.items(), key=lambda kv: min(kv[1])):
-        if not _pooled_by_dynamic_mode(doc, at_site[site]):
-            continue
-        sub = graph.subgraph(nodes)
-        g = Group(tuple(sorted(nodes)), sub.size(weight="weight"), 0.0)
-        in_nodes = {c for n in nodes for c in graph.nodes[n]["members"]}
-        extra[g] = [c for c in at_site[site] if c not in in_nodes]
-        pools.append(g)
-    return pools
-
-
 def _node_classes(doc: dict, graph: nx.Graph) -> dict:
     """Each graph node's size classes (of its contexts' smallest and largest
     objects, as layout.choose counts them)."""
@@ -229,8 +201,6 @@ def make_plan(doc: dict, options: PlanOptions, exclude: frozenset = frozenset(),
             out.append(g)
         return out
 
-    if options.pools_alone:
-        rejected, kept = [], []         # pools by site only (_pools_by_site)
     kept = worth_trying(kept)
     # What no affinity group took may still be worth a pool of its own size
     # class: objects used with each other and with nothing else of their size.
@@ -239,27 +209,19 @@ def make_plan(doc: dict, options: PlanOptions, exclude: frozenset = frozenset(),
         | {frozenset(g.members) for g, _ in unprofitable + placed_already}
     components = class_components(graph, set(graph.nodes) - taken, _node_classes(doc, graph),
                                   options.group_threshold)
-    def site_pools(kept):
-        """A pool for each hot context that no group in `kept` holds."""
-        grouped = {c for g in kept + excluded for c in contexts_in(g)}
-        return worth_trying([Group((n,), loop_weight(graph, n), 0.0) for n, ms in graph.nodes(data="members")
-                             if not grouped & set(ms) and _pooled_by_dynamic_mode(doc, ms)],
-                            as_dynamic_mode=True)
-
-    if options.pools_alone:
-        kept = _pools_by_site(doc, contexts, graph, extra)
-        kept = worth_trying(kept, as_dynamic_mode=True)
-    else:
-        kept += worth_trying([g for g in components if frozenset(g.members) not in tried])
+    kept += worth_trying([g for g in components if frozenset(g.members) not in tried])
     kept, closures = _close_over_frame0(doc, contexts, graph, kept, contexts_in, extra, layout_of, together,
                                         packing, exclude, excluded, options)
-    if options.site_pools and not options.pools_alone:
+    if options.site_pools:
         # After closing, so that site pools are the plan's own groups as they
         # stand plus a pool for each hot context none of them holds: made
         # before, the pools were groups that closing had to merge, and
         # Olden health's group stayed open beside them (its merged gain
         # under the tolerance).
-        kept += site_pools(kept)
+        grouped = {c for g in kept + excluded for c in contexts_in(g)}
+        kept += worth_trying([Group((n,), loop_weight(graph, n), 0.0) for n, ms in graph.nodes(data="members")
+                              if not grouped & set(ms) and _pooled_by_dynamic_mode(doc, ms)],
+                             as_dynamic_mode=True)
     kept.sort(key=lambda g: -g.weight)      # the heaviest group is tried first at run time
     call_sites = CallSites(doc["modules"])
     unidentifiable, costly = [], []

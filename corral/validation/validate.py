@@ -38,10 +38,6 @@ The steps:
 3. Site pools: the planner's groups and a pool of its own for each hot
    context no group took, as dynamic mode would pool it, identified by
    the plan's call sites. Chosen over the groups only when it beats them.
-   Then pools alone: no groups, a pool for each hot allocation site, none
-   merged, decided by frame 0 (affinity merges objects used together even
-   where the program walks them apart). Chosen only when it beats what
-   stands.
 4. Dynamic mode over that base. It is chosen over the plan only when it
    beats the plan; either is chosen only when it beats the base alone. A
    layout that changes what the program prints is never chosen.
@@ -277,14 +273,6 @@ class Validator(Trials):
         return self._candidate_wins("site pools", "they beat", self.plan_config(pooled, base), plan, plan_verdict,
                                     base, detail=f" ({len(pooled.groups)} group(s))")
 
-    def choose_pools_alone(self, plan: planfile.Plan, plan_verdict, alone: planfile.Plan, base):
-        """The verdict of the plan with a pool for each hot allocation site
-        and no groups (`alone`) against the base alone when it beats that
-        and `plan` (the groups, or the site pools chosen over them); else
-        None."""
-        return self._candidate_wins("pools alone", "they beat", self.plan_config(alone, base), plan, plan_verdict,
-                                    base, detail=f" ({len(alone.groups)} pool(s) by site)")
-
     def choose_mode(self, plan: planfile.Plan, plan_verdict, base) -> str:
         """"dynamic" when dynamic mode beats both the base alone and the
         plan's groups (if any survived); else "plan"."""
@@ -342,12 +330,11 @@ def small_heap_warning(doc) -> str | None:
             "or validate on one (--validate-with \"ARGS\")")
 
 
-def validate(result, replan, argv, stdin=None, site_pools=None, pools_alone=None, **options) -> tuple[object, Outcome]:
+def validate(result, replan, argv, stdin=None, site_pools=None, **options) -> tuple[object, Outcome]:
     """(the final PlanResult, what validation found). `replan(exclude)`
     makes the plan again without the groups whose member tuples are given;
     `site_pools()`, when given, the plan with a pool for each hot context
-    no group took, and `pools_alone()` the plan with a pool for each hot
-    allocation site and no groups (candidates)."""
+    no group took (a candidate)."""
     # The same exclusions come back (the survivors timed, then written):
     # each plan is made once.
     replan = functools.lru_cache(maxsize=None)(replan)
@@ -374,12 +361,6 @@ def validate(result, replan, argv, stdin=None, site_pools=None, pools_alone=None
             won = validator.choose_site_pools(final.plan, plan_verdict, pooled.plan, base)
             if won is not None:
                 final, plan_verdict, excluded = pooled, won, frozenset()
-        alone = pools_alone() if pools_alone else None
-        if alone is not None and alone.plan.groups and \
-                planfile.format_plan(alone.plan) != planfile.format_plan(final.plan):
-            won = validator.choose_pools_alone(final.plan, plan_verdict, alone.plan, base)
-            if won is not None:
-                final, plan_verdict, excluded = alone, won, frozenset()
         mode = validator.choose_mode(final.plan, plan_verdict, base)
         if mode == "dynamic":
             every = frozenset(g.members for g in result.groups)
@@ -405,6 +386,5 @@ def hook(argv, stdin, say, children=False, started=None):
     command began (time.monotonic()), for the time budget."""
     simulate = functools.partial(runs.simulate, children=True) if children else runs.simulate
     dynamic = None if children else default_dynamic(argv[0])
-    return lambda result, replan, site_pools=None, pools_alone=None: validate(
-        result, replan, argv, stdin, site_pools, pools_alone, say=say, simulate=simulate, dynamic=dynamic,
-        started=started)[0]
+    return lambda result, replan, site_pools=None: validate(
+        result, replan, argv, stdin, site_pools, say=say, simulate=simulate, dynamic=dynamic, started=started)[0]

@@ -401,9 +401,7 @@ MUTANTS = [
            "                return Verdict(outcome, \"simulation\", told, -change)\n",
            "the caches scaled to a small training heap alone take a group away"),
     Mutant("site-pools-never-chosen", "corral/validation/validate.py",
-           "            won = validator.choose_site_pools(final.plan, plan_verdict, pooled.plan, base)\n"
            "            if won is not None:\n",
-           "            won = validator.choose_site_pools(final.plan, plan_verdict, pooled.plan, base)\n"
            "            if False:\n",
            "a plan keeps its groups where a pool per hot context beats them"),
     Mutant("realloc-short-way-forwards-zero", "runtime/src/entry/malloc.c",
@@ -426,20 +424,6 @@ MUTANTS = [
            "      c->kept_resident = 0;\n",
            "",
            "a kept chunk taken back into use can be purged under its live objects"),
-    Mutant("pools-alone-never-chosen", "corral/validation/validate.py",
-           "            won = validator.choose_pools_alone(final.plan, plan_verdict, alone.plan, base)\n"
-           "            if won is not None:\n",
-           "            won = validator.choose_pools_alone(final.plan, plan_verdict, alone.plan, base)\n"
-           "            if False:\n",
-           "a plan keeps an affinity group where a pool per allocation site beats it (Olden health)"),
-    Mutant("pools-alone-leave-the-sites-cold-contexts", "corral/plan/planner.py",
-           "        extra[g] = [c for c in at_site[site] if c not in in_nodes]\n",
-           "        extra[g] = []\n",
-           "a pool per site leaves its site's cold contexts to the base, so frame 0 no longer decides"),
-    Mutant("pools-alone-ignore-dynamic-thresholds", "corral/plan/planner.py",
-           "        if not _pooled_by_dynamic_mode(doc, at_site[site]):\n",
-           "        if False:\n",
-           "a site of a handful of allocations gets a pool of its own in the pools-alone plan"),
     Mutant("site-pools-judged-by-affinity", "corral/plan/planner.py",
            "            if not lay.pays and not as_dynamic_mode:\n",
            "            if not lay.pays:\n",

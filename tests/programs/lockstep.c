@@ -10,15 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* 32 bytes, one of the bases' classes; -DPAD=1 makes them 24, which a
- * pool packs tighter than the bases do (a group of both kinds then pays). */
-#ifndef PAD
-#define PAD 2
-#endif
 struct node {
   struct node *next;
   long value;
-  long pad[PAD];
+  long pad[2];
 };
 
 __attribute__((noinline)) static struct node *make_a(long v)

@@ -606,36 +606,6 @@ def test_site_pools_within_noise_of_the_groups_leave_the_groups(planned):
     assert any(s.startswith("validation: site pools against the plan's groups: within noise") for s in said)
 
 
-def test_pools_alone_are_chosen_where_they_beat_the_groups(planned):
-    """The candidate after the site pools: chosen only when it beats the
-    base alone and what stands (here the groups), and said with its
-    evidence."""
-    result, replan = planned
-    alone = _site_pools(planned)
-    script = Pools({"glibc": 1000}, {"A": -30, "C": -30}, pools=-100)
-    said = []
-    final, outcome = validation.validate(result, replan, ["./prog"], pools_alone=lambda: alone, bases=["glibc"],
-                                         simulate=script.simulate, timer=script.timer, say=said.append)
-    assert final is alone and outcome.mode == "plan" and not outcome.excluded
-    assert any(s.startswith("validation: pools alone (2 pool(s) by site) over glibc: faster (by simulation:")
-               for s in said)
-    assert any(s.startswith("validation: pools alone against the plan's groups: faster (by simulation: -")
-               for s in said)
-    assert "validation: pools alone chosen: they beat the base alone and the plan's groups" in said
-
-
-def test_pools_alone_within_noise_of_the_groups_leave_the_groups(planned):
-    result, replan = planned
-    alone = _site_pools(planned)
-    script = Pools({"glibc": 1000}, {"A": -30, "C": -30}, pools=-2)
-    said = []
-    final, _ = validation.validate(result, replan, ["./prog"], pools_alone=lambda: alone, bases=["glibc"],
-                                   simulate=script.simulate, timer=script.timer, say=said.append)
-    assert final is not alone and len(final.plan.groups) == 2
-    assert any(s.startswith("validation: pools alone against the plan's groups: within noise") for s in said)
-    assert not any("pools alone chosen" in s for s in said)
-
-
 def test_a_run_that_waits_more_than_it_computes_is_timed_over_fewer_rounds(planned):
     """The rounds fill TIME_BUDGET seconds of the run's CPU time, or of its
     wall time where that is longer: povray's 79 ms of CPU take 0.7 s of
