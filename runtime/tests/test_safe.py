@@ -248,11 +248,14 @@ def test_safe_mode_takes_its_short_ways_without_statistics(programs, tmp_path):
     calloc_safe: the site, its pool and a checked pop in one function) and
     the owner's free on free's first way; only a site's first request and a
     list run dry (about one in RING) take the full way, and no free takes
-    free's checked way. With statistics every request is counted on the
+    free's checked way. Every site is behind a wrapper (make_b behind two):
+    each chain's context comes from the wrappers' remembered frames, and
+    only its first sight takes the loop that records the chain
+    (through_wrappers). With statistics every request is counted on the
     full ways, as before."""
     count = 4000
     names = ["malloc_safe", "calloc_safe", "_corral_malloc_rest", "_corral_calloc_rest", "free_checked",
-             "_corral_group_free_slow"]
+             "_corral_group_free_slow", "_corral_dyn_context_through_wrappers", "through_wrappers"]
     out = tmp_path / "churn.callgrind"
     done = run_callgrind([programs["churn"], count], safe_env(programs["churn"]), out)
     assert done.returncode == 0 and done.stdout == "checksum 0\n", done.stdout + done.stderr[-2000:]
@@ -260,6 +263,7 @@ def test_safe_mode_takes_its_short_ways_without_statistics(programs, tmp_path):
     assert n["malloc_safe"] >= 2 * count and n["calloc_safe"] >= count, n
     assert n["_corral_malloc_rest"] + n["_corral_calloc_rest"] <= 3 * count // 16, n
     assert n["free_checked"] + n["_corral_group_free_slow"] <= 8, n
+    assert n["_corral_dyn_context_through_wrappers"] >= 3 * count and n["through_wrappers"] <= 8, n
     stats = tmp_path / "stats.json"
     done = run_callgrind([programs["churn"], count], {**safe_env(programs["churn"]), "CORRAL_STATS": str(stats)}, out)
     assert done.returncode == 0 and done.stdout == "checksum 0\n", done.stdout + done.stderr[-2000:]
