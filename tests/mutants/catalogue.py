@@ -119,6 +119,10 @@ MUTANTS = [
            "      else _corral_free_remote(c, p);\n",
            "      else return 0;\n",
            "safe mode sends another thread's free through the checked way again"),
+    Mutant("safe-free-any-thread-as-owner", "runtime/src/heap/heap.h",
+           "      if (owner == _corral_tls_heap) _corral_block_free_encoded(c, p);\n",
+           "      if (1) _corral_block_free_encoded(c, p);\n",
+           "safe mode frees another thread's block onto its owner's local list, unsynchronised"),
     Mutant("site-lookup-first-probe-only", "runtime/src/dynamic/dynamic_context.h",
            "    at = (at + 1) & (t->site_slots - 1);\n",
            "    return NULL;\n",
@@ -190,7 +194,7 @@ MUTANTS = [
            "  return 1;\n",
            "a site that calls malloc loses its stub though no direct entry decides it"),
     Mutant("free-owner-unchecked", "runtime/src/heap/heap.h",
-           "    if (CORRAL_LIKELY(atomic_load_explicit(&c->owner, memory_order_relaxed) == _corral_tls_fast)) {\n"
+           "    if (CORRAL_LIKELY(owner == _corral_tls_fast)) {\n"
            "      _corral_block_free_local(c, p);",
            "    if (1) {\n      _corral_block_free_local(c, p);",
            "free's first way pushes onto another thread's list without a lock"),

@@ -420,7 +420,8 @@ static inline __attribute__((always_inline)) int _corral_free_owned(void *p)
     return 0;
   corral_chunk_t *c = _corral_chunk_header(a);
   if (CORRAL_LIKELY(_corral_block_start(c, p) && ((const uint64_t *)p)[1] != c->key)) {
-    if (CORRAL_LIKELY(atomic_load_explicit(&c->owner, memory_order_relaxed) == _corral_tls_fast)) {
+    corral_heap_t *owner = atomic_load_explicit(&c->owner, memory_order_relaxed);
+    if (CORRAL_LIKELY(owner == _corral_tls_fast)) {
       _corral_block_free_local(c, p);
       return 1;
     }
@@ -431,10 +432,12 @@ static inline __attribute__((always_inline)) int _corral_free_owned(void *p)
     /* Safe mode, nothing counted: the owner's free (its thread heap is not
      * _corral_tls_fast, which full ways leave empty), link encoded; another
      * thread's free onto the chunk's remote stack, link encoded as well
-     * (_corral_link_set), as the full way would after the same tests. */
+     * (_corral_link_set), as the full way would after the same tests. The
+     * owner read once: a chunk that passes the block test has an owner
+     * or CORRAL_UNOWNED, never NULL, so a thread with no heap yet
+     * (_corral_tls_heap NULL) frees remotely. */
     if (_corral_modes.safe && !_corral_modes.track) {
-      corral_heap_t *h = _corral_tls_heap;
-      if (h != NULL && atomic_load_explicit(&c->owner, memory_order_relaxed) == h) _corral_block_free_encoded(c, p);
+      if (owner == _corral_tls_heap) _corral_block_free_encoded(c, p);
       else _corral_free_remote(c, p);
       return 1;
     }
