@@ -1,6 +1,7 @@
-/* Safe mode's short ways under churn: three sites (one behind a wrapper)
- * and calloc each keep a ring of live objects, freeing the oldest and
- * making a new one COUNT times; the owner frees them all. With `remote`,
+/* Safe mode's short ways under churn: three sites behind wrappers (one
+ * behind two) and a site of its own each keep a ring of live objects,
+ * freeing the oldest and making a new one COUNT times (calloc at two of
+ * them, which must zero reused blocks); the owner frees them all. With `remote`,
  * another thread frees each ring instead, RING objects at a time. stdout
  * carries a checksum only. Usage: safe_churn COUNT [remote] */
 #include <pthread.h>
@@ -19,6 +20,15 @@ NOIPA void *xmalloc(size_t n) {
 NOIPA void *make_a(size_t n) { return malloc(n); }
 NOIPA void *make_b(size_t n) { return xmalloc(n); }
 NOIPA void *make_c(size_t n) { return calloc(1, n); }
+/* A site of its own (it reads and writes its object): its calloc takes
+ * safe mode's short way without a frame, which must zero a reused block. */
+NOIPA unsigned char *make_d(size_t n, unsigned long *sum) {
+  unsigned char *z = calloc(1, n);
+  if (!z) abort();
+  for (size_t j = 0; j < n; j++) *sum += z[j];
+  memset(z, 4, n);
+  return z;
+}
 
 static void *free_ring(void *ring) {
   for (int k = 0; k < RING; k++) free(((void **)ring)[k]);
@@ -47,7 +57,7 @@ static int remote(long count) {
 int main(int argc, char **argv) {
   long count = argc > 1 ? atol(argv[1]) : 1000;
   if (argc > 2 && strcmp(argv[2], "remote") == 0) return remote(count);
-  void *ring[3][RING] = {{0}};
+  void *ring[4][RING] = {{0}};
   unsigned long sum = 0;
   for (long i = 0; i < count; i++) {
     size_t n = 16 + (size_t)(i % 7) * 8;
@@ -55,6 +65,7 @@ int main(int argc, char **argv) {
     free(ring[0][k]);
     free(ring[1][k]);
     free(ring[2][k]);
+    free(ring[3][k]);
     ring[0][k] = make_a(n);
     ring[1][k] = make_b(n + 8);
     unsigned char *z = make_c(n);
@@ -63,8 +74,9 @@ int main(int argc, char **argv) {
     memset(ring[0][k], 1, n);
     memset(ring[1][k], 2, n + 8);
     memset(z, 3, n);
+    ring[3][k] = make_d(n, &sum);
   }
-  for (int s = 0; s < 3; s++)
+  for (int s = 0; s < 4; s++)
     for (int k = 0; k < RING; k++) free(ring[s][k]);
   printf("checksum %lu\n", sum);
   return 0;

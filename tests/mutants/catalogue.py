@@ -132,9 +132,9 @@ MUTANTS = [
            "",
            "safe mode's malloc takes the full way on every request"),
     Mutant("safe-calloc-unzeroed", "runtime/src/entry/malloc.c",
-           "  void *p = _corral_safe_pop(total, __builtin_return_address(0), __builtin_frame_address(0));\n"
+           "  void *p = _corral_safe_pop_from(total, (unsigned)g);\n"
            "  if (CORRAL_LIKELY(p != NULL)) return memset(p, 0, total);\n",
-           "  void *p = _corral_safe_pop(total, __builtin_return_address(0), __builtin_frame_address(0));\n"
+           "  void *p = _corral_safe_pop_from(total, (unsigned)g);\n"
            "  if (CORRAL_LIKELY(p != NULL)) return p;\n",
            "calloc in safe mode hands out a freed block as it was left"),
     Mutant("safe-large-freed-stays-mapped", "runtime/src/safe/safe_large.c",
@@ -420,6 +420,10 @@ MUTANTS = [
            "  if ((uintptr_t)fp0 >= ts->lo)\n",
            "  if (0)\n",
            "every allocation through a wrapper records its chain again (116 instructions, not 69, in safe mode)"),
+    Mutant("safe-short-way-always-framed", "runtime/src/safe/safe_ways.h",
+           "  if (CORRAL_UNLIKELY(g == 0)) return -1;\n",
+           "  if (1) return -1;\n",
+           "every safe allocation takes the way with a frame and the full context lookup, its site known or not"),
     Mutant("safe-empty-chunks-always-purged", "runtime/src/heap/chunk.c",
            "    if (keep_resident(c)) c->kept_resident = 1;\n",
            "    if (0) c->kept_resident = 1;\n",

@@ -379,18 +379,42 @@ static __attribute__((noinline)) void *calloc_random(size_t n, size_t size, size
  * has one, else the full way, which refills, makes a site's group, serves
  * a large block or reports a forged link. Entered by a tail call, so that
  * frame 0 is the program's call, as the full way sees it. */
+static __attribute__((noinline)) void *malloc_safe_site(size_t size, const corral_dync_site_t *s)
+{
+  void *p = _corral_safe_pop(size, s, __builtin_return_address(0), __builtin_frame_address(0));
+  if (CORRAL_LIKELY(p != NULL)) return p;
+  return _corral_malloc_rest(size);
+}
+
+/* A site of its own with its group takes no frame (safe_ways.h,
+ * _corral_safe_known_group); any other, by a tail call, the way above,
+ * whose frame is then the entry's, for a walk through wrappers. */
 static __attribute__((noinline)) void *malloc_safe(size_t size)
 {
-  void *p = _corral_safe_pop(size, __builtin_return_address(0), __builtin_frame_address(0));
+  const corral_dync_site_t *s;
+  int g = _corral_safe_known_group((uintptr_t)__builtin_return_address(0), &s);
+  if (CORRAL_UNLIKELY(g < 0)) return malloc_safe_site(size, s);
+  void *p = _corral_safe_pop_from(size, (unsigned)g);
   if (CORRAL_LIKELY(p != NULL)) return p;
   return _corral_malloc_rest(size);
 }
 
 /* The same for calloc: the block is zeroed (a pool hands out freed blocks
  * as they were left). */
+static __attribute__((noinline)) void *calloc_safe_site(size_t n, size_t size, size_t total,
+                                                        const corral_dync_site_t *s)
+{
+  void *p = _corral_safe_pop(total, s, __builtin_return_address(0), __builtin_frame_address(0));
+  if (CORRAL_LIKELY(p != NULL)) return memset(p, 0, total);
+  return _corral_calloc_rest(n, size);
+}
+
 static __attribute__((noinline)) void *calloc_safe(size_t n, size_t size, size_t total)
 {
-  void *p = _corral_safe_pop(total, __builtin_return_address(0), __builtin_frame_address(0));
+  const corral_dync_site_t *s;
+  int g = _corral_safe_known_group((uintptr_t)__builtin_return_address(0), &s);
+  if (CORRAL_UNLIKELY(g < 0)) return calloc_safe_site(n, size, total, s);
+  void *p = _corral_safe_pop_from(total, (unsigned)g);
   if (CORRAL_LIKELY(p != NULL)) return memset(p, 0, total);
   return _corral_calloc_rest(n, size);
 }

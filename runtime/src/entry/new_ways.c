@@ -85,15 +85,35 @@ static __attribute__((noinline)) void *new_random_nothrow(size_t size)
 
 /* The same in safe mode without statistics (CORRAL_GATE_SAFE): malloc's
  * (malloc.c, "6. safe"), ending in operator new's full way. */
+static __attribute__((noinline)) void *new_safe_site(size_t size, const corral_dync_site_t *s)
+{
+  void *p = _corral_safe_pop(size, s, __builtin_return_address(0), __builtin_frame_address(0));
+  return CORRAL_LIKELY(p != NULL) ? p : _corral_new_rest(size);
+}
+
+static __attribute__((noinline)) void *new_safe_site_nothrow(size_t size, const corral_dync_site_t *s)
+{
+  void *p = _corral_safe_pop(size, s, __builtin_return_address(0), __builtin_frame_address(0));
+  return CORRAL_LIKELY(p != NULL) ? p : _corral_new_rest_nothrow(size);
+}
+
+/* A site of its own with its group takes no frame; any other the ways
+ * above, by a tail call (malloc.c, malloc_safe). */
 static __attribute__((noinline)) void *new_safe(size_t size)
 {
-  void *p = _corral_safe_pop(size, __builtin_return_address(0), __builtin_frame_address(0));
+  const corral_dync_site_t *s;
+  int g = _corral_safe_known_group((uintptr_t)__builtin_return_address(0), &s);
+  if (CORRAL_UNLIKELY(g < 0)) return new_safe_site(size, s);
+  void *p = _corral_safe_pop_from(size, (unsigned)g);
   return CORRAL_LIKELY(p != NULL) ? p : _corral_new_rest(size);
 }
 
 static __attribute__((noinline)) void *new_safe_nothrow(size_t size)
 {
-  void *p = _corral_safe_pop(size, __builtin_return_address(0), __builtin_frame_address(0));
+  const corral_dync_site_t *s;
+  int g = _corral_safe_known_group((uintptr_t)__builtin_return_address(0), &s);
+  if (CORRAL_UNLIKELY(g < 0)) return new_safe_site_nothrow(size, s);
+  void *p = _corral_safe_pop_from(size, (unsigned)g);
   return CORRAL_LIKELY(p != NULL) ? p : _corral_new_rest_nothrow(size);
 }
 

@@ -33,10 +33,9 @@ int _corral_safe_made_for(unsigned g, uint32_t id);
 /* The group of the allocation whose frame 0 returns to ret0 (fp0: the
  * entry's frame address, for a walk through wrappers): one site lookup and
  * one load for a site seen before. */
-CORRAL_INLINE unsigned _corral_safe_site_group(void *ret0, void *fp0)
+CORRAL_INLINE unsigned _corral_safe_site_group_at(const corral_dync_site_t *s, void *ret0, void *fp0)
 {
-  uint32_t id = _corral_dyn_context_at(_corral_dync_site(&_corral_dyn_settled.table, (uintptr_t)ret0),
-                                       (uintptr_t)ret0, fp0);
+  uint32_t id = _corral_dyn_context_at(s, (uintptr_t)ret0, fp0);
   unsigned g = id < CORRAL_SAFE_CONTEXTS ? __atomic_load_n(&_corral_safe_group_of[id], __ATOMIC_ACQUIRE) : 0;
   if (CORRAL_LIKELY(g != 0)) {
     CORRAL_ASSERT(g == UINT16_MAX || _corral_safe_made_for(g, id));
@@ -45,14 +44,35 @@ CORRAL_INLINE unsigned _corral_safe_site_group(void *ret0, void *fp0)
   return _corral_safe_new_site(id);
 }
 
-/* A block of `size` bytes from the site's pool when its current chunk's
+/* The same, the site's entry looked up. */
+CORRAL_INLINE unsigned _corral_safe_site_group(void *ret0, void *fp0)
+{
+  return _corral_safe_site_group_at(_corral_dync_site(&_corral_dyn_settled.table, (uintptr_t)ret0), ret0, fp0);
+}
+
+/* The group of a site of its own (not inside a wrapper) that has one
+ * already, or -1: one site lookup and two loads, and nothing that needs
+ * the entry's frame, so that the way that takes it keeps none. *site is
+ * the site's entry (NULL: not seen yet), for the way that decides the
+ * rest. */
+CORRAL_INLINE int _corral_safe_known_group(uintptr_t ret0, const corral_dync_site_t **site)
+{
+  const corral_dync_site_t *s = *site = _corral_dync_site(&_corral_dyn_settled.table, ret0);
+  uint32_t id = s ? __atomic_load_n(&s->ctx, __ATOMIC_ACQUIRE) : DYNC_NONE;   /* a wrapper site's stays DYNC_NONE */
+  unsigned g = id < CORRAL_SAFE_CONTEXTS ? __atomic_load_n(&_corral_safe_group_of[id], __ATOMIC_ACQUIRE) : 0;
+  if (CORRAL_UNLIKELY(g == 0)) return -1;
+  CORRAL_ASSERT(g == UINT16_MAX || _corral_safe_made_for(g, id));
+  return g == UINT16_MAX ? CORRAL_SAFE_SHARED : (int)g;
+}
+
+/* A block of `size` bytes from group g's pool when its current chunk's
  * free list has one whose link decodes to a block of the chunk (or ends
  * the list); NULL otherwise, the full way then. */
-CORRAL_INLINE void *_corral_safe_pop(size_t size, void *ret0, void *fp0)
+CORRAL_INLINE void *_corral_safe_pop_from(size_t size, unsigned g)
 {
   corral_heap_t *h = _corral_tls_heap;
   if (CORRAL_UNLIKELY(size > _corral_options.safe_max_size || h == NULL)) return NULL;
-  size_t pool = (size_t)_corral_safe_site_group(ret0, fp0) * CORRAL_SIZE_CLASSES + _corral_class(size);
+  size_t pool = (size_t)g * CORRAL_SIZE_CLASSES + _corral_class(size);
   corral_chunk_t *c = h->cur[pool];
   if (CORRAL_UNLIKELY(c == NULL || c->free == NULL)) return NULL;
   CORRAL_ASSERT(c->magic == CORRAL_CHUNK_MAGIC && c->block_size != 0 && _corral_block_start(c, c->free));
@@ -62,6 +82,15 @@ CORRAL_INLINE void *_corral_safe_pop(size_t size, void *ret0, void *fp0)
   p[0] = p[1] = NULL;
   c->live++;
   return p;
+}
+
+/* The same for site entry s (NULL: not seen yet) of frame 0 ret0, its
+ * group found however it must be (fp0: the entry's frame address, for a
+ * walk through wrappers). A large size makes no site. */
+CORRAL_INLINE void *_corral_safe_pop(size_t size, const corral_dync_site_t *s, void *ret0, void *fp0)
+{
+  if (CORRAL_UNLIKELY(size > _corral_options.safe_max_size || _corral_tls_heap == NULL)) return NULL;
+  return _corral_safe_pop_from(size, _corral_safe_site_group_at(s, ret0, fp0));
 }
 
 #pragma GCC visibility pop
