@@ -30,9 +30,9 @@ unsigned _corral_safe_new_site(uint32_t id);
 /* Whether group g was made for context id (the debug build's check). */
 int _corral_safe_made_for(unsigned g, uint32_t id);
 
-/* The group of the allocation whose frame 0 returns to ret0 (fp0: the
- * entry's frame address, for a walk through wrappers): one site lookup and
- * one load for a site seen before. */
+/* The group of the allocation whose frame 0 returns to ret0, with site
+ * entry s (NULL: not seen yet; fp0: the entry's frame address, for a walk
+ * through wrappers): one load for a site seen before. */
 CORRAL_INLINE unsigned _corral_safe_site_group_at(const corral_dync_site_t *s, void *ret0, void *fp0)
 {
   uint32_t id = _corral_dyn_context_at(s, (uintptr_t)ret0, fp0);
