@@ -65,13 +65,12 @@ CORRAL_INLINE int _corral_safe_known_group(uintptr_t ret0, const corral_dync_sit
   return g == UINT16_MAX ? CORRAL_SAFE_SHARED : (int)g;
 }
 
-/* A block of `size` bytes from group g's pool when its current chunk's
- * free list has one whose link decodes to a block of the chunk (or ends
- * the list); NULL otherwise, the full way then. */
-CORRAL_INLINE void *_corral_safe_pop_from(size_t size, unsigned g)
+/* A block of `size` bytes (small) from group g's pool in thread heap h
+ * when its current chunk's free list has one whose link decodes to a
+ * block of the chunk (or ends the list); NULL otherwise, the full way
+ * then. */
+CORRAL_INLINE void *_corral_safe_pop_in(corral_heap_t *h, size_t size, unsigned g)
 {
-  corral_heap_t *h = _corral_tls_heap;
-  if (CORRAL_UNLIKELY(size > _corral_options.safe_max_size || h == NULL)) return NULL;
   size_t pool = (size_t)g * CORRAL_SIZE_CLASSES + _corral_class(size);
   corral_chunk_t *c = h->cur[pool];
   if (CORRAL_UNLIKELY(c == NULL || c->free == NULL)) return NULL;
@@ -84,13 +83,23 @@ CORRAL_INLINE void *_corral_safe_pop_from(size_t size, unsigned g)
   return p;
 }
 
+/* The same, a small size and this thread's heap checked first. */
+CORRAL_INLINE void *_corral_safe_pop_from(size_t size, unsigned g)
+{
+  corral_heap_t *h = _corral_tls_heap;
+  if (CORRAL_UNLIKELY(size > _corral_options.safe_max_size || h == NULL)) return NULL;
+  return _corral_safe_pop_in(h, size, g);
+}
+
 /* The same for site entry s (NULL: not seen yet) of frame 0 ret0, its
  * group found however it must be (fp0: the entry's frame address, for a
- * walk through wrappers). A large size makes no site. */
+ * walk through wrappers). A large size makes no site; the thread's heap,
+ * once made, stays. */
 CORRAL_INLINE void *_corral_safe_pop(size_t size, const corral_dync_site_t *s, void *ret0, void *fp0)
 {
-  if (CORRAL_UNLIKELY(size > _corral_options.safe_max_size || _corral_tls_heap == NULL)) return NULL;
-  return _corral_safe_pop_from(size, _corral_safe_site_group_at(s, ret0, fp0));
+  corral_heap_t *h = _corral_tls_heap;
+  if (CORRAL_UNLIKELY(size > _corral_options.safe_max_size || h == NULL)) return NULL;
+  return _corral_safe_pop_in(h, size, _corral_safe_site_group_at(s, ret0, fp0));
 }
 
 #pragma GCC visibility pop
