@@ -30,17 +30,24 @@ unsigned _corral_safe_new_site(uint32_t id);
 /* Whether group g was made for context id (the debug build's check). */
 int _corral_safe_made_for(unsigned g, uint32_t id);
 
+/* The group made for context id, or -1 when it has none yet (or is
+ * DYNC_NONE): one load. */
+CORRAL_INLINE int _corral_safe_group_of_context(uint32_t id)
+{
+  unsigned g = id < CORRAL_SAFE_CONTEXTS ? __atomic_load_n(&_corral_safe_group_of[id], __ATOMIC_ACQUIRE) : 0;
+  if (g == 0) return -1;
+  CORRAL_ASSERT(g == UINT16_MAX || _corral_safe_made_for(g, id));
+  return g == UINT16_MAX ? CORRAL_SAFE_SHARED : (int)g;
+}
+
 /* The group of the allocation whose frame 0 returns to ret0, with site
  * entry s (NULL: not seen yet; fp0: the entry's frame address, for a walk
  * through wrappers): one load for a site seen before. */
 CORRAL_INLINE unsigned _corral_safe_site_group_at(const corral_dync_site_t *s, void *ret0, void *fp0)
 {
   uint32_t id = _corral_dyn_context_at(s, (uintptr_t)ret0, fp0);
-  unsigned g = id < CORRAL_SAFE_CONTEXTS ? __atomic_load_n(&_corral_safe_group_of[id], __ATOMIC_ACQUIRE) : 0;
-  if (CORRAL_LIKELY(g != 0)) {
-    CORRAL_ASSERT(g == UINT16_MAX || _corral_safe_made_for(g, id));
-    return g == UINT16_MAX ? CORRAL_SAFE_SHARED : g;
-  }
+  int g = _corral_safe_group_of_context(id);
+  if (CORRAL_LIKELY(g >= 0)) return (unsigned)g;
   return _corral_safe_new_site(id);
 }
 
@@ -59,10 +66,7 @@ CORRAL_INLINE int _corral_safe_known_group(uintptr_t ret0, const corral_dync_sit
 {
   const corral_dync_site_t *s = *site = _corral_dync_site(&_corral_dyn_settled.table, ret0);
   uint32_t id = s ? __atomic_load_n(&s->ctx, __ATOMIC_ACQUIRE) : DYNC_NONE;   /* a wrapper site's stays DYNC_NONE */
-  unsigned g = id < CORRAL_SAFE_CONTEXTS ? __atomic_load_n(&_corral_safe_group_of[id], __ATOMIC_ACQUIRE) : 0;
-  if (CORRAL_UNLIKELY(g == 0)) return -1;
-  CORRAL_ASSERT(g == UINT16_MAX || _corral_safe_made_for(g, id));
-  return g == UINT16_MAX ? CORRAL_SAFE_SHARED : (int)g;
+  return _corral_safe_group_of_context(id);
 }
 
 /* A block of `size` bytes (small) from group g's pool in thread heap h
