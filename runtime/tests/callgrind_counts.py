@@ -22,3 +22,24 @@ def calls_of(out, names):
         elif line.startswith("calls=") and callee in calls:
             calls[callee] += int(line[6:].split()[0])
     return calls
+
+
+def instructions_in(out, object_suffix):
+    """Instructions executed in the functions of the object file whose path
+    ends in `object_suffix`, from a file callgrind wrote with
+    --compress-strings=no: each function's own cost lines, not what it
+    calls (a call's line after `calls=` is the callee's cost)."""
+    total, obj, fn_obj, skip = 0, "", "", False
+    for line in out.read_text().splitlines():
+        if skip:
+            skip = False
+        elif line.startswith("ob="):
+            obj = line[3:].strip()
+        elif line.startswith("fn="):
+            fn_obj = obj
+        elif line.startswith("calls="):
+            skip = True
+        elif line[:1] and (line[0].isdigit() or line[0] in "+-*"):
+            if fn_obj.endswith(object_suffix):
+                total += int(line.split()[-1])
+    return total

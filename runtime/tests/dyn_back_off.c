@@ -4,8 +4,9 @@
  * as too small; then the program goes on allocating the same way for a
  * long while. With `realloc` every object is made by realloc of NULL, as
  * Lua's allocator makes them; with `keep`, a list that keeps growing has a
- * pool in use throughout. Prints a checksum, the same with corral or
- * without. */
+ * pool in use throughout. A third argument runs that many more rounds
+ * in `settled`, after the rest, for a callgrind that collects only
+ * there. Prints a checksum, the same with corral or without. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,12 @@ NOIPA struct node *grow(struct node *list, long i) {
   return n;
 }
 
+NOIPA long settled(long rounds) {
+  long sum = 0;
+  for (long i = 0; i < rounds; i++) sum += scratch_a(i) + scratch_b(i);
+  return sum;
+}
+
 int main(int argc, char **argv) {
   int keep = argc > 1 && strcmp(argv[1], "keep") == 0;
   by_realloc = argc > 1 && strcmp(argv[1], "realloc") == 0;
@@ -56,6 +63,7 @@ int main(int argc, char **argv) {
     if (keep && i % 4 == 0) list = grow(list, i);
   }
   for (struct node *n = list; n; n = n->next) sum += n->value;
+  if (argc > 3) sum += settled(atol(argv[3]));
   printf("sum %ld\n", sum);
   return 0;
 }

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from callgrind_counts import calls_of, run_callgrind
+from callgrind_counts import calls_of, instructions_in, run_callgrind
 from dyn_helpers import BUILDS, ROOT, build, groups, run_dynamic, run_plain, series
 
 WRAPPED = ["xmalloc_a", "xmalloc_b", "layer2_a", "layer2_b", "layer3_a", "layer3_b"]
@@ -280,6 +280,27 @@ def test_dynamic_mode_steps_aside_when_no_pool_pays(tmp_path, stubs):
         assert ("no pool in use and no new context" in done.stderr) == steps_aside, (args, window, done.stderr)
         assert stats["dynamic"]["backed_off"] is steps_aside, (args, window, stats["dynamic"])
         assert stats["dynamic"]["pools"] >= 2 and len(stats["dynamic"]["unpooled"]) >= 2
+
+
+@pytest.mark.parametrize("how", ["drop", "realloc"])
+def test_after_stepping_aside_a_request_costs_what_the_bare_preload_costs(tmp_path, how):
+    """Once dynamic mode has stepped aside, libcorral.so executes exactly
+    the bare preload's instructions for each later request (malloc, or
+    realloc of NULL, and free): its entry points forward at their first
+    compare. Counted by callgrind in `settled`, which runs after the
+    window has passed."""
+    from corral import launch
+    prog = build(tmp_path, "dyn_back_off")
+    args = [prog, how, "60000", "5000"]
+    counts = {}
+    for name, extra in (("bare", {}), ("dynamic", dict(launch.dynamic_extra(str(prog)), CORRAL_DYN_BACK_OFF="20000",
+                                                         CORRAL_VERBOSE="1"))):
+        out = tmp_path / f"{name}.callgrind"
+        done = run_callgrind(args, launch.environment(base="glibc", extra=extra), out, "--toggle-collect=settled")
+        assert done.returncode == 0, done.stderr
+        assert ("no pool in use and no new context" in done.stderr) == (name == "dynamic"), done.stderr
+        counts[name] = instructions_in(out, "libcorral.so")
+    assert counts["bare"] > 0 and counts["dynamic"] == counts["bare"], counts
 
 
 @pytest.fixture(scope="module")
