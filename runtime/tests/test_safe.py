@@ -288,6 +288,52 @@ def test_a_site_of_its_own_takes_the_short_way_without_a_frame(programs, tmp_pat
     assert n["malloc_safe"] >= 2 * 24000 and n["malloc_safe_site"] <= 2, n
 
 
+SLOT_WAYS = ["_corral_safe_malloc_slot", "_corral_safe_calloc_slot", "_corral_safe_new_slot",
+             "_corral_safe_new_slot_nothrow"]
+
+
+def test_a_site_of_its_own_is_served_through_its_slot_call(programs, tmp_path):
+    """Counted by callgrind, with --smc-check=all so that it sees a call
+    pointed after it first ran: once a site of its own whose call is direct
+    has its group, its call is pointed at a slot stub, and every later
+    request pops its pool on safe mode's slot way, past malloc's gate and
+    the site lookup (make_a's malloc in safe_resident.c, make_d's calloc in
+    safe_churn.c, which must zero each reused block: the checksum); sites
+    behind wrappers keep the short way. Not with CORRAL_STUBS=0, nor with
+    statistics, whose full way counts every request."""
+    names = [*SLOT_WAYS, "malloc_safe", "malloc_safe_site", "calloc_safe"]
+    exe = programs["resident"]
+    out = tmp_path / "resident.callgrind"
+    done = run_callgrind([exe], safe_env(exe), out, "--smc-check=all")
+    assert done.returncode == 0 and done.stdout.endswith("first site reuses its chunk: yes\n"), done.stderr[-2000:]
+    n = calls_of(out, names)
+    assert n["_corral_safe_malloc_slot"] >= 2 * 24000 - 8 and n["malloc_safe"] <= 8, n
+    count = 4000
+    exe = programs["churn"]
+    for extra, slotted in (({}, True), ({"CORRAL_STUBS": "0"}, False),
+                           ({"CORRAL_STATS": str(tmp_path / "stats.json")}, False)):
+        done = run_callgrind([exe, count], {**safe_env(exe), **extra}, out, "--smc-check=all")
+        assert done.returncode == 0 and done.stdout == "checksum 0\n", done.stdout + done.stderr[-2000:]
+        n = calls_of(out, names)
+        if slotted:
+            assert n["_corral_safe_calloc_slot"] >= count - 8, n
+            assert n["calloc_safe"] >= count and n["malloc_safe"] >= 2 * count, n     # make_c; make_a and make_b
+        else:
+            assert sum(n[w] for w in SLOT_WAYS) == 0, (extra, n)
+
+
+def test_operator_new_at_a_site_of_its_own_is_served_through_its_slot_call(programs, tmp_path):
+    """The same for operator new: safe_uaf_new.cc's 4096 Accounts come from
+    a site of its own, pointed at a slot stub of new's kind, and the write
+    through the deleted Patient still finds them intact."""
+    exe = programs["new"]
+    out = tmp_path / "new.callgrind"
+    done = run_callgrind([exe], safe_env(exe), out, "--smc-check=all")
+    assert done.returncode == 0 and done.stdout == "intact\n", done.stdout + done.stderr[-2000:]
+    n = calls_of(out, SLOT_WAYS)
+    assert n["_corral_safe_new_slot"] >= 4096 - 8, n
+
+
 def test_safe_mode_frees_another_threads_blocks_on_the_short_way(programs, tmp_path):
     """Counted by callgrind: a block freed by a thread that does not own
     its chunk is pushed onto the chunk's remote stack from free's first way,

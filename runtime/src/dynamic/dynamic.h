@@ -26,6 +26,13 @@
  * loads CORRAL_WRAPPERS and maps the tables. */
 void _corral_dyn_init(void);
 
+/* Safe mode's slot calls (safe.c): its slot stubs prepared, now and
+ * after each dlopen, leading to safe mode's slot ways; and the call of
+ * context id pointed at one whose word is `group`, when its frame 0 is a
+ * site of its own whose call is direct (entry/call_ways.c). */
+void _corral_dyn_prepare_safe_slots(void);
+void _corral_dyn_point_at_safe_slot(uint32_t id, unsigned group);
+
 /* The context tables and the wrapper list alone (dynamic mode's init calls
  * it; safe mode keys its pools by context): 0 when ready, else -1 after a
  * warning that names `who`. */

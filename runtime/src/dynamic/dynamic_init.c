@@ -3,7 +3,7 @@
  * merge table mapped, the wrapper list loaded (for safe mode too, which
  * keys its pools by context), and, for dynamic mode itself, its limits
  * read from the options and the none-way stubs prepared before the mode
- * is switched on. The fork hooks hold the lock across fork, so that the
+ * is switched on; for safe mode, its slot stubs. The fork hooks hold the lock across fork, so that the
  * child's tables are whole. */
 #include "dynamic.h"
 
@@ -48,6 +48,28 @@ void _corral_dyn_init(void) {
   if (_corral_dyn_contexts_init("dynamic mode") != 0) return;
   if (_corral_options.stubs) _corral_none_stubs_prepare(_corral_modules_current());
   __atomic_store_n(&_corral_modes.dynamic, 1, __ATOMIC_RELEASE);
+}
+
+void _corral_dyn_prepare_safe_slots(void) {
+  _corral_stubs_slots_for_safe_mode();
+  _corral_none_stubs_prepare(_corral_modules_current());
+  _corral_dyn.safe_slots = 1;
+}
+
+/* Under the lock, as dynamic mode's slots are taken (publish.c): one
+ * caller at a time with the stubs' preparation. */
+void _corral_dyn_point_at_safe_slot(uint32_t id, unsigned group) {
+  _corral_dyn_lock();
+  const corral_dync_chain_t *chain = &_corral_dyn_settled.table.chains[id];
+  const corral_dync_site_t *s = chain->depth == 1 ? _corral_dync_site(&_corral_dyn_settled.table, chain->frames[0]) : NULL;
+  if (s && s->kind != DYNC_SITE_WRAPPER && __atomic_load_n(&s->ctx, __ATOMIC_RELAXED) == id) {
+    unsigned k;
+    corral_stub_refusal_t r = _corral_point_at_slot(chain->frames[0], group, &k);
+    if (r != CORRAL_STUB_OK)
+      _corral_note(2, "safe mode: site %#lx keeps its lookup (%s)", (unsigned long)chain->frames[0],
+                   _corral_stub_refusal_text(r));
+  }
+  _corral_dyn_unlock();
 }
 
 void _corral_dyn_fork_prepare(void) { if (_corral_dyn.tables_on) _corral_dyn_lock(); }

@@ -92,6 +92,7 @@ typedef struct dyn_state_s {
   uint8_t unpooled_why[DYN_MAX_MERGES];
   unsigned unpooled_count;
   int backed_off;                        /* no pool paid: the entry points forward (back_off.c) */
+  int safe_slots;                        /* safe mode's slot stubs are prepared (dynamic_init.c) */
   uintptr_t lock_holder;                 /* debug build: the thread holding the lock */
 } dyn_state_t;
 

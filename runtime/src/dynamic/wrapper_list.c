@@ -94,8 +94,8 @@ void _corral_dyn_load_wrappers(const char *path, const corral_module_table_t *t)
 }
 
 void _corral_dyn_after_dlopen(void) {
-  if (!_corral_dyn.tables_on || (!_corral_dyn.wrappers_loaded && !(_corral_modes.dynamic && _corral_options.stubs)))
-    return;
+  int stubs = (_corral_modes.dynamic && _corral_options.stubs) || _corral_dyn.safe_slots;
+  if (!_corral_dyn.tables_on || (!_corral_dyn.wrappers_loaded && !stubs)) return;
   /* Identification rescans only for a plan; dynamic mode needs the new
    * modules too, for its wrappers, the walk through them and the none-way
    * stubs of sites it gives back. */
@@ -103,6 +103,6 @@ void _corral_dyn_after_dlopen(void) {
   if (!t) t = _corral_modules_current();
   _corral_dyn_lock();
   if (_corral_dyn.wrappers_loaded) relocate_wrappers(t);
-  if (_corral_modes.dynamic && _corral_options.stubs) _corral_none_stubs_prepare(t);
+  if (stubs) _corral_none_stubs_prepare(t);
   _corral_dyn_unlock();
 }

@@ -41,6 +41,11 @@ void *_corral_dyn_malloc_slot(size_t size, size_t slot);
 void *_corral_dyn_calloc_slot(size_t n, size_t size, size_t slot);
 void *_corral_dyn_new_slot(size_t n, size_t slot);
 void *_corral_dyn_new_slot_nothrow(size_t n, const void *nothrow, size_t slot);
+/* Safe mode's slot ways (call_ways.c). */
+void *_corral_safe_malloc_slot(size_t size, size_t slot);
+void *_corral_safe_calloc_slot(size_t n, size_t size, size_t slot);
+void *_corral_safe_new_slot(size_t n, size_t slot);
+void *_corral_safe_new_slot_nothrow(size_t n, const void *nothrow, size_t slot);
 
 /* The pool ways (call_ways.c). */
 void *_corral_malloc_pool(size_t size, size_t pool);

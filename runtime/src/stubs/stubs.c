@@ -265,18 +265,29 @@ static uintptr_t pool_way(corral_callee_t callee, int none)
   return none ? targets.none[callee] : targets.pool[callee];
 }
 
-/* Dynamic mode's slot way of this callee, or 0. */
-static uintptr_t slot_way(corral_callee_t callee)
+/* Whether slot stubs lead to safe mode's slot ways rather than dynamic
+ * mode's (the two modes never run together). */
+static int slots_safe;
+
+void _corral_stubs_slots_for_safe_mode(void) { slots_safe = 1; }
+
+/* The slot way of this callee in the mode that slots (dynamic or safe;
+ * `safe` picks), or 0. */
+static uintptr_t slot_way_of(corral_callee_t callee, int safe)
 {
-  CORRAL_ASSERT(targets.slot[CORRAL_CALLS_MALLOC] != 0);
+  CORRAL_ASSERT(targets.slot[CORRAL_CALLS_MALLOC] != 0 && targets.safe_slot[CORRAL_CALLS_MALLOC] != 0);
   if (callee <= CORRAL_CALLS_UNKNOWN || callee >= CORRAL_CALLS_KINDS) return 0;
-  return targets.slot[callee];
+  return safe ? targets.safe_slot[callee] : targets.slot[callee];
 }
+
+static uintptr_t slot_way(corral_callee_t callee) { return slot_way_of(callee, slots_safe); }
 
 static corral_callee_t callee_of_pool_way(uintptr_t way)
 {
   for (corral_callee_t c = CORRAL_CALLS_MALLOC; c <= CORRAL_CALLS_NEW_NOTHROW; c++)
-    if (pool_way(c, 0) == way || pool_way(c, 1) == way || (way && slot_way(c) == way)) return c;
+    if (pool_way(c, 0) == way || pool_way(c, 1) == way ||
+        (way && (slot_way_of(c, 0) == way || slot_way_of(c, 1) == way)))
+      return c;
   return CORRAL_CALLS_UNKNOWN;
 }
 

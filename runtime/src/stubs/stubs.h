@@ -99,6 +99,9 @@ void _corral_pool_calls_install(corral_pool_call_t *req, size_t n);
  * written and sealed with their unwind information; at start-up and after
  * dlopen, not inside malloc. */
 void _corral_none_stubs_prepare(const corral_module_table_t *all);
+/* Safe mode's slot stubs lead to its own slot ways (safe_slot): called
+ * once, before safe mode prepares its stubs with _corral_none_stubs_prepare. */
+void _corral_stubs_slots_for_safe_mode(void);
 /* Points the `call rel32` to malloc, calloc, operator new (or new[]) or
  * their nothrow forms that returns to ret at its module's prepared none-way
  * stub: a site given back to the allocator underneath then skips the
@@ -111,7 +114,7 @@ void _corral_none_stubs_prepare(const corral_module_table_t *all);
  * at a none stub already is refused (CORRAL_STUB_OTHER_CALLEE). */
 corral_stub_refusal_t _corral_point_at_none(uintptr_t ret);
 
-/* Dynamic mode's pooled sites. Each set of none-way stubs has beside it
+/* Dynamic mode's pooled sites, and safe mode's sites of their own. Each set of none-way stubs has beside it
  * slot stubs of each kind, which pass a slot number to the entry's slot
  * way; the way reads the site's decision from _corral_dyn_slots[slot]
  * (its layout: dynamic/publish.c). _corral_point_at_slot takes a free
@@ -133,6 +136,7 @@ corral_stub_refusal_t _corral_point_at_slot(uintptr_t ret, uint64_t word, unsign
  * (_corral_init_slow), before any stub is written. */
 typedef struct corral_call_targets_s {
   uintptr_t pool[CORRAL_CALLS_KINDS], none[CORRAL_CALLS_KINDS], slot[CORRAL_CALLS_KINDS];
+  uintptr_t safe_slot[CORRAL_CALLS_KINDS];   /* safe mode's slot ways (the slot's word: the site's group) */
 } corral_call_targets_t;
 void _corral_stubs_set_targets(const corral_call_targets_t *targets);
 
