@@ -98,7 +98,8 @@ void _corral_dyn_after_dlopen(void) {
   if (!_corral_dyn.tables_on || (!_corral_dyn.wrappers_loaded && !stubs)) return;
   /* Identification rescans only for a plan; dynamic mode needs the new
    * modules too, for its wrappers, the walk through them and the none-way
-   * stubs of sites it gives back. */
+   * and slot stubs of its sites; safe mode for its wrappers and slot
+   * stubs. */
   const corral_module_table_t *t = _corral_modules_scan();
   if (!t) t = _corral_modules_current();
   _corral_dyn_lock();
