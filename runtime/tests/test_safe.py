@@ -334,6 +334,23 @@ def test_operator_new_at_a_site_of_its_own_is_served_through_its_slot_call(progr
     assert n["_corral_safe_new_slot"] >= 4096 - 8, n
 
 
+def test_a_site_in_a_library_loaded_later_is_served_through_its_slot_call(programs, tmp_path):
+    """A site in a library loaded with dlopen (plugin_alloc's malloc, a
+    site of its own) is pointed at a slot stub within its reach too (one
+    prepared beside another module at start-up, or beside it after the
+    dlopen), and served on the slot way."""
+    plugin = tmp_path / "libplan_plugin.so"
+    subprocess.run(["gcc", "-O1", "-g", "-shared", "-fPIC", str(h.HERE / "plan_plugin.c"), "-o", str(plugin)],
+                   check=True)
+    exe = h.build(tmp_path, "safe_dlopen")
+    out = tmp_path / "dlopen.callgrind"
+    done = run_callgrind([exe, plugin, 5000], safe_env(exe), out, "--smc-check=all")
+    assert done.returncode == 0 and done.stdout == run(exe, str(plugin), "5000", env=h.corral_env(lib=None)).stdout, \
+        done.stdout + done.stderr[-2000:]
+    n = calls_of(out, SLOT_WAYS)
+    assert n["_corral_safe_malloc_slot"] >= 5000 - 8, n
+
+
 def test_safe_mode_frees_another_threads_blocks_on_the_short_way(programs, tmp_path):
     """Counted by callgrind: a block freed by a thread that does not own
     its chunk is pushed onto the chunk's remote stack from free's first way,
