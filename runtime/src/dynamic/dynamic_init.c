@@ -3,8 +3,8 @@
  * merge table mapped, the wrapper list loaded (for safe mode too, which
  * keys its pools by context), and, for dynamic mode itself, its limits
  * read from the options and the none-way stubs prepared before the mode
- * is switched on; for safe mode, its slot stubs. The fork hooks hold the lock across fork, so that the
- * child's tables are whole. */
+ * is switched on; for safe mode, its slot stubs. The fork hooks hold the
+ * lock across fork, so that the child's tables are whole. */
 #include "dynamic.h"
 
 #include "dynamic_context.h"

@@ -93,7 +93,6 @@ void _corral_safe_init(void)
   }
 }
 
-
 /* ---- sites -------------------------------------------------------------------- */
 
 __attribute__((noinline)) unsigned _corral_safe_new_site(uint32_t id)

@@ -114,10 +114,11 @@ void _corral_stubs_slots_for_safe_mode(void);
  * at a none stub already is refused (CORRAL_STUB_OTHER_CALLEE). */
 corral_stub_refusal_t _corral_point_at_none(uintptr_t ret);
 
-/* Dynamic mode's pooled sites, and safe mode's sites of their own. Each set of none-way stubs has beside it
- * slot stubs of each kind, which pass a slot number to the entry's slot
- * way; the way reads the site's decision from _corral_dyn_slots[slot]
- * (its layout: dynamic/publish.c). _corral_point_at_slot takes a free
+/* Dynamic mode's pooled sites, and safe mode's sites of their own. Each
+ * set of none-way stubs has beside it slot stubs of each kind, which pass
+ * a slot number to the entry's slot way; the way reads the site's decision
+ * from _corral_dyn_slots[slot] (dynamic mode's layout: dynamic/publish.c;
+ * safe mode's: the site's group). _corral_point_at_slot takes a free
  * slot stub within reach of the `call rel32` returning to ret, stores
  * `word` in its slot, then points the call at it, and says which slot.
  * Like _corral_point_at_none it writes no stub and may run inside malloc,
