@@ -287,7 +287,7 @@ MUTANTS = [
            '"testq %1, %1"',
            "an entry point whose gate is closed forwards a request while a stub site is live"),
     Mutant("remote-free-uncounted", "runtime/src/heap/heap.h",
-           "    if (!_corral_modes.full_ways) {\n      _corral_free_remote(c, p);\n",
+           "    if (way == CORRAL_FREE_REMOTE) {\n      _corral_free_remote(c, p);\n",
            "    {\n      _corral_free_remote(c, p);\n",
            "free's first way pushes another thread's block while statistics count frees, so they go uncounted"),
     Mutant("realloc-frame-popped", "runtime/src/entry/malloc.c",

@@ -425,7 +425,8 @@ static inline __attribute__((always_inline)) int _corral_free_owned(void *p)
       _corral_block_free_local(c, p);
       return 1;
     }
-    if (!_corral_modes.full_ways) {
+    int way = _corral_modes.free_way;
+    if (way == CORRAL_FREE_REMOTE) {
       _corral_free_remote(c, p);
       return 1;
     }
@@ -436,7 +437,7 @@ static inline __attribute__((always_inline)) int _corral_free_owned(void *p)
      * owner read once: a chunk that passes the block test has an owner
      * or CORRAL_UNOWNED, never NULL, so a thread with no heap yet
      * (_corral_tls_heap NULL) frees remotely. */
-    if (_corral_modes.safe && !_corral_modes.track) {
+    if (way == CORRAL_FREE_SAFE) {
       if (owner == _corral_tls_heap) _corral_block_free_encoded(c, p);
       else _corral_free_remote(c, p);
       return 1;

@@ -13,6 +13,12 @@
 
 struct corral_chunk_s;
 
+enum {
+  CORRAL_FREE_REMOTE = 0,   /* nothing counted or checked: another thread's block onto its remote stack */
+  CORRAL_FREE_SAFE = 1,     /* safe mode, nothing counted: the owner's free encoded, another's remote */
+  CORRAL_FREE_FULL = 2      /* statistics count: the full way */
+};
+
 typedef struct corral_modes_s {
   /* Statistics were asked for: allocations and frees take the counted way. */
   int track;
@@ -21,6 +27,10 @@ typedef struct corral_modes_s {
    * fast pointer is always the empty heap, and free's first way hands every
    * pointer on. */
   int full_ways;
+  /* free's first way for another thread's block or safe mode's (heap.h,
+   * _corral_free_owned), set with full_ways: one load and compare where
+   * three modes were tested. */
+  int free_way;
   /* Dynamic mode (docs/dynamic.md): every remote free is counted in its
    * chunk's balance, which dynamic mode's samples judge. */
   int dynamic;

@@ -81,6 +81,8 @@ int _corral_init_slow(const corral_call_targets_t *targets)
   _corral_safe_init();
   _corral_modes.track = _corral_options.stats != NULL;
   _corral_modes.full_ways = _corral_modes.track || _corral_modes.safe;
+  _corral_modes.free_way = _corral_modes.track ? CORRAL_FREE_FULL
+                           : _corral_modes.safe ? CORRAL_FREE_SAFE : CORRAL_FREE_REMOTE;
   _corral_exit_init();
   unsigned n = _corral_options.random_pools > 0 ? (unsigned)_corral_options.random_pools
                : _corral_modes.dynamic || _corral_modes.safe ? CORRAL_MAX_GROUPS - 1   /* pools appear as it runs */
