@@ -27,9 +27,9 @@ typedef struct corral_modes_s {
    * fast pointer is always the empty heap, and free's first way hands every
    * pointer on. */
   int full_ways;
-  /* free's first way for another thread's block or safe mode's (heap.h,
-   * _corral_free_owned), set with full_ways: one load and compare where
-   * three modes were tested. */
+  /* What free's first way does past the owner's fast free (heap.h,
+   * _corral_free_owned; CORRAL_FREE_* above), set with full_ways: one
+   * word read where it tested full ways, safe mode and statistics. */
   int free_way;
   /* Dynamic mode (docs/dynamic.md): every remote free is counted in its
    * chunk's balance, which dynamic mode's samples judge. */
