@@ -328,6 +328,23 @@ static inline __attribute__((always_inline)) void *_corral_block_pop(corral_chun
   return p;
 }
 
+/* Owner, safe mode: the next fresh block of block chunk c, which has room
+ * for one, handed out from its bump space without a link (block.c,
+ * extend). The limit that free's block test reads moves with it, published
+ * before the block is handed out. Its words stay as they are: space never
+ * handed out since the chunk was reset reads zero or holds a former key,
+ * and a reset gives the chunk a new one, so word 1 never holds its key. */
+static inline __attribute__((always_inline)) void *_corral_block_bump(corral_chunk_t *c)
+{
+  CORRAL_ASSERT(c->magic == CORRAL_CHUNK_MAGIC && c->block_size != 0 && c->free == NULL);
+  CORRAL_ASSERT(c->end - c->bump >= (ptrdiff_t)c->block_size);
+  void *p = c->bump;
+  c->bump += c->block_size;
+  __atomic_store_n(&c->limit, (uint32_t)(c->bump - c->blocks), __ATOMIC_RELEASE);
+  c->live++;
+  return p;
+}
+
 /* Owner: block p of c onto the local list, the key in word 1, its link
  * encoded when `encoded` (a constant at each caller: safe mode's frees). */
 static inline __attribute__((always_inline)) void _corral_block_onto_local(corral_chunk_t *c, void *p, int encoded)

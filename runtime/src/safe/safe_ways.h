@@ -77,9 +77,25 @@ CORRAL_INLINE void *_corral_safe_pop_in(corral_heap_t *h, size_t size, unsigned 
 {
   size_t pool = (size_t)g * CORRAL_SIZE_CLASSES + _corral_class(size);
   corral_chunk_t *c = h->cur[pool];
-  if (CORRAL_UNLIKELY(c == NULL || c->free == NULL)) return NULL;
-  CORRAL_ASSERT(c->magic == CORRAL_CHUNK_MAGIC && c->block_size != 0 && _corral_block_start(c, c->free));
-  void **p = (void **)c->free, *next = _corral_link_decode(p, *(const uintptr_t *)p);
+  if (CORRAL_UNLIKELY(c == NULL)) return NULL;
+  void **p = (void **)c->free;
+  if (CORRAL_UNLIKELY(p == NULL)) {
+    /* The owner's frees first, last freed first, as the full way's refill
+     * takes them; then a fresh block, when no other thread's free waits
+     * (the full way drains those). */
+    p = (void **)c->local_free;
+    if (p != NULL) {
+      c->free = p;                          /* the list moves whole: a bad link below is the full way's */
+      c->local_free = NULL;
+    } else {
+      if (CORRAL_LIKELY(c->end - c->bump >= (ptrdiff_t)c->block_size &&
+                        !(atomic_load_explicit(&c->remote, memory_order_relaxed) & ~CORRAL_REMOTE_COUNTED)))
+        return _corral_block_bump(c);
+      return NULL;
+    }
+  }
+  CORRAL_ASSERT(c->magic == CORRAL_CHUNK_MAGIC && c->block_size != 0 && _corral_block_start(c, p));
+  void *next = _corral_link_decode(p, *(const uintptr_t *)p);
   if (CORRAL_UNLIKELY(next != NULL && !_corral_block_start(c, next))) return NULL;
   c->free = next;
   p[0] = p[1] = NULL;
