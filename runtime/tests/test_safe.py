@@ -355,9 +355,9 @@ def test_a_site_in_a_library_loaded_later_is_served_through_its_slot_call(progra
 def test_safe_mode_frees_another_threads_blocks_on_the_short_way(programs, tmp_path):
     """Counted by callgrind: a block freed by a thread that does not own
     its chunk is pushed onto the chunk's remote stack from free's first way,
-    without the checked way; its owner takes it back before it takes fresh
-    space (a drain for each ring at least) and calloc hands it out zeroed.
-    (Double frees from two threads: core_misuse, above.)"""
+    without the checked way; its owner takes it back before it starts a
+    new batch of fresh blocks, and calloc hands it out zeroed. (Double
+    frees from two threads: core_misuse, above.)"""
     count = 4096
     names = ["_corral_free_remote", "free_checked", "_corral_group_free_slow", "_corral_chunk_drain"]
     out = tmp_path / "remote.callgrind"
@@ -365,5 +365,5 @@ def test_safe_mode_frees_another_threads_blocks_on_the_short_way(programs, tmp_p
     assert done.returncode == 0 and done.stdout == "checksum 0\n", done.stdout + done.stderr[-2000:]
     n = calls_of(out, names)
     assert n["_corral_free_remote"] >= count, n
-    assert n["_corral_chunk_drain"] >= count // 64, n
+    assert n["_corral_chunk_drain"] >= count // 256, n
     assert n["free_checked"] + n["_corral_group_free_slow"] <= 8, n

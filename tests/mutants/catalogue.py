@@ -496,9 +496,8 @@ MUTANTS = [
            "  if (_corral_options.stubs) {",
            "with statistics, safe mode's slot calls skip the full way that counts each request"),
     Mutant("safe-bump-before-remote-frees", "runtime/src/safe/safe_ways.h",
-           "      if (CORRAL_LIKELY(c->end - c->bump >= (ptrdiff_t)c->block_size &&\n"
-           "                        !(atomic_load_explicit(&c->remote, memory_order_relaxed) & ~CORRAL_REMOTE_COUNTED)))",
-           "      if (CORRAL_LIKELY(c->end - c->bump >= (ptrdiff_t)c->block_size))",
+           "      if (CORRAL_LIKELY(!(atomic_load_explicit(&c->remote, memory_order_relaxed) & ~CORRAL_REMOTE_COUNTED)))",
+           "      if (1)",
            "safe mode takes fresh space while other threads' frees wait, and its chunks grow"),
     Mutant("safe-local-frees-taken-back-lost", "runtime/src/safe/safe_ways.h",
            "      c->free = p;                          /* the list moves whole: a bad link below is the full way's */\n",

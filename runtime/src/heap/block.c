@@ -18,14 +18,18 @@ static int extend(corral_chunk_t *c)
   size_t bs = c->block_size;
   size_t avail = (size_t)(c->end - c->bump) / bs;
   if (!avail) return 0;
-  /* Safe mode links no fresh block: pop takes them from the bump space one
-   * at a time (_corral_block_bump), so none is encoded here and decoded
-   * and checked when popped (Olden perimeter: 47 instructions a
-   * malloc on safe mode's slot way). */
-  if (CORRAL_UNLIKELY(_corral_modes.safe)) return 1;
   size_t n = CORRAL_EXTEND_BYTES / bs;
   if (n == 0) n = 1;
   if (n > avail) n = avail;
+  /* Safe mode links no fresh block: the batch is handed out from the bump
+   * space one block at a time (_corral_block_bump), before any freed one,
+   * as a linked batch would be, but with no link encoded here and decoded
+   * and checked when popped (Olden perimeter: 47 instructions a malloc on
+   * safe mode's slot way). */
+  if (CORRAL_UNLIKELY(_corral_modes.safe)) {
+    c->batch_end = c->bump + n * bs;
+    return 1;
+  }
   char *first = c->bump, *p = first;
   size_t links = n - 1;
   /* Every fresh block is linked here once: four links per round. */
@@ -46,6 +50,11 @@ static int extend(corral_chunk_t *c)
    * gets one and frees it sees it below the limit. */
   __atomic_store_n(&c->limit, (uint32_t)(c->bump - c->blocks), __ATOMIC_RELEASE);
   return 1;
+}
+
+void *_corral_block_fresh(corral_chunk_t *c)
+{
+  return extend(c) ? _corral_block_bump(c) : NULL;
 }
 
 long _corral_block_drain(corral_chunk_t *c, void *list)
@@ -76,7 +85,7 @@ long _corral_block_drain(corral_chunk_t *c, void *list)
 static int refill(corral_chunk_t *c)
 {
   _corral_debug_check_chunk(c);
-  if (c->free) return 1;
+  if (c->free || c->bump < c->batch_end) return 1;   /* safe mode's fresh batch goes first (extend) */
   if (c->local_free) {
     c->free = c->local_free;
     c->local_free = NULL;
@@ -95,7 +104,7 @@ static int refill(corral_chunk_t *c)
 static void *pop(corral_chunk_t *c)
 {
   if (CORRAL_LIKELY(!_corral_modes.safe)) return _corral_block_pop(c);
-  if (!c->free) return _corral_block_bump(c);     /* refill found bump space (extend) */
+  if (!c->free) return _corral_block_bump(c);     /* refill found the fresh batch (extend) */
   void **p = (void **)c->free, *next = _corral_link_get(p);
   if (CORRAL_UNLIKELY(next && !_corral_safe_link_ok(c, p, next))) next = NULL;
   c->free = next;

@@ -152,6 +152,7 @@ static void reset_chunk(corral_chunk_t *c, unsigned pool, corral_heap_t *h)
     c->bump = c->blocks;
   }
   c->end = (char *)_corral_chunk_base(c) + _corral_layout.chunk_size;
+  c->batch_end = NULL;
   atomic_store_explicit(&c->remote, 0, memory_order_relaxed);
   atomic_store_explicit(&c->balance, 0, memory_order_relaxed);
   c->key = (chunk_key_seed ^ (uintptr_t)c) * 0x9e3779b97f4a7c15ull + _corral_rdtsc();

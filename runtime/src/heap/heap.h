@@ -65,6 +65,7 @@ typedef struct corral_chunk_s {
   void *local_free;                        /* block chunks: the owner's frees, taken when `free` runs dry */
   size_t live;                             /* objects not freed locally or drained */
   char *bump, *end;                        /* never-used space [bump, end) */
+  char *batch_end;                         /* safe mode: fresh blocks below it go before freed ones (block.c) */
   uint64_t counted_allocs;                 /* objects handed out while counting (_corral_modes.track) or in
                                               dynamic mode (its remote-free judgement) */
   uint64_t drained;                        /* objects drained from `remote` */
@@ -328,22 +329,27 @@ static inline __attribute__((always_inline)) void *_corral_block_pop(corral_chun
   return p;
 }
 
-/* Owner, safe mode: the next fresh block of block chunk c, which has room
- * for one, handed out from its bump space without a link (block.c,
- * extend). The limit that free's block test reads moves with it, published
- * before the block is handed out. Its words stay as they are: space never
- * handed out since the chunk was reset reads zero or holds a former key,
- * and a reset gives the chunk a new one, so word 1 never holds its key. */
+/* Owner, safe mode: the next fresh block of block chunk c's current batch
+ * (bump < batch_end), handed out from its bump space without a link
+ * (block.c, extend). The limit that free's block test reads moves with
+ * it, published before the block is handed out. Its words stay as they
+ * are: space never handed out since the chunk was reset reads zero or
+ * holds a former key, and a reset gives the chunk a new one, so word 1
+ * never holds its key. */
 static inline __attribute__((always_inline)) void *_corral_block_bump(corral_chunk_t *c)
 {
   CORRAL_ASSERT(c->magic == CORRAL_CHUNK_MAGIC && c->block_size != 0 && c->free == NULL);
-  CORRAL_ASSERT(c->end - c->bump >= (ptrdiff_t)c->block_size);
+  CORRAL_ASSERT(c->batch_end - c->bump >= (ptrdiff_t)c->block_size && c->batch_end <= c->end);
   void *p = c->bump;
   c->bump += c->block_size;
   __atomic_store_n(&c->limit, (uint32_t)(c->bump - c->blocks), __ATOMIC_RELEASE);
   c->live++;
   return p;
 }
+
+/* Owner, safe mode: a new batch of c's fresh blocks, and its first; NULL
+ * when c has no space left (block.c). */
+void *_corral_block_fresh(corral_chunk_t *c);
 
 /* Owner: block p of c onto the local list, the key in word 1, its link
  * encoded when `encoded` (a constant at each caller: safe mode's frees). */

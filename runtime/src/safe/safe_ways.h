@@ -80,17 +80,17 @@ CORRAL_INLINE void *_corral_safe_pop_in(corral_heap_t *h, size_t size, unsigned 
   if (CORRAL_UNLIKELY(c == NULL)) return NULL;
   void **p = (void **)c->free;
   if (CORRAL_UNLIKELY(p == NULL)) {
-    /* The owner's frees first, last freed first, as the full way's refill
-     * takes them; then a fresh block, when no other thread's free waits
-     * (the full way drains those). */
+    /* In the full way's refill order: the current batch of fresh blocks;
+     * the owner's frees, last freed first; then, when no other thread's
+     * free waits (the full way drains those), a new batch. */
+    if (c->bump < c->batch_end) return _corral_block_bump(c);
     p = (void **)c->local_free;
     if (p != NULL) {
       c->free = p;                          /* the list moves whole: a bad link below is the full way's */
       c->local_free = NULL;
     } else {
-      if (CORRAL_LIKELY(c->end - c->bump >= (ptrdiff_t)c->block_size &&
-                        !(atomic_load_explicit(&c->remote, memory_order_relaxed) & ~CORRAL_REMOTE_COUNTED)))
-        return _corral_block_bump(c);
+      if (CORRAL_LIKELY(!(atomic_load_explicit(&c->remote, memory_order_relaxed) & ~CORRAL_REMOTE_COUNTED)))
+        return _corral_block_fresh(c);
       return NULL;
     }
   }
