@@ -279,7 +279,7 @@ MUTANTS = [
            "  if (chunk->live * object < 0) c->small++;\n",
            "dynamic mode keeps a pool whose live objects fit in a page"),
     Mutant("given-back-call-not-pointed", "runtime/src/dynamic/give_back.c",
-           "  corral_stub_refusal_t r = _corral_point_at_none(chain->frames[0]);\n",
+           "  corral_stub_refusal_t r = _corral_point_at_none(call);\n",
            "  corral_stub_refusal_t r = CORRAL_STUB_NOT_DIRECT;\n",
            "a site dynamic mode gave back keeps paying malloc's lookup"),
     Mutant("gate-ignores-live-notes", "runtime/src/base/gates.h",
@@ -480,11 +480,14 @@ MUTANTS = [
            "  if (all) _corral_gates_forward_from(0, _corral_next.realloc_sets_errno);\n",
            "",
            "after stepping aside, small requests still pass the entry points' dynamic tests"),
-    Mutant("safe-slot-for-wrapped-sites", "runtime/src/dynamic/dynamic_init.c",
-           "chain->depth == 1 ? _corral_dync_site(&_corral_dyn_settled.table, chain->frames[0]) : NULL;\n"
-           "  if (s && s->kind != DYNC_SITE_WRAPPER && __atomic_load_n(&s->ctx, __ATOMIC_RELAXED) == id) {",
-           "_corral_dync_site(&_corral_dyn_settled.table, chain->frames[0]);\n  if (s) {",
-           "safe mode points a wrapper's call at the first context's slot: every caller shares its pool"),
+    Mutant("own-call-includes-wrapped-sites", "runtime/src/dynamic/publish.c",
+           "  if (chain->depth != 1) return 0;\n"
+           "  const corral_dync_site_t *s = _corral_dync_site(&_corral_dyn_settled.table, chain->frames[0]);\n"
+           "  if (!s || s->kind == DYNC_SITE_WRAPPER || __atomic_load_n(&s->ctx, __ATOMIC_RELAXED) != id) return 0;",
+           "  const corral_dync_site_t *s = _corral_dync_site(&_corral_dyn_settled.table, chain->frames[0]);\n"
+           "  if (!s) return 0;",
+           "a wrapper's call is taken for one context's own: safe mode points it at that context's slot, "
+           "so every caller shares its pool, and dynamic mode at the none way"),
     Mutant("safe-calloc-slot-keeps-old-bytes", "runtime/src/entry/call_ways.c",
            "    void *p = _corral_safe_pop_from(total, safe_slot_group(slot));\n"
            "    if (CORRAL_LIKELY(p != NULL)) return memset(p, 0, total);",
@@ -492,8 +495,8 @@ MUTANTS = [
            "    if (CORRAL_LIKELY(p != NULL)) return p;",
            "calloc through a safe slot call hands out a reused block with its old bytes"),
     Mutant("safe-slots-with-statistics", "runtime/src/safe/safe.c",
-           "  if (_corral_options.stubs && !_corral_options.stats) {",
-           "  if (_corral_options.stubs) {",
+           "  if (_corral_options.stubs && !_corral_options.stats) _corral_dyn_prepare_safe_slots();",
+           "  if (_corral_options.stubs) _corral_dyn_prepare_safe_slots();",
            "with statistics, safe mode's slot calls skip the full way that counts each request"),
     Mutant("safe-bump-before-remote-frees", "runtime/src/safe/safe_ways.h",
            "      if (CORRAL_LIKELY(!(atomic_load_explicit(&c->remote, memory_order_relaxed) & ~CORRAL_REMOTE_COUNTED)))",

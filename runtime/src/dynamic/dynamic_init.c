@@ -56,22 +56,6 @@ void _corral_dyn_prepare_safe_slots(void) {
   _corral_dyn.safe_slots = 1;
 }
 
-/* Under the lock, as dynamic mode's slots are taken (publish.c): one
- * caller at a time with the stubs' preparation. */
-void _corral_dyn_point_at_safe_slot(uint32_t id, unsigned group) {
-  _corral_dyn_lock();
-  const corral_dync_chain_t *chain = &_corral_dyn_settled.table.chains[id];
-  const corral_dync_site_t *s = chain->depth == 1 ? _corral_dync_site(&_corral_dyn_settled.table, chain->frames[0]) : NULL;
-  if (s && s->kind != DYNC_SITE_WRAPPER && __atomic_load_n(&s->ctx, __ATOMIC_RELAXED) == id) {
-    unsigned k;
-    corral_stub_refusal_t r = _corral_point_at_slot(chain->frames[0], group, &k);
-    if (r != CORRAL_STUB_OK)
-      _corral_note(2, "safe mode: site %#lx keeps its lookup (%s)", (unsigned long)chain->frames[0],
-                   _corral_stub_refusal_text(r));
-  }
-  _corral_dyn_unlock();
-}
-
 void _corral_dyn_fork_prepare(void) { if (_corral_dyn.tables_on) _corral_dyn_lock(); }
 void _corral_dyn_fork_parent(void) { if (_corral_dyn.tables_on) _corral_dyn_unlock(); }
 void _corral_dyn_fork_child(void) { if (_corral_dyn.tables_on) _corral_dyn_unlock(); }

@@ -26,13 +26,11 @@
  * allocator underneath. Under the lock; the stubs were prepared at
  * start-up or after dlopen. */
 static void point_at_none(uint32_t id) {
-  const corral_dync_chain_t *chain = &_corral_dyn_settled.table.chains[id];
-  if (chain->depth != 1) return;
-  const corral_dync_site_t *s = _corral_dync_site(&_corral_dyn_settled.table, chain->frames[0]);
-  if (!s || s->kind == DYNC_SITE_WRAPPER || __atomic_load_n(&s->ctx, __ATOMIC_RELAXED) != id) return;
-  corral_stub_refusal_t r = _corral_point_at_none(chain->frames[0]);
+  uintptr_t call = _corral_dyn_own_call(id);
+  if (!call) return;
+  corral_stub_refusal_t r = _corral_point_at_none(call);
   if (r == CORRAL_STUB_OK) _corral_dyn.calls_to_none++;
-  else _corral_note(2, "dynamic: site %#lx given back keeps its lookup (%s)", (unsigned long)chain->frames[0],
+  else _corral_note(2, "dynamic: site %#lx given back keeps its lookup (%s)", (unsigned long)call,
                     _corral_stub_refusal_text(r));
 }
 

@@ -51,6 +51,25 @@ void _corral_dyn_pools_changed(void) {
   refresh_slots();
 }
 
+uintptr_t _corral_dyn_own_call(uint32_t id) {
+  const corral_dync_chain_t *chain = &_corral_dyn_settled.table.chains[id];
+  if (chain->depth != 1) return 0;
+  const corral_dync_site_t *s = _corral_dync_site(&_corral_dyn_settled.table, chain->frames[0]);
+  if (!s || s->kind == DYNC_SITE_WRAPPER || __atomic_load_n(&s->ctx, __ATOMIC_RELAXED) != id) return 0;
+  return chain->frames[0];
+}
+
+void _corral_dyn_point_at_safe_slot(uint32_t id, unsigned group) {
+  if (!_corral_dyn.safe_slots) return;
+  _corral_dyn_lock();
+  uintptr_t call = _corral_dyn_own_call(id);
+  unsigned k;
+  corral_stub_refusal_t r = call ? _corral_point_at_slot(call, group, &k) : CORRAL_STUB_OK;
+  if (r != CORRAL_STUB_OK)
+    _corral_note(2, "safe mode: site %#lx keeps its lookup (%s)", (unsigned long)call, _corral_stub_refusal_text(r));
+  _corral_dyn_unlock();
+}
+
 /* A settled pooled context whose frame 0 is its own site s: its call to
  * the slot way, once; later, its word when its size went mixed. */
 static void settle_slot(const corral_dync_site_t *s, uint32_t id, dyn_ctx_t *c) {

@@ -22,6 +22,11 @@ void _corral_dyn_pools_changed(void);
  * s is in a wrapper, and for a pooled site its slot call. */
 void _corral_dyn_publish_fast(const corral_dync_site_t *s, uint32_t id, uint32_t epoch, int g, dyn_ctx_t *c);
 
+/* The call context `id` alone makes: its frame 0 when that is a site of
+ * its own (a one-frame chain, not inside a wrapper, whose site names id),
+ * else 0. A stub pointed there decides for id and no other context. */
+uintptr_t _corral_dyn_own_call(uint32_t id);
+
 #pragma GCC visibility pop
 
 #endif

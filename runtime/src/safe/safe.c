@@ -25,7 +25,6 @@ static struct {
   corral_lock_t lock;
   uint32_t owner[CORRAL_MAX_GROUPS];        /* the context each group was made for */
   unsigned groups;                          /* given out: 1 .. groups - 1; 0 is CORRAL_SAFE_SHARED */
-  int slots;                                /* sites of their own get slot calls (no statistics, stubs on) */
   uint64_t shared_sites, fallbacks;
   uint64_t errors[CORRAL_SAFE_ERROR_KINDS];
   unsigned reports;
@@ -87,10 +86,7 @@ void _corral_safe_init(void)
   /* Slot stubs, ready before the first site: pointing a call at one is
    * then a store or two, which may happen inside malloc. Statistics send
    * every request the full way, which counts it. */
-  if (_corral_options.stubs && !_corral_options.stats) {
-    _corral_dyn_prepare_safe_slots();
-    safe.slots = 1;
-  }
+  if (_corral_options.stubs && !_corral_options.stats) _corral_dyn_prepare_safe_slots();
 }
 
 /* ---- sites -------------------------------------------------------------------- */
@@ -103,8 +99,9 @@ __attribute__((noinline)) unsigned _corral_safe_new_site(uint32_t id)
   }
   _corral_lock(&safe.lock);
   unsigned g = _corral_safe_group_of[id];
+  int made = g == 0;                        /* else another thread made it, and points its call */
   CORRAL_ASSERT(safe.groups >= 1 && safe.groups <= _corral_ngroups + 1);
-  if (g == 0) {
+  if (made) {
     if (safe.groups < _corral_ngroups) {
       g = safe.groups;
       safe.owner[g] = id;
@@ -116,13 +113,11 @@ __attribute__((noinline)) unsigned _corral_safe_new_site(uint32_t id)
     /* A shared site is remembered as such: its group stays 0 but it is
      * counted once; later lookups take the shared group directly. */
     __atomic_store_n(&_corral_safe_group_of[id], (uint16_t)(g ? g : UINT16_MAX), __ATOMIC_RELEASE);
-  } else {
-    id = DYNC_NONE;                          /* another thread made it, and points its call */
   }
   _corral_unlock(&safe.lock);
   /* A site of its own whose call is direct: pointed at a slot stub whose
    * word is its group, which never changes (entry/call_ways.c). */
-  if (safe.slots && id != DYNC_NONE) _corral_dyn_point_at_safe_slot(id, g);
+  if (made) _corral_dyn_point_at_safe_slot(id, g);
   return g == UINT16_MAX ? CORRAL_SAFE_SHARED : g;
 }
 
