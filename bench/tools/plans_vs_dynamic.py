@@ -15,6 +15,13 @@ the ratio to the fastest base alone (time of the base / time of the
 configuration, the median of the pairs, with the sign test's 90%
 interval), and each plan against dynamic mode.
 
+With --bounds, two yardsticks join the rounds (bench/tools/order_bound.c,
+over mimalloc): every small object placed in allocation order at no
+cost, in one stream (`order`) and in a stream per call site of malloc
+(`order-by-site`). For a program whose small objects mostly live, the
+first says how far a layout that keeps allocation order can take it,
+the second what pooling by site does to it.
+
 With --simulate, each configuration runs once under the stated cache
 model instead (steady part, as bench/tools/layouts.py runs it), and the
 ratios are of modelled cycles: deterministic, so they decide what the
@@ -31,7 +38,7 @@ import statistics
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
-from corral import launch
+from corral import launch, paths
 from corral.measure import cachegrind, evidence, runs
 from corral.plan import planfile
 
@@ -47,6 +54,8 @@ def main() -> int:
     parser.add_argument("--simulate", action="store_true",
                         help="one simulated run of each configuration instead of timed rounds")
     parser.add_argument("--jobs", type=int, default=2, help="simulations at a time (--simulate)")
+    parser.add_argument("--bounds", action="store_true",
+                        help="also time allocation order at no cost, in one stream and per call site")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     argv = launch.program_after_dashes(args.command)
@@ -60,6 +69,8 @@ def main() -> int:
     plans = args.plans.split(",")
     for p in plans:
         envs[p] = launch.environment(plan=p, base=planfile.read(p).base or "glibc", program=argv[0])
+    bounds = bound_environments() if args.bounds else {}
+    envs.update(bounds)
     if args.simulate:
         return simulate(argv, stdin, envs, plans, args.jobs, args.json)
     times = {name: [] for name in envs}
@@ -73,7 +84,7 @@ def main() -> int:
     dynamic = f"dynamic+{fastest}" if fastest in DYNAMIC_BASES else \
         min((f"dynamic+{b}" for b in DYNAMIC_BASES), key=lambda name: statistics.median(times[name]))
     print(f"fastest base {fastest} ({statistics.median(times[fastest]):.3f} s)")
-    for name in [*plans, dynamic]:
+    for name in [*plans, dynamic, *bounds]:
         print(f"{name} vs {fastest}: {evidence.timed(times[fastest], times[name]).describe()}")
     for p in plans:
         print(f"{p} vs {dynamic}: {evidence.timed(times[dynamic], times[p]).describe()}")
@@ -81,6 +92,15 @@ def main() -> int:
         with open(args.json, "w") as f:
             json.dump({"fastest": fastest, "dynamic": dynamic, "times": times}, f)
     return 0
+
+
+def bound_environments() -> dict:
+    """The two allocation-order yardsticks, each over mimalloc."""
+    lib = str(paths.require(paths.BENCH_DIR / "order_bound.so", "bench/tools/order_bound.so"))
+    over = launch.base_library("mimalloc")
+    return {name: launch.applied({"LD_PRELOAD": launch.preload_value([lib, over]),
+                                  "CORRAL_PLAN": None, "ORDER_BOUND": mode})
+            for name, mode in (("order+mimalloc", "one"), ("order-by-site+mimalloc", "site"))}
 
 
 def plan_text(path) -> str:
@@ -109,7 +129,7 @@ def simulate(argv, stdin, envs, plans, jobs, json_out) -> int:
     dynamic = f"dynamic+{fastest}" if fastest in DYNAMIC_BASES else \
         min((f"dynamic+{b}" for b in DYNAMIC_BASES), key=counted.get)
     print(f"fastest base {fastest} ({counted[fastest]:,} cycles, simulated)")
-    for name in [*plans, dynamic]:
+    for name in [*plans, dynamic, *(n for n in envs if n.startswith("order"))]:
         print(f"{name} vs {fastest}: {counted[fastest] / counted[name]:.3f}")
     for p in plans:
         shared = f" (the same plan as {runs_of[p]})" if runs_of[p] != p else ""

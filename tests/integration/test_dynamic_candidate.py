@@ -85,21 +85,23 @@ def test_the_plan_from_a_tiny_input_runs_as_well_as_from_a_larger_one(lockstep):
 
 def test_the_plans_against_dynamic_mode_tool_pairs_every_configuration(lockstep, tmp_path):
     """bench/tools/plans_vs_dynamic.py: one round of every configuration,
-    each plan and dynamic mode said against the fastest base, and the
-    times written out."""
+    the allocation-order yardsticks with --bounds among them, each plan and
+    dynamic mode said against the fastest base, and the times written out."""
     import json
     program, plans = lockstep
     out = tmp_path / "times.json"
     tool = TESTS.parent / "bench" / "tools" / "plans_vs_dynamic.py"
-    r = subprocess.run([sys.executable, str(tool), "--rounds", "1", "--json", str(out),
+    r = subprocess.run([sys.executable, str(tool), "--rounds", "1", "--json", str(out), "--bounds",
                         "--plans", f"{plans['tiny'][0]},{plans['larger'][0]}", "--", str(program), *TINY],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     doc = json.loads(out.read_text())
     assert set(doc["times"]) == {"glibc", "jemalloc", "mimalloc", "dynamic+glibc", "dynamic+mimalloc",
-                                 str(plans["tiny"][0]), str(plans["larger"][0])}
+                                 str(plans["tiny"][0]), str(plans["larger"][0]),
+                                 "order+mimalloc", "order-by-site+mimalloc"}
     assert all(len(t) == 1 for t in doc["times"].values())
     assert r.stdout.startswith(f"fastest base {doc['fastest']}")
+    assert f"order-by-site+mimalloc vs {doc['fastest']}: " in r.stdout
     assert f"{plans['tiny'][0]} vs {doc['dynamic']}: " in r.stdout
 
 
