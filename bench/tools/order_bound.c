@@ -14,8 +14,13 @@
  *                      address; up to 63, later sites share the last): the
  *                      layout of one pool per site, as safe mode pools.
  *
+ * Streams take 1 MiB chunks in turn from one reserved range, as corral's
+ * pools do (each thread its own chunk of each stream): streams reserved far apart (4 GiB each) cost more page walks
+ * than chunks that interleave, and measured treeadd's 16 sites at 0.63 s
+ * where safe mode's pools of the same sites ran 0.40 s.
+ *
  * A program that frees and allocates again a lot grows without bound here
- * (a stream that fills its 4 GiB forwards from then on), so the tool is
+ * (once the range's 64 GiB are carved it forwards), so the tool is
  * for programs whose small objects mostly live, like the Olden and Ptrdist
  * pointer-chasers. Aligned requests, large ones and everything before the
  * regions are mapped go to the allocator underneath; malloc_usable_size
@@ -28,11 +33,14 @@
 #include <sys/mman.h>
 
 #define STREAMS 64
-#define STREAM_BYTES ((size_t)4 << 30)
+#define RANGE_BYTES ((size_t)64 << 30)
+#define CHUNK_BYTES ((size_t)1 << 20)
 #define SITE_SLOTS 1024
 
-static char *region;                       /* STREAMS regions of STREAM_BYTES */
-static char *bump[STREAMS];
+static char *region;                       /* RANGE_BYTES, carved into chunks from the start */
+static char *carved;                       /* the next chunk */
+/* Each thread's current chunk of each stream: no lock on the way. */
+static __thread __attribute__((tls_model("initial-exec"))) char *bump[STREAMS], *chunk_end[STREAMS];
 static int by_site;
 static size_t max_small = 4096;
 static uintptr_t site_key[SITE_SLOTS];     /* return address, 0 when free */
@@ -55,12 +63,9 @@ static void start(void)
   const char *mode = getenv("ORDER_BOUND"), *max = getenv("ORDER_BOUND_MAX");
   by_site = mode && strcmp(mode, "site") == 0;
   if (max && atol(max) > 0) max_small = (size_t)atol(max);
-  void *r = mmap(NULL, STREAMS * STREAM_BYTES, PROT_READ | PROT_WRITE,
+  void *r = mmap(NULL, RANGE_BYTES, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (r != MAP_FAILED) {
-    region = r;
-    for (int i = 0; i < STREAMS; i++) bump[i] = region + (size_t)i * STREAM_BYTES;
-  }
+  if (r != MAP_FAILED) carved = region = r;
   /* The streams serve before the next allocator is looked up: dlsym may
    * allocate (small), and that must not wait for itself. */
   __atomic_store_n(&state, region ? 2 : 3, __ATOMIC_RELEASE);
@@ -71,7 +76,7 @@ static void start(void)
 
 static int ours(const void *p)
 {
-  return region && (const char *)p >= region && (const char *)p < region + STREAMS * STREAM_BYTES;
+  return region && (const char *)p >= region && (const char *)p < region + RANGE_BYTES;
 }
 
 static unsigned stream_of(uintptr_t site)
@@ -100,8 +105,13 @@ static void *take(size_t size, uintptr_t site)
   if (size > max_small || __atomic_load_n(&state, __ATOMIC_ACQUIRE) != 2) return NULL;
   size_t n = size <= 16 ? 16 : (size % 16 == 0 ? size : (size + 7) & ~(size_t)7);
   unsigned s = stream_of(site);
-  char *p = __atomic_fetch_add(&bump[s], n, __ATOMIC_RELAXED);
-  if (p + n > region + (size_t)(s + 1) * STREAM_BYTES) return NULL;
+  char *p = bump[s];
+  if (!p || p + n > chunk_end[s]) {
+    p = __atomic_fetch_add(&carved, CHUNK_BYTES, __ATOMIC_RELAXED);
+    if (p + CHUNK_BYTES > region + RANGE_BYTES) return NULL;
+    chunk_end[s] = p + CHUNK_BYTES;
+  }
+  bump[s] = p + n;
   return p;
 }
 
@@ -134,9 +144,8 @@ void *realloc(void *old, size_t size)
   if (!p) p = next_malloc(size);
   if (p && old) {
     /* The old size is not kept: copy what the new object holds, up to the
-     * end of the old object's stream (mapped, never past it). */
-    size_t stream = (size_t)((char *)old - region) / STREAM_BYTES;
-    size_t room = (size_t)(region + (stream + 1) * STREAM_BYTES - (char *)old);
+     * end of the old object's chunk (mapped, never past it). */
+    size_t room = CHUNK_BYTES - (size_t)((char *)old - region) % CHUNK_BYTES;
     memcpy(p, old, size < room ? size : room);
   }
   return p;

@@ -38,7 +38,8 @@ import statistics
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
-from corral import launch, paths
+from corral import launch
+from corral.bench import configs
 from corral.measure import cachegrind, evidence, runs
 from corral.plan import planfile
 
@@ -96,11 +97,7 @@ def main() -> int:
 
 def bound_environments() -> dict:
     """The two allocation-order yardsticks, each over mimalloc."""
-    lib = str(paths.require(paths.BENCH_DIR / "order_bound.so", "bench/tools/order_bound.so"))
-    over = launch.base_library("mimalloc")
-    return {name: launch.applied({"LD_PRELOAD": launch.preload_value([lib, over]),
-                                  "CORRAL_PLAN": None, "ORDER_BOUND": mode})
-            for name, mode in (("order+mimalloc", "one"), ("order-by-site+mimalloc", "site"))}
+    return {name: configs.CONFIGS[name].environment(None) for name in ("order+mimalloc", "order-by-site+mimalloc")}
 
 
 def plan_text(path) -> str:

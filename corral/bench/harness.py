@@ -183,13 +183,14 @@ class WorkloadBench:
 
     def comparisons(self) -> list[dict]:
         """Each configuration against its own base, and every corral,
-        dynamic-mode and preload configuration against the fastest base as
-        well."""
+        dynamic-mode, preload and yardstick configuration against the
+        fastest base as well."""
         out = []
         wanted = _comparisons_wanted(list(self.entries))
         fastest = self.fastest_base()
         wanted += [(name, fastest) for name, e in self.entries.items()
-                   if e["mode"] in ("corral", "dynamic", "preload") and e["base"] != fastest and fastest in self.entries]
+                   if e["mode"] in ("corral", "dynamic", "preload", "order", "order-by-site")
+                   and e["base"] != fastest and fastest in self.entries]
         for name, against in wanted:
             a, c = self.entries[against], self.entries[name]
             if a["error"] or c["error"]:

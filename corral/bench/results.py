@@ -28,7 +28,7 @@ _CONFIG = {
     "required": ["base", "mode", "times", "rss_kb", "checksum_ok", "misses", "stats"],
     "properties": {
         "base": {"enum": ["glibc", "jemalloc", "mimalloc"]},
-        "mode": {"enum": ["base", "corral", "random4", "dynamic", "safe", "preload"]},
+        "mode": {"enum": ["base", "corral", "random4", "dynamic", "safe", "preload", "order", "order-by-site"]},
         "times": {"type": "array", "items": {"type": "number", "minimum": 0}},
         "rss_kb": {"type": "array", "items": {"type": "integer", "minimum": 0}},
         "checksum_ok": {"type": "boolean"},

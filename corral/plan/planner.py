@@ -9,7 +9,7 @@ import networkx as nx
 
 from corral import elf
 from corral.errors import CorralError
-from corral.plan import closure, cost, layout, placement, planfile, slots
+from corral.plan import closure, cost, layout, placement, planfile, slots, unseen_calls
 from corral.plan.callsites import CallSites
 from corral.plan.check import GroupCheck, check, first_match_holds
 from corral.plan.graph import Context, Site, affinity_graph, contexts_of, total_accesses
@@ -42,6 +42,8 @@ class PlanResult:
     excluded: list[Group]        # left out by the caller (validation found they do not pay)
     closures: list[closure.Closure | None]   # per group: the contexts it took in to be decided by frame 0
     unstubbed: list[Site]        # clause sites that get no stub (indirect calls): the plan walks
+    unseen: dict[Site, int] = dataclasses.field(default_factory=dict)
+    # direct entries for calls no profile saw, copies of a group's own (unseen_calls.py)
 
     @property
     def members(self) -> list[list[int]]:
@@ -255,6 +257,8 @@ def make_plan(doc: dict, options: PlanOptions, exclude: frozenset = frozenset(),
         costly += list(zip(kept, estimates))
         kept, members, selectors, estimates, assignment, unstubbed = [], [], [], [], {}, []
         direct = direct_table(contexts, assignment)
+    unseen = unseen_calls.unseen_copies(direct, {c.chain[0] for c in contexts if c.chain}, doc["modules"])
+    direct = {**direct, **unseen}
     depth = walk_depth(selectors, contexts, members, options.max_depth, options.depth_margin)
     report = check(contexts, assignment, selectors, direct, depth)
     first_match = bool(selectors) and first_match_holds(contexts, selectors, direct, depth)
@@ -263,7 +267,7 @@ def make_plan(doc: dict, options: PlanOptions, exclude: frozenset = frozenset(),
                    by_size=[lay.by_size for lay in layouts])
     return PlanResult(doc, contexts, graph, kept, members, rejected, unidentifiable, unprofitable,
                       placed_already, selectors, direct, depth, first_match, report, plan, layouts,
-                      estimates, costly, overhead, excluded, [closures.get(g) for g in kept], unstubbed)
+                      estimates, costly, overhead, excluded, [closures.get(g) for g in kept], unstubbed, unseen)
 
 
 def site_names(contexts: list[Context]) -> dict[Site, str]:

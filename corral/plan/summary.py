@@ -1,6 +1,8 @@
 """The human summary of a plan: groups, their contexts symbolized, weights,
 selector sites and the coverage the self-check expects."""
 
+import os
+
 from rich.console import Console
 from corral.console import table as console_table
 
@@ -119,6 +121,12 @@ def print_summary(result: PlanResult, console: Console | None = None, verbose: b
                           f"{', '.join(labels[s] for s in closed.sites)}{merged}, so that frame 0 decides; "
                           f"as formed: " + "; ".join(estimate_text(e) for e in closed.before)
                           + (f"; pairs it would cut from them {closed.cut / 1e6:.2f}M cycles" if closed.cut else ""))
+        unseen = sorted(s for s, g in result.unseen.items() if g == selector.gid)
+        if unseen:
+            modules = result.doc["modules"]
+            console.print(f"  {len(unseen)} call(s) the profile never saw, copies of its own calls (the same "
+                          f"callee in the same function), join it by frame 0: "
+                          + listed([f"{os.path.basename(modules[m]['path'])}+{o:#x}" for m, o in unseen], verbose))
         console.print(f"  expected coverage {_share(checked.caught_objects, checked.member_objects)} "
                       f"of its {checked.member_objects} profiled allocations; "
                       f"catches {checked.stray_objects} allocation(s) of {len(checked.caught_elsewhere)} "

@@ -153,3 +153,30 @@ def test_preload_runs_the_runtime_with_nothing_to_do_and_is_compared_with_the_fa
     ratios = {(c["config"], c["against"]): c["ratio_median"] for c in w["comparisons"]}
     assert ratios[("preload+jemalloc", "jemalloc")] == pytest.approx(0.8)
     assert ratios[("preload+jemalloc", "glibc")] == pytest.approx(0.4)
+
+
+def test_the_yardstick_runs_without_corral_and_is_compared_with_the_fastest_base(tmp_path):
+    """order+BASE and order-by-site+BASE: bench/tools/order_bound.so before
+    the base, its stream mode set, no corral and no statistics; asked for
+    by name only, and set against the fastest base like corral's modes."""
+    env = CONFIGS["order-by-site+jemalloc"].environment("/bin/true", env={"CORRAL_PLAN": "/x.plan"})
+    preload = env["LD_PRELOAD"].split()
+    assert preload[0].endswith("order_bound.so") and preload[1:] == [JE]
+    assert env["ORDER_BOUND"] == "site" and "CORRAL_PLAN" not in env
+    assert CONFIGS["order+glibc"].environment("/bin/true", env={})["ORDER_BOUND"] == "one"
+    assert CONFIGS["order+glibc"].environment("/bin/true", env={})["LD_PRELOAD"].endswith("order_bound.so")
+    assert not [c for c in select(None) if c.mode.startswith("order")], "asked for by name only"
+
+    order = " ".join(CONFIGS["order+jemalloc"].environment("fake", env={})["LD_PRELOAD"].split())
+
+    def runner(argv, env, stdin=None):
+        assert "CORRAL_STATS" not in env, "no statistics: corral is not there"
+        return ScriptedRunner({GLIBC: [1.0], JE: [2.0], order: [1.25]})(argv, env)
+
+    doc = harness.run_suite([FakeWorkload()], [CONFIGS[n] for n in ("glibc", "jemalloc", "order+jemalloc")],
+                            pairs=2, warmup=1, misses=False, runner=runner, work_dir=str(tmp_path))
+    w = doc["workloads"][0]
+    assert w["configs"]["order+jemalloc"]["mode"] == "order" and w["configs"]["order+jemalloc"]["stats"] is None
+    ratios = {(c["config"], c["against"]): c["ratio_median"] for c in w["comparisons"]}
+    assert ratios[("order+jemalloc", "jemalloc")] == pytest.approx(1.6)
+    assert ratios[("order+jemalloc", "glibc")] == pytest.approx(0.8)
