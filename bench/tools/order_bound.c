@@ -20,7 +20,8 @@
  * where safe mode's pools of the same sites ran 0.40 s.
  *
  * A program that frees and allocates again a lot grows without bound here
- * (once the range's 64 GiB are carved it forwards), so the tool is
+ * (once the range's 64 GiB, 1 GiB or more under Valgrind, are carved it
+ * forwards), so the tool is
  * for programs whose small objects mostly live, like the Olden and Ptrdist
  * pointer-chasers. Aligned requests, large ones and everything before the
  * regions are mapped go to the allocator underneath; malloc_usable_size
@@ -37,8 +38,9 @@
 #define CHUNK_BYTES ((size_t)1 << 20)
 #define SITE_SLOTS 1024
 
-static char *region;                       /* RANGE_BYTES, carved into chunks from the start */
+static char *region;                       /* range_bytes, carved into chunks from the start */
 static char *carved;                       /* the next chunk */
+static size_t range_bytes;
 /* Each thread's current chunk of each stream: no lock on the way. */
 static __thread __attribute__((tls_model("initial-exec"))) char *bump[STREAMS], *chunk_end[STREAMS];
 static int by_site;
@@ -63,9 +65,14 @@ static void start(void)
   const char *mode = getenv("ORDER_BOUND"), *max = getenv("ORDER_BOUND_MAX");
   by_site = mode && strcmp(mode, "site") == 0;
   if (max && atol(max) > 0) max_small = (size_t)atol(max);
-  void *r = mmap(NULL, RANGE_BYTES, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (r != MAP_FAILED) carved = region = r;
+  /* Valgrind's address space takes no 64 GiB: a smaller range then. */
+  for (size_t bytes = RANGE_BYTES; !region && bytes >= ((size_t)1 << 30); bytes /= 4) {
+    void *r = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (r != MAP_FAILED) {
+      carved = region = r;
+      range_bytes = bytes;
+    }
+  }
   /* The streams serve before the next allocator is looked up: dlsym may
    * allocate (small), and that must not wait for itself. */
   __atomic_store_n(&state, region ? 2 : 3, __ATOMIC_RELEASE);
@@ -76,7 +83,7 @@ static void start(void)
 
 static int ours(const void *p)
 {
-  return region && (const char *)p >= region && (const char *)p < region + RANGE_BYTES;
+  return region && (const char *)p >= region && (const char *)p < region + range_bytes;
 }
 
 static unsigned stream_of(uintptr_t site)
@@ -108,7 +115,7 @@ static void *take(size_t size, uintptr_t site)
   char *p = bump[s];
   if (!p || p + n > chunk_end[s]) {
     p = __atomic_fetch_add(&carved, CHUNK_BYTES, __ATOMIC_RELAXED);
-    if (p + CHUNK_BYTES > region + RANGE_BYTES) return NULL;
+    if (p + CHUNK_BYTES > region + range_bytes) return NULL;
     chunk_end[s] = p + CHUNK_BYTES;
   }
   bump[s] = p + n;
