@@ -42,8 +42,7 @@ class PlanResult:
     excluded: list[Group]        # left out by the caller (validation found they do not pay)
     closures: list[closure.Closure | None]   # per group: the contexts it took in to be decided by frame 0
     unstubbed: list[Site]        # clause sites that get no stub (indirect calls): the plan walks
-    unseen: dict[Site, int] = dataclasses.field(default_factory=dict)
-    # direct entries for calls no profile saw, copies of a group's own (unseen_calls.py)
+    unseen: dict[Site, int] = dataclasses.field(default_factory=dict)  # calls no profile saw: unseen_calls.py
 
     @property
     def members(self) -> list[list[int]]:
