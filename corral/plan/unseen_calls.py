@@ -10,10 +10,13 @@ mode, where the plan from `14`, which did reach it, ran 1.01x. Closing
 over frame 0 (closure.py) offers a function's other profiled sites; this
 adds the ones no profile saw: every `call rel32` in the same function to
 the same target as the group's sites there, when every profiled site of
-that function calling that target is in that one group. Such a call can
-only be another copy of the same allocation, so its objects go where the
-copies the profile saw put theirs; they carry no profile data, so the
-group's estimates do not count them.
+that function calling that target is in that one group. Such a call is
+most likely another copy of the same allocation, and its objects go where
+the copies the profile saw put theirs. If it is another allocation of
+the function (one the training run never reached), its objects share the
+group's pools: by size class, they keep to their own class's blocks, and
+the runtime forwards sizes too large to pool. They carry no profile data,
+so the group's estimates do not count them.
 
 Only `direct` entries are added: the runtime looks frame 0 up in the
 direct table (and points each such call at its pool, docs/identification.md,
