@@ -14,28 +14,23 @@ import sys
 
 import pytest
 
-from corral import launch, paths
+from corral import launch
 from corral.measure import runs
 from corral.plan import graph as profile_graph
 from corral.plan import planfile
 from corral.plan.options import DEFAULTS
 from corral.plan.planner import make_plan
 from tests.support import TESTS
+from tests.support.cli import PROFILER, corral, require_built
 
 TINY = ["8000", "10", "4", "1"]          # 500 KiB of heap, about 3 ms
 LARGER = ["20000", "10", "4", "1"]       # 1.3 MiB, past the stated last level
 BIGGER = ["60000", "3", "4", "1"]        # the run the plans are judged on
 
 
-def corral(*argv, cwd=None):
-    return subprocess.run([sys.executable, "-m", "corral", *map(str, argv)], capture_output=True, text=True,
-                          cwd=cwd)
-
-
 @pytest.fixture(scope="module")
 def lockstep(tmp_path_factory):
-    if not (paths.PROFILER_DIR / "corral-amd64-linux").exists():
-        pytest.fail("the profiler is not built: run `make build` first")
+    require_built(PROFILER, "the profiler")
     folder = tmp_path_factory.mktemp("lockstep")
     program = folder / "lockstep"
     subprocess.run(["gcc", "-g", "-O2", "-o", str(program), str(TESTS / "programs" / "lockstep.c")], check=True)

@@ -4,7 +4,6 @@ Figure 2 program."""
 
 import json
 import subprocess
-import sys
 
 import pytest
 
@@ -18,15 +17,10 @@ from corral.plan.planner import make_plan
 from corral.plan.summary import site_labels
 
 from tests.support import TESTS
+from tests.support.cli import PROFILER, corral, require_built
 from tests.support.profiles import FIG2_EDGES, PROGRAM, synthetic_profile, write_profile
 
 GOLDEN = TESTS / "golden"
-def corral(*argv, cwd=None):
-    """`corral ARGV` as a user runs it, in a child process."""
-    return subprocess.run([sys.executable, "-m", "corral", *map(str, argv)],
-                          capture_output=True, text=True, cwd=cwd)
-
-
 @pytest.fixture
 def corral_here(capsys, monkeypatch):
     """`corral ARGV` in this process (same code path, no interpreter start-up):
@@ -177,15 +171,10 @@ TRAIN = ["2000", "40"]          # tokens, traversal rounds: small, profiled
 REAL = ["30000", "20"]          # larger, run under the plan
 
 
-def require_built(path, what):
-    if not path.exists():
-        pytest.fail(f"{what} not built ({path}): run `make build` first")
-
-
 @pytest.fixture(scope="module")
 def figure2(tmp_path_factory):
     """The Figure-2 program built and optimized once: (folder, program, plan, optimize result)."""
-    require_built(paths.PROFILER_DIR / "corral-amd64-linux", "the profiler")
+    require_built(PROFILER, "the profiler")
     folder = tmp_path_factory.mktemp("fig2")
     program = folder / "fig2"
     subprocess.run(["gcc", "-g", "-O2", "-o", str(program), str(PROGRAMS / "fig2_tokens.c")], check=True)

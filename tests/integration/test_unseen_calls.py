@@ -5,24 +5,17 @@ and a profile of two kinds sees two of them."""
 
 import json
 import subprocess
-import sys
 
 import pytest
 
-from corral import paths
 from corral.plan import graph, planfile
 from tests.support import TESTS
-
-
-def corral(*argv, cwd=None):
-    return subprocess.run([sys.executable, "-m", "corral", *map(str, argv)], capture_output=True, text=True,
-                          cwd=cwd)
+from tests.support.cli import PROFILER, corral, require_built
 
 
 @pytest.fixture(scope="module")
 def planned(tmp_path_factory):
-    if not (paths.PROFILER_DIR / "corral-amd64-linux").exists():
-        pytest.fail("the profiler is not built: run `make build` first")
+    require_built(PROFILER, "the profiler")
     folder = tmp_path_factory.mktemp("unseen")
     program = folder / "unseen_copies"
     subprocess.run(["gcc", "-g", "-O0", "-o", str(program), str(TESTS / "programs" / "unseen_copies.c")],
