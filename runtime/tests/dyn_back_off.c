@@ -6,7 +6,9 @@
  * Lua's allocator makes them; with `keep`, a list that keeps growing has a
  * pool in use throughout. A third argument runs that many more rounds
  * in `settled`, after the rest, for a callgrind that collects only
- * there. Prints a checksum, the same with corral or without. */
+ * there; with `late`, a third scratch context starts at round 4000, after
+ * the first window's start and before its end. Prints a checksum, the
+ * same with corral or without. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +42,14 @@ NOIPA long scratch_b(long i) {
   return v;
 }
 
+NOIPA long scratch_c(long i) {
+  long *p = xmalloc(64);
+  p[2] = i;
+  long v = p[2] - 1;
+  free(p);
+  return v;
+}
+
 NOIPA struct node *grow(struct node *list, long i) {
   struct node *n = xmalloc(sizeof *n);
   n->next = list;
@@ -54,12 +64,13 @@ NOIPA long settled(long rounds) {
 }
 
 int main(int argc, char **argv) {
-  int keep = argc > 1 && strcmp(argv[1], "keep") == 0;
+  int keep = argc > 1 && strcmp(argv[1], "keep") == 0, late = argc > 1 && strcmp(argv[1], "late") == 0;
   by_realloc = argc > 1 && strcmp(argv[1], "realloc") == 0;
   long rounds = argc > 2 ? atol(argv[2]) : 400000, sum = 0;
   struct node *list = NULL;
   for (long i = 0; i < rounds; i++) {
     sum += scratch_a(i) + scratch_b(i);
+    if (late && i >= 4000) sum += scratch_c(i);
     if (keep && i % 4 == 0) list = grow(list, i);
   }
   for (struct node *n = list; n; n = n->next) sum += n->value;

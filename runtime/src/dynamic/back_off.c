@@ -4,8 +4,11 @@
  * every request: the settled ways look its site up before they forward.
  * Each thread counts the requests it forwards on a settled way (or, while
  * statistics send every request the full way, for a context given back);
- * after CORRAL_DYN_BACK_OFF of them it asks, under the lock, whether any
- * pool is still in use and whether a context appeared since it last asked.
+ * after a window of them it asks, under the lock, whether any pool is
+ * still in use and whether a context appeared since it last asked. The
+ * window starts at 16384 and doubles at each ask that finds either, up to
+ * CORRAL_DYN_BACK_OFF: a program whose contexts all appeared early steps
+ * aside early, one that keeps showing new ones is watched longer.
  * If neither, nothing is left for dynamic mode to decide that it has not
  * decided against: the entry points' dynamic gates close, so that every
  * request goes to the allocator underneath at the bare preload's cost, and
@@ -16,6 +19,7 @@
 
 #include "dynamic_merge.h"
 #include "dynamic_state.h"
+#include "give_back.h"
 #include "gates.h"
 #include "internal.h"
 #include "next.h"
@@ -24,12 +28,14 @@
 /* The contexts there were when this thread last asked. */
 static __thread uint32_t contexts_then __attribute__((tls_model("initial-exec")));
 
-/* Under the lock: whether some context's pool is still in use. */
+/* Under the lock: whether some context's pool is still in use, other
+ * than one kept only for packing tighter behind the lookup (packing_only,
+ * give_back.c), which stepping aside gives back. */
 static int a_pool_is_in_use(void) {
   DYN_ASSERT_LOCKED();
   uint32_t total = __atomic_load_n(&_corral_dyn_settled.table.context_count, __ATOMIC_ACQUIRE);
   for (uint32_t i = 0; i < total; i++)
-    if (__atomic_load_n(&_corral_dyn.ctx[i].group, __ATOMIC_RELAXED) >= 0 &&
+    if (__atomic_load_n(&_corral_dyn.ctx[i].group, __ATOMIC_RELAXED) >= 0 && !_corral_dyn.ctx[i].packing_only &&
         _corral_dynm_find(&_corral_dyn.merge, i) == i)
       return 1;
   return 0;
@@ -55,17 +61,48 @@ static void close_gates(void) {
   if (all) _corral_gates_forward_from(0, _corral_next.realloc_sets_errno);
 }
 
-void _corral_dyn_idle_check(void) {
-  size_t window = _corral_options.dyn_back_off;
-  _corral_dyn_idle = window ? (uint32_t)window : UINT32_MAX;
-  if (!window || _corral_dyn.backed_off || !_corral_dyn_trylock()) return;
+/* The first window a thread counts, or the option's if that is smaller. */
+#define FIRST_WINDOW 16384u
+
+/* This thread's window: 0 before it first asks; doubled, up to the
+ * option's, each time it asks and finds a pool in use or a new context.
+ * The window is counted in steps of DYN_FORWARD_EVERY (the idle count),
+ * and `window_left` holds what is left of it after the current step. */
+static __thread uint32_t window_now __attribute__((tls_model("initial-exec")));
+static __thread uint32_t window_left __attribute__((tls_model("initial-exec")));
+
+/* Under the lock: whether dynamic mode steps aside now, and if not, how
+ * long this thread waits before it asks again. */
+static void ask(size_t limit, int first) {
   uint32_t now = __atomic_load_n(&_corral_dyn_settled.table.context_count, __ATOMIC_ACQUIRE);
-  if (now == contexts_then && !a_pool_is_in_use()) {
+  if (!first && now == contexts_then && !a_pool_is_in_use()) {
     _corral_dyn.backed_off = 1;
+    _corral_dyn_give_back_packing_only();
     close_gates();
-    _corral_note(1, "dynamic: no pool in use and no new context in %zu forwarded requests; "
-                 "the allocator underneath serves everything from now on", window);
+    _corral_note(1, "dynamic: no pool in use and no new context in %u forwarded requests; "
+                 "the allocator underneath serves everything from now on", window_now);
+  } else if (!first) {
+    window_now = (uint32_t)(2 * (size_t)window_now < limit ? 2 * (size_t)window_now : limit);
   }
   contexts_then = now;
-  _corral_dyn_unlock();
+}
+
+void _corral_dyn_idle_check(void) {
+  size_t limit = _corral_options.dyn_back_off;
+  if (_corral_dyn.backed_off) {         /* nothing comes this way any more */
+    _corral_dyn_idle = UINT32_MAX;
+    return;
+  }
+  if (window_left == 0 && limit) {   /* the window is over: ask */
+    int first = window_now == 0;
+    if (first) window_now = (uint32_t)(limit < FIRST_WINDOW ? limit : FIRST_WINDOW);
+    if (_corral_dyn_trylock()) {
+      ask(limit, first);
+      _corral_dyn_unlock();
+    }
+    window_left = window_now;
+  }
+  uint32_t step = limit && window_left < DYN_FORWARD_EVERY ? window_left : DYN_FORWARD_EVERY;
+  window_left -= limit ? step : 0;
+  _corral_dyn_idle = step;
 }

@@ -44,6 +44,7 @@ static uint32_t intern(const corral_dync_chain_t *chain) {
   if (created) {
     dyn_ctx_t *c = &_corral_dyn.ctx[id];
     c->group = -1;
+    c->gave_back = -1;
     /* named after the outermost wrapper: layer3 says more than the xmalloc inside it */
     const corral_dynw_range_t *w =
         chain->depth > 1 ? _corral_dynw_find(&_corral_dyn.wrappers, chain->frames[chain->depth - 2]) : NULL;

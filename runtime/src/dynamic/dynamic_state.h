@@ -34,6 +34,7 @@
 #define DYN_JUDGE_AFTER   32               /* samples before judging whether a pool pays */
 #define DYN_SMALL_BYTES   4096             /* a live set under a page has nothing to lay out */
 #define DYN_SLOT_REFUSED  UINT32_MAX
+#define DYN_FORWARD_EVERY 256              /* 1 in this many forwarded requests per thread is attributed */
 
 /* Per context: what decides its pool. Written on the slow path, or racily
  * (relaxed counters) where a lost update only delays a decision. */
@@ -50,6 +51,9 @@ typedef struct dyn_ctx_s {
   uint32_t small;           /* the chunk held less than a page of live objects */
   struct { void *p; uint32_t size; } ring[DYN_RING];
   uint32_t slot;            /* slot call: 0 not tried, slot + 1, or DYN_SLOT_REFUSED */
+  int32_t gave_back;        /* roots: the pool given back, -1 none */
+  uint8_t to_none;          /* roots given back: a call of theirs leads to the none way, unseen */
+  uint8_t packing_only;     /* roots: the pool only packs tighter than the base, behind the lookup */
   const char *via;          /* name of the outermost wrapper in the chain, if any */
 } dyn_ctx_t;
 
@@ -88,6 +92,12 @@ typedef struct dyn_state_s {
   uint64_t calls_to_pool;                /* calls of pooled sites pointed at a slot stub */
   uint32_t slotted[CORRAL_DYN_SLOTS];    /* contexts whose call has a slot */
   unsigned slotted_count;
+  /* By pool and size bit (_corral_dyn_size_bit): its steady samples, and,
+   * once it is given back, its contexts' requests forwarded, 1 in
+   * DYN_FORWARD_EVERY of each thread's seen. What a neighbour leaves in
+   * the base's class is weighed by them (give_back.c). */
+  uint32_t steady_by_size[DYN_MAX_POOLS][64];
+  uint32_t forwards_by_size[DYN_MAX_POOLS][64];
   int unpooled[DYN_MAX_MERGES];          /* pools given back, and why (DYN_GIVEN_BACK_*, give_back.h) */
   uint8_t unpooled_why[DYN_MAX_MERGES];
   unsigned unpooled_count;

@@ -115,14 +115,16 @@ int _corral_dyn_identify(void *ret0, void *fp0, size_t size) {
   uint64_t bit = _corral_dyn_size_bit(size);
   if (CORRAL_UNLIKELY(!(__atomic_load_n(&c->sizes_seen, __ATOMIC_RELAXED) & bit)))
     __atomic_fetch_or(&c->sizes_seen, bit, __ATOMIC_RELAXED);
-  int g = __atomic_load_n(&_corral_dyn.ctx[_corral_dynm_find(&_corral_dyn.merge, id)].group, __ATOMIC_ACQUIRE);
+  dyn_ctx_t *root = &_corral_dyn.ctx[_corral_dynm_find(&_corral_dyn.merge, id)];
+  int g = __atomic_load_n(&root->group, __ATOMIC_ACQUIRE);
   if (CORRAL_UNLIKELY(g < 0)) {
     uint32_t n = __atomic_load_n(&c->allocs, __ATOMIC_RELAXED);
     if (n == UINT32_MAX) {               /* given back, or qualified when no group id was left */
       _corral_dyn_publish_fast(s, id, epoch, -1, c);
       /* Counted as the settled ways count their forwards: while statistics
        * send every request here, dynamic mode steps aside all the same. */
-      _corral_dyn_forwarded();
+      int was = __atomic_load_n(&root->gave_back, __ATOMIC_RELAXED);
+      _corral_dyn_forwarded(was >= 0 ? &_corral_dyn.forwards_by_size[was][__builtin_ctzll(bit)] : NULL);
       return -1;
     }
     __atomic_store_n(&c->allocs, ++n, __ATOMIC_RELAXED);

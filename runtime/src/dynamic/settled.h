@@ -52,14 +52,21 @@ extern corral_dyn_settled_t _corral_dyn_settled;
  * the full way takes a sample (full_way.c schedules it, sampling.h). */
 extern __thread uint32_t _corral_dyn_countdown __attribute__((tls_model("initial-exec")));
 
-/* Requests this thread may still forward on a settled way before it asks
- * whether dynamic mode should step aside (back_off.c). */
+/* Requests this thread may still forward on a settled way before the
+ * full way takes one: it attributes that one to its context, and asks now
+ * and then whether dynamic mode should step aside (back_off.c). */
 extern __thread uint32_t _corral_dyn_idle __attribute__((tls_model("initial-exec")));
 void _corral_dyn_idle_check(void);
 
-/* A request forwarded on the full way: counted towards stepping aside. */
-CORRAL_INLINE void _corral_dyn_forwarded(void) {
-  if (CORRAL_UNLIKELY(_corral_dyn_idle-- == 0)) _corral_dyn_idle_check();
+/* A request forwarded on the full way: counted towards stepping aside,
+ * and the one that ends this thread's step of DYN_FORWARD_EVERY is
+ * counted in `seen` (its pool's count of forwards of its size, NULL for a
+ * context that never had a pool). */
+CORRAL_INLINE void _corral_dyn_forwarded(uint32_t *seen) {
+  if (CORRAL_UNLIKELY(_corral_dyn_idle-- == 0)) {
+    if (seen) __atomic_fetch_add(seen, 1, __ATOMIC_RELAXED);
+    _corral_dyn_idle_check();
+  }
 }
 
 /* A request a settled way may forward, counted; 0 when the count has run

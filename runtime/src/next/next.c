@@ -106,6 +106,12 @@ int _corral_next_init(void)
  * header: its malloc lives in libc. -1 until asked. */
 static int next_is_glibc = -1;
 
+int _corral_next_keeps_classes(void)
+{
+  if (next_is_glibc < 0) next_is_glibc = strncmp(library_of((void *)_corral_next.malloc), "libc.so", 7) == 0;
+  return !next_is_glibc;
+}
+
 size_t _corral_next_footprint(size_t size)
 {
   static uint32_t known[65536 / 8 + 1];   /* by size / 8 rounded up; 0 = not asked yet */

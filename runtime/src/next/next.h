@@ -40,6 +40,11 @@ int _corral_next_init(void);
  * not for use inside its own malloc. */
 size_t _corral_next_footprint(size_t size);
 
+/* Whether the allocator underneath keeps each size class in pages of its
+ * own (jemalloc, mimalloc, tcmalloc), where glibc's keeps every size in one
+ * heap, in the order made. */
+int _corral_next_keeps_classes(void);
+
 /* A block aligned to `align` (a power of two) from the next allocator;
  * NULL with errno set. */
 void *_corral_next_aligned(size_t align, size_t size);

@@ -708,6 +708,12 @@ corral_stub_refusal_t _corral_point_at_none(uintptr_t ret)
   return patch_call(ret, stub, single_threaded());
 }
 
+int _corral_call_takes_slot(uintptr_t ret)
+{
+  unsigned kind;
+  return dynamic_call_kind(ret, &kind) == CORRAL_STUB_OK;
+}
+
 corral_stub_refusal_t _corral_point_at_slot(uintptr_t ret, uint64_t word, unsigned *slot)
 {
   unsigned kind;

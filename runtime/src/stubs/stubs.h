@@ -127,6 +127,11 @@ corral_stub_refusal_t _corral_point_at_none(uintptr_t ret);
 #define CORRAL_DYN_SLOTS 4096
 extern uint64_t _corral_dyn_slots[CORRAL_DYN_SLOTS];
 corral_stub_refusal_t _corral_point_at_slot(uintptr_t ret, uint64_t word, unsigned *slot);
+/* Whether the call returning to ret is one a slot stub can serve: a
+ * `call rel32` to malloc, calloc, operator new (or new[]) or their nothrow
+ * forms, or one pointed at a stub already. Writes nothing; under the
+ * caller's lock, as the two above. */
+int _corral_call_takes_slot(uintptr_t ret);
 
 /* Where stubs and pointed calls lead, by callee (CORRAL_CALLS_*): the entry
  * layer's pool ways (the pool arrives after the entry point's own

@@ -1,0 +1,106 @@
+/* Dynamic mode weighing a pool against its lookups and its neighbours
+ * (docs/dynamic.md, "When a context gets a pool" and "Stepping aside").
+ * Every allocation named "by pointer" goes through a function pointer, as
+ * libxml2's through xmlMalloc and Lua's through its allocator: no such call
+ * can be pointed at a stub, so each request pays dynamic mode's lookup.
+ * argv[1] picks the case:
+ *   ptr24: a long list of 24-byte nodes made by pointer (a size-class base
+ *     rounds them up to 32; the pool packs them at 24), then a long run of
+ *     short-lived scratch objects, also by pointer. The list's pool packs
+ *     tighter and nothing else: over jemalloc or mimalloc it does not keep
+ *     dynamic mode from stepping aside once the scratch pool is given back,
+ *     and is given back then (as_base). Over glibc it pays (the pool drops
+ *     glibc's header) and stays;
+ *   ptr24_beside: the same list made beside a list of 24-byte nodes made by
+ *     a direct call (a slot stub serves that one: its pool stays), then the
+ *     scratch run: with a pool in use dynamic mode does not step aside, and
+ *     the list made by pointer keeps its pool too (given back, its requests
+ *     would pay the lookup and the base's malloc);
+ *   busy48: two contexts of 48-byte nodes made by pointer in turn (a
+ *     size-class base's own class: the first judged is given back, the
+ *     other stays, kept apart from it), then both go on: the one kept still
+ *     has a busy neighbour in the base and stays;
+ *   faded48: the same, but then only the context whose pool was kept goes
+ *     on: its neighbour in the base made a few thousand objects and no
+ *     more, so at its steady samples it is given back too (as_base).
+ * Prints how many of the last 100 objects of each list were pooled, and a
+ * checksum, the same with corral or without (both kinds of 48-byte node
+ * hold one value, so it does not tell which was kept). */
+#include "../include/corral.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NOIPA __attribute__((noipa))
+#define COUNT 200000
+#define FIRST 5000            /* rounds of busy48 and faded48 before the kept one is known */
+
+static void *(*volatile by_pointer)(size_t) = malloc;
+
+struct n24 { struct n24 *next; long v[2]; };
+struct n48 { struct n48 *next; long v[5]; };
+
+NOIPA struct n24 *ptr24(struct n24 *next) { struct n24 *n = by_pointer(sizeof *n); n->next = next; n->v[0] = 1; return n; }
+NOIPA struct n24 *direct24(struct n24 *next) { struct n24 *n = malloc(sizeof *n); n->next = next; n->v[0] = 2; return n; }
+NOIPA struct n48 *ptr48_a(struct n48 *next) { struct n48 *n = by_pointer(sizeof *n); n->next = next; n->v[0] = 3; return n; }
+NOIPA struct n48 *ptr48_b(struct n48 *next) { struct n48 *n = by_pointer(sizeof *n); n->next = next; n->v[0] = 3; return n; }
+NOIPA long scratch(long i) {
+  long *p = by_pointer(64);
+  p[0] = i;
+  long v = p[0] * 3;
+  free(p);
+  return v;
+}
+
+/* Of list l's first 100 nodes (the last made), how many are pooled. */
+static int pooled(void *l)
+{
+  int n = 0;
+  for (int i = 0; i < 100 && l; i++, l = *(void **)l) n += corral_group_of_if_loaded(l) >= 0;
+  return n;
+}
+
+static long sum(void *l)
+{
+  long s = 0;
+  for (; l; l = *(void **)l) s += ((long *)l)[1];
+  return s;
+}
+
+int main(int argc, char **argv)
+{
+  const char *c = argc > 1 ? argv[1] : "ptr24";
+  long total = 0;
+  if (!strncmp(c, "ptr24", 5)) {
+    int beside = !strcmp(c, "ptr24_beside");
+    if (!beside && strcmp(c, "ptr24")) return printf("unknown case %s\n", c), 2;
+    struct n24 *p = NULL, *d = NULL;
+    for (int i = 0; i < COUNT; i++) {
+      p = ptr24(p);
+      if (beside) d = direct24(d);
+    }
+    for (long i = 0; i < 2 * COUNT; i++) total += scratch(i);
+    if (beside) fprintf(stderr, "last ptr_pooled=%d direct_pooled=%d\n", pooled(p), pooled(d));
+    else fprintf(stderr, "last ptr_pooled=%d\n", pooled(p));
+    total += sum(p) + sum(d);
+  } else if (!strcmp(c, "busy48") || !strcmp(c, "faded48")) {
+    struct n48 *a = NULL, *b = NULL;
+    for (int i = 0; i < FIRST; i++) {
+      a = ptr48_a(a);
+      b = ptr48_b(b);
+    }
+    /* Which pool was kept: the other was given back at its eager samples. */
+    int a_kept = corral_group_of_if_loaded(a) >= 0;
+    for (int i = 0; i < COUNT; i++) {
+      if (a_kept || c[0] == 'b') a = ptr48_a(a);
+      if (!a_kept || c[0] == 'b') b = ptr48_b(b);
+    }
+    fprintf(stderr, "last kept_pooled=%d other_pooled=%d\n", pooled(a_kept ? (void *)a : b), pooled(a_kept ? (void *)b : a));
+    total += sum(a) + sum(b);
+  } else {
+    return printf("unknown case %s\n", c), 2;
+  }
+  printf("sum %ld\n", total);
+  return 0;
+}

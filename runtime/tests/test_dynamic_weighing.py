@@ -1,0 +1,92 @@
+"""Dynamic mode weighing what a pool saves against what it costs: a pool
+that only packs tighter behind the lookup, neighbours weighed by what they
+went on to make, and the window before stepping aside
+(docs/dynamic.md, "When a context gets a pool" and "Stepping aside")."""
+import pytest
+
+from dyn_helpers import build, run_dynamic, run_plain, series
+
+STEPPED_ASIDE = "no pool in use and no new context"
+
+
+@pytest.fixture(scope="module")
+def weighing_prog(tmp_path_factory):
+    return build(tmp_path_factory.mktemp("dyn"), "dyn_weighing")
+
+
+def _run(prog, case, tmp_path, base, env=None):
+    done, stats = run_dynamic(prog, [case], tmp_path, base=base, env=dict({"CORRAL_VERBOSE": "1"}, **(env or {})))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == run_plain(prog, [case]).stdout
+    return done, stats["dynamic"]
+
+
+@pytest.mark.parametrize("base", ["glibc", "jemalloc", "mimalloc"])
+def test_a_pool_that_only_packs_tighter_behind_the_lookup_does_not_keep_dynamic_mode(weighing_prog, tmp_path, base):
+    """A list of 24-byte nodes made through a function pointer: its pool
+    packs them at 24 where a size-class base takes 32, and every request
+    pays the lookup. It is kept while the list is made, but once the
+    scratch objects after it have had their pool given back, dynamic mode
+    steps aside and gives it back too. Over glibc, whose header the pool
+    drops, it pays and stays."""
+    done, d = _run(weighing_prog, "ptr24", tmp_path, base)
+    assert series(done.stderr)["last"] == {"ptr_pooled": "100"}, done.stderr
+    if base == "glibc":
+        assert STEPPED_ASIDE not in done.stderr
+        assert d["unpooled_why"] == ["small"] and not d["backed_off"], d
+    else:
+        assert STEPPED_ASIDE in done.stderr
+        assert d["unpooled_why"] == ["small", "as_base"] and d["backed_off"], d
+
+
+@pytest.mark.parametrize("base", ["jemalloc", "mimalloc"])
+def test_it_keeps_its_pool_while_another_pool_is_in_use(weighing_prog, tmp_path, base):
+    """Beside a list of 24-byte nodes made by a direct call (a slot stub
+    serves it, so packing tighter pays and its pool stays), the list made
+    through the function pointer keeps its pool as well: dynamic mode does
+    not step aside, and given back, its requests would still pay the
+    lookup, and the base's malloc besides."""
+    done, d = _run(weighing_prog, "ptr24_beside", tmp_path, base)
+    assert series(done.stderr)["last"] == {"ptr_pooled": "100", "direct_pooled": "100"}, done.stderr
+    assert STEPPED_ASIDE not in done.stderr
+    assert d["unpooled_why"] == ["small"] and not d["backed_off"], d
+
+
+@pytest.mark.parametrize("base", ["glibc", "jemalloc", "mimalloc"])
+@pytest.mark.parametrize("case", ["busy48", "faded48"])
+def test_a_neighbour_is_weighed_by_what_it_went_on_to_make(weighing_prog, tmp_path, base, case):
+    """Two contexts of 48-byte nodes, both through the function pointer: a
+    size-class base puts them in one class, so the first judged is given
+    back and the other is kept apart from it. While both go on, the kept
+    one stays; when only it goes on, its neighbour in the base no longer
+    makes any of the class (as far as the sampled forwards tell), and at
+    its steady samples it is given back too. Over glibc both stay."""
+    done, d = _run(weighing_prog, case, tmp_path, base)
+    last = series(done.stderr)["last"]
+    if base == "glibc":
+        assert last == {"kept_pooled": "100", "other_pooled": "100"}, done.stderr
+        assert d["unpooled_why"] == [], d
+    elif case == "busy48":
+        assert last == {"kept_pooled": "100", "other_pooled": "0"}, done.stderr
+        assert d["unpooled_why"] == ["as_base"], d
+    else:
+        assert last == {"kept_pooled": "0", "other_pooled": "0"}, done.stderr
+        assert d["unpooled_why"] == ["as_base", "as_base"], d
+
+
+@pytest.fixture(scope="module")
+def back_off_prog(tmp_path_factory):
+    return build(tmp_path_factory.mktemp("dyn"), "dyn_back_off")
+
+
+@pytest.mark.parametrize("args, window", [(["drop", "100000"], 16384), (["late", "100000"], 32768)])
+def test_the_window_starts_small_and_grows_while_contexts_appear(back_off_prog, tmp_path, args, window):
+    """With the default CORRAL_DYN_BACK_OFF (2^20), a program whose two
+    throw-away contexts appear at once steps aside after the first window
+    of 16,384 forwarded requests; one whose third context appears within
+    that window asks again after twice as many."""
+    done, d = run_dynamic(back_off_prog, args, tmp_path, env={"CORRAL_VERBOSE": "1"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == run_plain(back_off_prog, args).stdout
+    assert f"{STEPPED_ASIDE} in {window} forwarded requests" in done.stderr, done.stderr
+    assert d["dynamic"]["backed_off"], d["dynamic"]
