@@ -89,8 +89,9 @@ static uint64_t class_count(const uint32_t *counts, size_t footprint) {
  * (a call pointed at the none way hides them: such a neighbour counts). A
  * live pool keeps its objects in its own chunks, one given back as small
  * keeps under a page of them live, and one whose contexts stopped making
- * objects of the class (xmllint's 100 nodes of 128 bytes, beside a pool
- * of 25,000) barely interleaves with the pool's objects in the base. */
+ * objects of the class (a parse's first few hundred nodes, beside a pool
+ * that goes on to make thousands) barely interleaves with the pool's
+ * objects in the base. */
 static int leaves_many_to_base(int h, size_t footprint, uint64_t pooled) {
   for (unsigned k = 0; k < _corral_dyn.unpooled_count; k++) {
     if (_corral_dyn.unpooled[k] != h) continue;
@@ -230,8 +231,8 @@ static int laid_out_as_base(uint32_t id, int steady, int packing_counts) {
  * base's malloc together. But it does not keep dynamic mode from stepping
  * aside (back_off.c), which then gives it back: packing tighter alone
  * does not pay for the lookup on every request (lua5.4's tables, 56 bytes
- * where mimalloc takes 64: 7% fewer simulated misses, 7.5% more
- * instructions; docs/dynamic.md, "Stepping aside"). */
+ * where mimalloc takes 64: 7-8% fewer simulated misses, 7.4% more
+ * instructions; docs/dynamic.md, "When a context gets a pool"). */
 void _corral_dyn_judge_pool(uint32_t id, void *p, uint32_t size) {
   corral_chunk_t *chunk = _corral_chunk_header((uintptr_t)p);
   long undrained = atomic_load_explicit(&chunk->balance, memory_order_relaxed);

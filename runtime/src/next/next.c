@@ -119,12 +119,12 @@ size_t _corral_next_footprint(size_t size)
   uint32_t *slot = &known[(size + 7) / 8];
   uint32_t f = __atomic_load_n(slot, __ATOMIC_RELAXED);
   if (f) return f;
-  if (next_is_glibc < 0) next_is_glibc = strncmp(library_of((void *)_corral_next.malloc), "libc.so", 7) == 0;
+  int glibc = !_corral_next_keeps_classes();
   /* Sizes that round up to the same 8 bytes share a slot: ask for the
    * largest, which every allocator serves from the same block. */
   void *p = _corral_next.malloc((size + 7) & ~(size_t)7);
   if (!p) return 0;
-  f = (uint32_t)(_corral_next.malloc_usable_size(p) + (next_is_glibc ? 8 : 0));
+  f = (uint32_t)(_corral_next.malloc_usable_size(p) + (glibc ? 8 : 0));
   _corral_next.free(p);
   __atomic_store_n(slot, f, __ATOMIC_RELAXED);
   return f;
