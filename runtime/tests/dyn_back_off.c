@@ -7,8 +7,11 @@
  * pool in use throughout. A third argument runs that many more rounds
  * in `settled`, after the rest, for a callgrind that collects only
  * there; with `late`, a third scratch context starts at round 4000, after
- * the first window's start and before its end. Prints a checksum, the
- * same with corral or without. */
+ * the first window's start and before its end; with `built`, the list is
+ * made first and then only read, its pool in use but making nothing; with
+ * `sparse`, the list's first 300 nodes are made first and then it grows
+ * by a node every 64th round, too rarely for its samples alone to tell. Prints a checksum, the same with corral or
+ * without. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,14 +67,17 @@ NOIPA long settled(long rounds) {
 }
 
 int main(int argc, char **argv) {
-  int keep = argc > 1 && strcmp(argv[1], "keep") == 0, late = argc > 1 && strcmp(argv[1], "late") == 0;
-  by_realloc = argc > 1 && strcmp(argv[1], "realloc") == 0;
+  const char *mode = argc > 1 ? argv[1] : "drop";
+  int keep = !strcmp(mode, "keep"), late = !strcmp(mode, "late"), sparse = !strcmp(mode, "sparse");
+  by_realloc = !strcmp(mode, "realloc");
   long rounds = argc > 2 ? atol(argv[2]) : 400000, sum = 0;
   struct node *list = NULL;
+  if (!strcmp(mode, "built") || sparse)      /* sparse: its pool exists before the rest starts */
+    for (long i = 0; i < (sparse ? 300 : rounds / 4); i++) list = grow(list, i);
   for (long i = 0; i < rounds; i++) {
     sum += scratch_a(i) + scratch_b(i);
     if (late && i >= 4000) sum += scratch_c(i);
-    if (keep && i % 4 == 0) list = grow(list, i);
+    if ((keep && i % 4 == 0) || (sparse && i % 64 == 0)) list = grow(list, i);
   }
   for (struct node *n = list; n; n = n->next) sum += n->value;
   if (argc > 3) sum += settled(atol(argv[3]));

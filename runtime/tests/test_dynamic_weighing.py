@@ -6,7 +6,7 @@ import pytest
 
 from dyn_helpers import build, run_dynamic, run_plain, series
 
-STEPPED_ASIDE = "no pool in use and no new context"
+STEPPED_ASIDE = "no pool made objects and no new context appeared"
 
 
 @pytest.fixture(scope="module")
@@ -23,28 +23,30 @@ def _run(prog, case, tmp_path, base, env=None):
 
 @pytest.mark.parametrize("base", ["glibc", "jemalloc", "mimalloc"])
 def test_a_pool_that_only_packs_tighter_behind_the_lookup_does_not_keep_dynamic_mode(weighing_prog, tmp_path, base):
-    """A list of 24-byte nodes made through a function pointer: its pool
-    packs them at 24 where a size-class base takes 32, and every request
-    pays the lookup. It is kept while the list is made, but once the
-    scratch objects after it have had their pool given back, dynamic mode
-    steps aside and gives it back too. Over glibc, whose header the pool
-    drops, it pays and stays."""
+    """A list of 24-byte nodes made through a function pointer beside a
+    run of scratch objects: its pool packs them at 24 where a size-class
+    base takes 32, and every request pays the lookup. Though the list
+    keeps growing, once the scratch objects' pool is given back dynamic
+    mode steps aside and gives the list's pool back too: its last nodes
+    come from the base. Over glibc, whose header the pool drops, the pool
+    pays, and with it making objects dynamic mode stays."""
     done, d = _run(weighing_prog, "ptr24", tmp_path, base)
-    assert series(done.stderr)["last"] == {"ptr_pooled": "100"}, done.stderr
     if base == "glibc":
+        assert series(done.stderr)["last"] == {"ptr_pooled": "100"}, done.stderr
         assert STEPPED_ASIDE not in done.stderr
         assert d["unpooled_why"] == ["small"] and not d["backed_off"], d
     else:
+        assert series(done.stderr)["last"] == {"ptr_pooled": "0"}, done.stderr
         assert STEPPED_ASIDE in done.stderr
         assert d["unpooled_why"] == ["small", "as_base"] and d["backed_off"], d
 
 
 @pytest.mark.parametrize("base", ["jemalloc", "mimalloc"])
-def test_it_keeps_its_pool_while_another_pool_is_in_use(weighing_prog, tmp_path, base):
-    """Beside a list of 24-byte nodes made by a direct call (a slot stub
-    serves it, so packing tighter pays and its pool stays), the list made
-    through the function pointer keeps its pool as well: dynamic mode does
-    not step aside, and given back, its requests would still pay the
+def test_it_keeps_its_pool_while_another_pool_makes_objects(weighing_prog, tmp_path, base):
+    """Beside a growing list of 24-byte nodes made by a direct call (a slot
+    stub serves it, so packing tighter pays and its pool stays), the list
+    made through the function pointer keeps its pool as well: dynamic mode
+    does not step aside, and given back, its requests would still pay the
     lookup, and the base's malloc besides."""
     done, d = _run(weighing_prog, "ptr24_beside", tmp_path, base)
     assert series(done.stderr)["last"] == {"ptr_pooled": "100", "direct_pooled": "100"}, done.stderr
@@ -90,3 +92,21 @@ def test_the_window_starts_small_and_grows_while_contexts_appear(back_off_prog, 
     assert done.stdout == run_plain(back_off_prog, args).stdout
     assert f"{STEPPED_ASIDE} in {window} forwarded requests" in done.stderr, done.stderr
     assert d["dynamic"]["backed_off"], d["dynamic"]
+
+
+@pytest.mark.parametrize("mode, steps_aside", [("built", True), ("sparse", False), ("keep", False)])
+def test_a_pool_that_makes_nothing_does_not_keep_dynamic_mode(back_off_prog, tmp_path, mode, steps_aside):
+    """A list built first and then only read keeps its pool in use, but it
+    makes nothing while the scratch objects are forwarded: dynamic mode
+    steps aside all the same (its nodes stay where they are). A list that
+    keeps growing, every fourth round or only every 64th, keeps it on. In
+    windows of 4,096 forwarded requests the sparse list grows by 32 nodes,
+    which its samples (1 in 512) seldom show: the thread's own countdown
+    does."""
+    args = [mode, "100000"]
+    done, d = run_dynamic(back_off_prog, args, tmp_path, env={"CORRAL_VERBOSE": "1", "CORRAL_DYN_BACK_OFF": "4096"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == run_plain(back_off_prog, args).stdout
+    assert (STEPPED_ASIDE in done.stderr) == steps_aside, done.stderr
+    assert d["dynamic"]["backed_off"] is steps_aside, d["dynamic"]
+    assert d["dynamic"]["pools"] >= 3 and len(d["dynamic"]["unpooled"]) == 2, d["dynamic"]

@@ -68,12 +68,15 @@ def test_same_output_as_plain_run(program, base, config, prepared, tmp_path):
     if config == "dynamic":
         # Every process ran in dynamic mode; pools were made, served objects
         # and took frees back; where the program calls malloc directly,
-        # settled sites had their calls pointed at stubs while it ran.
+        # settled sites had their calls pointed at stubs while it ran,
+        # unless dynamic mode stepped aside first (python3's script: its
+        # pools rest while its other contexts' requests are forwarded, and
+        # which comes first depends on the sampling, seeded by the clock).
         assert all(doc["mode"] == "dynamic" for doc in out.stats)
         assert sum(doc["dynamic"]["pools"] for doc in out.stats) > 0
         assert sum(grouped_objects(out.stats).values()) > 0
         assert sum(grouped_objects(out.stats, "frees").values()) > 0
-        if workload.dynamic_points_calls:
+        if workload.dynamic_points_calls and not any(doc["dynamic"]["backed_off"] for doc in out.stats):
             assert sum(doc["dynamic"]["calls_to_none"] + doc["dynamic"]["calls_to_pool"] for doc in out.stats) > 0
         return
     if config != "random":

@@ -4,11 +4,11 @@
  * every request: the settled ways look its site up before they forward.
  * Each thread counts the requests it forwards on a settled way (or, while
  * statistics send every request the full way, for a context given back);
- * after a window of them it asks, under the lock, whether any pool is
- * still in use and whether a context appeared since it last asked. The
- * window starts at 16384 and doubles at each ask that finds either, up to
- * CORRAL_DYN_BACK_OFF: a program whose contexts all appeared early steps
- * aside early, one that keeps showing new ones is watched longer.
+ * after a window of them it asks, under the lock, whether any pool in
+ * use made objects and whether a context appeared since it last asked.
+ * The window starts at 16384 and doubles at each ask that finds either,
+ * up to CORRAL_DYN_BACK_OFF: a program whose contexts all appeared early
+ * steps aside early, one that keeps showing new ones is watched longer.
  * If neither, nothing is left for dynamic mode to decide that it has not
  * decided against: the entry points' dynamic gates close, so that every
  * request goes to the allocator underneath at the bare preload's cost, and
@@ -28,17 +28,28 @@
 /* The contexts there were when this thread last asked. */
 static __thread uint32_t contexts_then __attribute__((tls_model("initial-exec")));
 
+/* What the pools in use had made, and this thread's own pooled
+ * allocations, when it last asked. */
+static __thread uint64_t made_then __attribute__((tls_model("initial-exec")));
+static __thread uint64_t mine_then __attribute__((tls_model("initial-exec")));
+
 /* Under the lock: whether some context's pool is still in use, other
  * than one kept only for packing tighter behind the lookup (packing_only,
- * give_back.c), which stepping aside gives back. */
-static int a_pool_is_in_use(void) {
+ * give_back.c), which stepping aside gives back; and in `made`, their
+ * samples, which grow as they make objects (about 1 in DYN_EAGER_EVERY of
+ * a new pool's first, then 1 in DYN_STEADY_EVERY). */
+static int a_pool_is_in_use(uint64_t *made) {
   DYN_ASSERT_LOCKED();
   uint32_t total = __atomic_load_n(&_corral_dyn_settled.table.context_count, __ATOMIC_ACQUIRE);
-  for (uint32_t i = 0; i < total; i++)
-    if (__atomic_load_n(&_corral_dyn.ctx[i].group, __ATOMIC_RELAXED) >= 0 && !_corral_dyn.ctx[i].packing_only &&
-        _corral_dynm_find(&_corral_dyn.merge, i) == i)
-      return 1;
-  return 0;
+  int in_use = 0;
+  *made = 0;
+  for (uint32_t i = 0; i < total; i++) {
+    const dyn_ctx_t *root = &_corral_dyn.ctx[_corral_dynm_find(&_corral_dyn.merge, i)];
+    if (__atomic_load_n(&root->group, __ATOMIC_RELAXED) < 0 || root->packing_only) continue;
+    in_use = 1;
+    *made += __atomic_load_n(&_corral_dyn.ctx[i].checks, __ATOMIC_RELAXED);
+  }
+  return in_use;
 }
 
 /* The entry points' dynamic gates close; gates that are not dynamic
@@ -75,16 +86,24 @@ static __thread uint32_t window_left __attribute__((tls_model("initial-exec")));
  * long this thread waits before it asks again. */
 static void ask(size_t limit, int first) {
   uint32_t now = __atomic_load_n(&_corral_dyn_settled.table.context_count, __ATOMIC_ACQUIRE);
-  if (!first && now == contexts_then && !a_pool_is_in_use()) {
+  uint64_t made;
+  int in_use = a_pool_is_in_use(&made);
+  /* This thread's own allocations from settled pools, each of which the
+   * countdown counts: exactly seen, where other threads' and a new pool's
+   * show only in their samples. */
+  uint64_t mine = (uint64_t)_corral_dyn_steady_taken << 32 | _corral_dyn_countdown;
+  if (!first && now == contexts_then && (!in_use || (made == made_then && mine == mine_then))) {
     _corral_dyn.backed_off = 1;
     _corral_dyn_give_back_packing_only();
     close_gates();
-    _corral_note(1, "dynamic: no pool in use and no new context in %u forwarded requests; "
+    _corral_note(1, "dynamic: no pool made objects and no new context appeared in %u forwarded requests; "
                  "the allocator underneath serves everything from now on", window_now);
   } else if (!first) {
     window_now = (uint32_t)(2 * (size_t)window_now < limit ? 2 * (size_t)window_now : limit);
   }
   contexts_then = now;
+  made_then = made;
+  mine_then = mine;
 }
 
 void _corral_dyn_idle_check(void) {
