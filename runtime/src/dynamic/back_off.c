@@ -112,7 +112,11 @@ void _corral_dyn_idle_check(void) {
     _corral_dyn_idle = UINT32_MAX;
     return;
   }
-  if (window_left == 0 && limit) {   /* the window is over: ask */
+  if (!limit) {                         /* never steps aside; forwards are still attributed */
+    _corral_dyn_idle = DYN_FORWARD_EVERY;
+    return;
+  }
+  if (window_left == 0) {               /* the window is over: ask */
     int first = window_now == 0;
     if (first) window_now = (uint32_t)(limit < FIRST_WINDOW ? limit : FIRST_WINDOW);
     if (_corral_dyn_trylock()) {
@@ -121,7 +125,7 @@ void _corral_dyn_idle_check(void) {
     }
     window_left = window_now;
   }
-  uint32_t step = limit && window_left < DYN_FORWARD_EVERY ? window_left : DYN_FORWARD_EVERY;
-  window_left -= limit ? step : 0;
+  uint32_t step = window_left < DYN_FORWARD_EVERY ? window_left : DYN_FORWARD_EVERY;
+  window_left -= step;
   _corral_dyn_idle = step;
 }
