@@ -43,3 +43,21 @@ def instructions_in(out, object_suffix):
             if fn_obj.endswith(object_suffix):
                 total += int(line.split()[-1])
     return total
+
+
+def calls_into(out, object_suffix, names):
+    """Calls (a tail jump counts, as callgrind records it) of each function
+    in `names` inside the object file whose path ends in `object_suffix`,
+    from a file callgrind wrote with --compress-strings=no. A call line's
+    callee lives in the `cob=` object named before it, else in the caller's."""
+    calls, obj, callee_obj, callee = dict.fromkeys(names, 0), "", None, None
+    for line in out.read_text().splitlines():
+        if line.startswith("ob="):
+            obj = line[3:].strip()
+        elif line.startswith("cob="):
+            callee_obj = line[4:].strip()
+        elif line.startswith("cfn="):
+            callee, where, callee_obj = line[4:].strip(), callee_obj or obj, None
+        elif line.startswith("calls=") and callee in calls and where.endswith(object_suffix):
+            calls[callee] += int(line[6:].split()[0])
+    return calls

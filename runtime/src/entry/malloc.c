@@ -131,7 +131,7 @@ CORRAL_EXPORT void *realloc(void *p, size_t size)
      * instructions when it tested size, forward_from and the errno flag
      * apart. */
     if (CORRAL_LIKELY(size >= __atomic_load_n(&_corral_gates.realloc_from, __ATOMIC_ACQUIRE) && (ptrdiff_t)size > 0))
-      return _corral_next.realloc(p, size);
+      return p ? _corral_next.realloc(p, size) : _corral_next.malloc(size);   /* _corral_next_realloc says why */
     /* Dynamic mode's sizes, 1 to forward_from - 1, in one unsigned compare
      * (its gate is never open: notes do not matter to it). */
     if (__atomic_load_n(&_corral_gates.on_realloc, __ATOMIC_RELAXED) == CORRAL_GATE_DYNAMIC &&

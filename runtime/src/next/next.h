@@ -64,9 +64,13 @@ void *_corral_next_realloc_errno(void *p, size_t size);
 /* The next allocator's realloc, with errno set on failure: by a tail jump
  * either way, so no call and return through corral's frame, and a caller
  * that makes no other call saves no registers. Lua allocates every object
- * with realloc. */
+ * with realloc, of NULL: that is malloc (C says so), and goes to the next
+ * malloc, which every allocator makes cheaper (mimalloc's realloc spends
+ * 57 instructions on NULL, its malloc 17) and which sets errno itself up
+ * to PTRDIFF_MAX. */
 CORRAL_INLINE void *_corral_next_realloc(void *p, size_t size)
 {
+  if (!p && CORRAL_LIKELY(size <= PTRDIFF_MAX)) return _corral_next.malloc(size);
   if (CORRAL_LIKELY(_corral_next.realloc_sets_errno && size <= PTRDIFF_MAX)) return _corral_next.realloc(p, size);
   return _corral_next_realloc_errno(p, size);
 }
