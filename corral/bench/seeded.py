@@ -1,5 +1,5 @@
 """The random source of the suite's input generators (suite_xml.py,
-suite_scene.py, suite_sql.py, suite_graph.py, suite_words.py,
+suite_scene.py, suite_sql.py, suite_graph.py, suite_words.py, suite_csource.py,
 suite_git.py): one per generator and size, so one input name is one file
 on every machine."""
 

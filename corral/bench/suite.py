@@ -222,6 +222,13 @@ PROGRAMS: dict[str, Program] = {p.name: p for p in [
          "summed by an XPath query", "libxml2-utils", "/usr/bin/xmllint",
          ["--xpath", XPATH, "{inputs}/orders-1000.xml"], ["--xpath", XPATH, "{inputs}/orders-4000.xml"],
          ["--xpath", XPATH, "{inputs}/orders-40000.xml"]),
+    # A C++ program: cppcheck keeps every token, scope and derived value as
+    # an object of its own, made with operator new by the million.
+    _deb("cppcheck", "cppcheck, a static analyser written in C++: a generated C file of "
+         "functions checked in each of its configurations, findings on stdout", "cppcheck",
+         "/usr/bin/cppcheck", ["-q", "--output-file=/dev/stdout", "{inputs}/unit-30.c"],
+         ["-q", "--output-file=/dev/stdout", "{inputs}/unit-60.c"],
+         ["-q", "--output-file=/dev/stdout", "{inputs}/unit-200.c"]),
 ]}
 
 SUITES = sorted({p.suite for p in PROGRAMS.values()}) + ["public"]

@@ -11,6 +11,7 @@ file holds and how big it is, so the sizes stay in the definitions:
     graph-N.dot    dot's graph of N nodes (suite_graph.py)
     words-N.txt    gawk's N lines of words (suite_words.py)
     repo-N.git     git's repository of N commits (suite_git.py; a folder)
+    unit-N.c       cppcheck's C file of N functions (suite_csource.py)
     trees.lua, objects.py, trees.pl, words.awk  the interpreters' scripts (suite_scripts.py)
 
 The generators are seeded, so a file is the same on every machine; it is
@@ -22,7 +23,8 @@ import re
 from pathlib import Path
 
 from corral import paths
-from corral.bench import suite_git, suite_graph, suite_scene, suite_scripts, suite_sql, suite_words, suite_xml
+from corral.bench import (suite_csource, suite_git, suite_graph, suite_scene, suite_scripts, suite_sql, suite_words,
+                          suite_xml)
 from corral.errors import CorralError
 
 PLACEHOLDER = "{inputs}"
@@ -34,10 +36,11 @@ _MAKERS = (
     (re.compile(r"orders-([1-9][0-9]*)\.sql"), lambda n: suite_sql.orders_sql(int(n))),
     (re.compile(r"graph-([1-9][0-9]*)\.dot"), lambda n: suite_graph.graph_dot(int(n))),
     (re.compile(r"words-([1-9][0-9]*)\.txt"), lambda n: suite_words.words_txt(int(n))),
+    (re.compile(r"unit-([1-9][0-9]*)\.c"), lambda n: suite_csource.unit_c(int(n))),
     (re.compile("(" + "|".join(map(re.escape, suite_scripts.SCRIPTS)) + ")"), suite_scripts.SCRIPTS.get),
 )
 REPO = re.compile(r"repo-([1-9][0-9]*)\.git")
-KNOWN = ("orders-N.xml, report.xsl, scene-N.pov, orders-N.sql, graph-N.dot, words-N.txt, repo-N.git, "
+KNOWN = ("orders-N.xml, report.xsl, scene-N.pov, orders-N.sql, graph-N.dot, words-N.txt, repo-N.git, unit-N.c, "
          + ", ".join(suite_scripts.SCRIPTS))
 
 

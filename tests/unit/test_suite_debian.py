@@ -15,8 +15,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from corral.bench import (suite, suite_build, suite_git, suite_graph, suite_inputs, suite_packages, suite_scene,
-                          suite_scripts, suite_sql, suite_words, suite_xml)
+from corral.bench import (suite, suite_build, suite_csource, suite_git, suite_graph, suite_inputs, suite_packages,
+                          suite_scene, suite_scripts, suite_sql, suite_words, suite_xml)
 from corral.errors import CorralError
 from corral.measure.streams import output_hash, output_text
 
@@ -204,6 +204,19 @@ def test_the_graph_and_the_words_are_deterministic_and_well_formed():
     assert len(re.findall(r" -> ", graph)) >= 49
     words = suite_words.words_txt(100)
     assert words == suite_words.words_txt(100) and len(words.splitlines()) == 100
+
+
+def test_the_c_file_is_deterministic_and_compiles(tmp_path):
+    """cppcheck's input is C that gcc accepts in every configuration it
+    names, with N functions and now and then a slip for cppcheck to report."""
+    unit = suite_csource.unit_c(120)
+    assert unit == suite_csource.unit_c(120) != suite_csource.unit_c(121)
+    assert len(re.findall(r"^int f\d+\(struct rec \*head, int n\)$", unit, re.M)) == 120
+    assert "#ifdef FEATURE_" in unit and "malloc(" in unit and "free(" in unit
+    path = tmp_path / "unit-120.c"
+    path.write_text(unit)
+    for defines in ([], [f"-DFEATURE_{k}" for k in range(suite_csource.FEATURES)]):
+        _run(["gcc", "-std=c99", "-fsyntax-only", *defines, str(path)])
 
 
 @pytest.mark.parametrize("script, argv", [
