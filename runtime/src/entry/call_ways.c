@@ -71,18 +71,25 @@ void *_corral_calloc_none(size_t n, size_t size)
 }
 
 /* The next allocator's NULL goes the full way: the new-handler loop. */
+/* new's none ways take the next allocator's own operator where new.cc's
+ * forwarding does (next.h), by a tail jump. */
 void *_corral_new_none(size_t n)
 {
-  void *p = ways_serve(n) ? _corral_next.malloc(n) : NULL;
-  if (CORRAL_LIKELY(p != NULL)) return p;
+  if (CORRAL_LIKELY(ways_serve(n))) {
+    if (_corral_next.new_object) return _corral_next.new_object(n);
+    void *p = _corral_next.malloc(n);
+    if (CORRAL_LIKELY(p != NULL)) return p;
+  }
   return _corral_new_rest(n);
 }
 
 void *_corral_new_none_nothrow(size_t n, const void *nothrow)
 {
-  (void)nothrow;
-  void *p = ways_serve(n) ? _corral_next.malloc(n) : NULL;
-  if (CORRAL_LIKELY(p != NULL)) return p;
+  if (CORRAL_LIKELY(ways_serve(n))) {
+    if (_corral_next.new_object_nothrow) return _corral_next.new_object_nothrow(n, nothrow);
+    void *p = _corral_next.malloc(n);
+    if (CORRAL_LIKELY(p != NULL)) return p;
+  }
   return _corral_new_rest_nothrow(n);
 }
 

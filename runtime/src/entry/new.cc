@@ -132,24 +132,39 @@ extern "C" __attribute__((noinline)) void *_corral_new_rest_nothrow(std::size_t 
 
 #define ALIGN(a) static_cast<std::size_t>(a)
 
+// A forwarded request goes to the next allocator's own operator by a tail
+// jump where it has one that fails as C++ requires (next.h: jemalloc's),
+// else to its malloc, tested for NULL.
 CORRAL_EXPORT void *operator new(std::size_t n)
 {
-  if (forwarded(n)) return next_or(n, _corral_new_rest);
+  if (forwarded(n)) {
+    if (_corral_next.new_object) return _corral_next.new_object(n);
+    return next_or(n, _corral_new_rest);
+  }
   return _corral_new_gated(n);
 }
 CORRAL_EXPORT void *operator new[](std::size_t n)
 {
-  if (forwarded(n)) return next_or(n, _corral_new_rest);
+  if (forwarded(n)) {
+    if (_corral_next.new_array) return _corral_next.new_array(n);
+    return next_or(n, _corral_new_rest);
+  }
   return _corral_new_gated(n);
 }
-CORRAL_EXPORT void *operator new(std::size_t n, const std::nothrow_t &) noexcept
+CORRAL_EXPORT void *operator new(std::size_t n, const std::nothrow_t &tag) noexcept
 {
-  if (forwarded(n)) return next_or(n, _corral_new_rest_nothrow);
+  if (forwarded(n)) {
+    if (_corral_next.new_object_nothrow) return _corral_next.new_object_nothrow(n, &tag);
+    return next_or(n, _corral_new_rest_nothrow);
+  }
   return _corral_new_gated_nothrow(n);
 }
-CORRAL_EXPORT void *operator new[](std::size_t n, const std::nothrow_t &) noexcept
+CORRAL_EXPORT void *operator new[](std::size_t n, const std::nothrow_t &tag) noexcept
 {
-  if (forwarded(n)) return next_or(n, _corral_new_rest_nothrow);
+  if (forwarded(n)) {
+    if (_corral_next.new_array_nothrow) return _corral_next.new_array_nothrow(n, &tag);
+    return next_or(n, _corral_new_rest_nothrow);
+  }
   return _corral_new_gated_nothrow(n);
 }
 CORRAL_EXPORT void *operator new(std::size_t n, std::align_val_t a) { return new_at(n, ALIGN(a), RET0, FP0, false); }

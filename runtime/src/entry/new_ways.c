@@ -2,17 +2,25 @@
  * for new.cc: written in C, since the ways inline the group heap's C
  * atomics. Their ends: the allocator underneath's malloc, which must not
  * hand operator new a NULL (on failure the full way takes over: the
- * new-handler, std::bad_alloc or nullptr), and operator new's full way. */
+ * new-handler, std::bad_alloc or nullptr), or its own operator new where it
+ * has one that fails so itself (next.h), and operator new's full way. */
 #include "ways.h"
+
+/* The allocator underneath's own operator new where new.cc forwards to it
+ * (next.h); std::nothrow_t is an empty tag, whose address its nothrow form
+ * never reads. */
+static const char nothrow_tag;
 
 static void *next_new(size_t size)
 {
+  if (_corral_next.new_object) return _corral_next.new_object(size);
   void *p = _corral_next.malloc(size);
   return CORRAL_LIKELY(p != NULL) ? p : _corral_new_rest(size);
 }
 
 static void *next_new_nothrow(size_t size)
 {
+  if (_corral_next.new_object_nothrow) return _corral_next.new_object_nothrow(size, &nothrow_tag);
   void *p = _corral_next.malloc(size);
   return CORRAL_LIKELY(p != NULL) ? p : _corral_new_rest_nothrow(size);
 }

@@ -23,6 +23,15 @@ typedef struct corral_next_s {
   void *(*aligned_alloc)(size_t, size_t);
   size_t (*malloc_usable_size)(void *);
   int realloc_sets_errno;           /* ENOMEM on failure up to PTRDIFF_MAX (next.c) */
+  /* Its own operator new, new[] and their nothrow forms (the nothrow_t
+   * passed through), where it defines them and fails as C++ requires: the
+   * new-handler, then std::bad_alloc or NULL. jemalloc's do; NULL for any
+   * other (glibc has none, and Debian's mimalloc, built as C, aborts where
+   * its operator new fails). new.cc forwards to them by a tail jump. */
+  void *(*new_object)(size_t);
+  void *(*new_array)(size_t);
+  void *(*new_object_nothrow)(size_t, const void *);
+  void *(*new_array_nothrow)(size_t, const void *);
 } corral_next_t;
 
 extern corral_next_t _corral_next;
