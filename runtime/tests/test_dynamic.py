@@ -579,6 +579,28 @@ def test_requests_above_the_pools_limit_are_forwarded_at_the_first_test(tmp_path
     assert calls["dyn_malloc"] + calls["_corral_malloc_rest"] < 1000, calls
 
 
+@pytest.mark.parametrize("base", ["jemalloc", "mimalloc"])
+def test_a_given_back_new_call_jumps_straight_to_the_next_operator_where_trusted(tmp_path, base):
+    """Counted by callgrind: with no plan and no statistics, the none-way
+    stubs of given-back operator new calls (and nothrow ones) jump straight
+    to jemalloc's own operators, which fail as C++ requires (next.h), so the
+    400,000 scratch objects never enter the none way; over mimalloc, whose
+    operator new aborts where it fails, they keep it, and with it corral's
+    failure path."""
+    from corral import launch
+    prog = build(tmp_path, "dyn_new_scratch")
+    env = launch.environment(base=base, extra=launch.dynamic_extra(str(prog)))
+    out = tmp_path / "callgrind.out"
+    done = run_callgrind([prog], env, out, "--smc-check=all")
+    assert done.returncode == 0 and "0 failed" in done.stdout, done.stdout + done.stderr[-2000:]
+    names = ["_corral_new_none", "_corral_new_none_nothrow"]
+    reached = calls_of(out, names)
+    if base == "jemalloc":
+        assert all(reached[n] < 1000 for n in names), reached
+    else:
+        assert all(reached[n] > 100000 for n in names), reached
+
+
 def test_a_given_back_malloc_call_jumps_straight_to_the_allocator_underneath(tmp_path):
     """Counted by callgrind: with no plan and no statistics, the none-way stub
     of a given-back malloc call jumps to the allocator underneath, so the
