@@ -70,9 +70,9 @@ void *_corral_calloc_none(size_t n, size_t size)
   return _corral_calloc_rest(n, size);
 }
 
-/* The next allocator's NULL goes the full way: the new-handler loop. */
 /* new's none ways take the next allocator's own operator where new.cc's
- * forwarding does (next.h), by a tail jump. */
+ * forwarding does (next.h), by a tail jump; else its malloc, whose NULL
+ * goes the full way: the new-handler loop. */
 void *_corral_new_none(size_t n)
 {
   if (CORRAL_LIKELY(ways_serve(n))) {
