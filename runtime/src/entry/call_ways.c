@@ -70,26 +70,18 @@ void *_corral_calloc_none(size_t n, size_t size)
   return _corral_calloc_rest(n, size);
 }
 
-/* new's none ways take the next allocator's own operator where new.cc's
- * forwarding does (next.h), by a tail jump; else its malloc, whose NULL
- * goes the full way: the new-handler loop. */
+/* new's none ways: the next allocator's own operator or its malloc, as
+ * new.cc forwards (_corral_next_new); the full way above the pools' sizes. */
 void *_corral_new_none(size_t n)
 {
-  if (CORRAL_LIKELY(ways_serve(n))) {
-    if (_corral_next.new_object) return _corral_next.new_object(n);
-    void *p = _corral_next.malloc(n);
-    if (CORRAL_LIKELY(p != NULL)) return p;
-  }
+  if (CORRAL_LIKELY(ways_serve(n))) return _corral_next_new(n, _corral_next.new_object, _corral_new_rest);
   return _corral_new_rest(n);
 }
 
 void *_corral_new_none_nothrow(size_t n, const void *nothrow)
 {
-  if (CORRAL_LIKELY(ways_serve(n))) {
-    if (_corral_next.new_object_nothrow) return _corral_next.new_object_nothrow(n, nothrow);
-    void *p = _corral_next.malloc(n);
-    if (CORRAL_LIKELY(p != NULL)) return p;
-  }
+  if (CORRAL_LIKELY(ways_serve(n)))
+    return _corral_next_new_nothrow(n, _corral_next.new_object_nothrow, nothrow, _corral_new_rest_nothrow);
   return _corral_new_rest_nothrow(n);
 }
 

@@ -110,14 +110,6 @@ inline bool forwarded(std::size_t n)
                        _corral_gate_open(&_corral_gates.on_new));
 }
 
-// A forwarded request's block; a request the next allocator failed goes on
-// to the full way `rest` (new_ways.c's next_new is the C twin).
-inline void *next_or(std::size_t n, void *(*rest)(std::size_t))
-{
-  if (void *p = _corral_next.malloc(n)) return p;
-  return rest(n);
-}
-
 // free's way, which hands the next allocator's pointers over first.
 inline void delete_at(void *p) noexcept { _corral_free(p); }
 
@@ -134,37 +126,25 @@ extern "C" __attribute__((noinline)) void *_corral_new_rest_nothrow(std::size_t 
 
 // A forwarded request goes to the next allocator's own operator by a tail
 // jump where it has one that fails as C++ requires (next.h: jemalloc's),
-// else to its malloc, tested for NULL.
+// else to its malloc, tested for NULL (_corral_next_new).
 CORRAL_EXPORT void *operator new(std::size_t n)
 {
-  if (forwarded(n)) {
-    if (_corral_next.new_object) return _corral_next.new_object(n);
-    return next_or(n, _corral_new_rest);
-  }
+  if (forwarded(n)) return _corral_next_new(n, _corral_next.new_object, _corral_new_rest);
   return _corral_new_gated(n);
 }
 CORRAL_EXPORT void *operator new[](std::size_t n)
 {
-  if (forwarded(n)) {
-    if (_corral_next.new_array) return _corral_next.new_array(n);
-    return next_or(n, _corral_new_rest);
-  }
+  if (forwarded(n)) return _corral_next_new(n, _corral_next.new_array, _corral_new_rest);
   return _corral_new_gated(n);
 }
 CORRAL_EXPORT void *operator new(std::size_t n, const std::nothrow_t &tag) noexcept
 {
-  if (forwarded(n)) {
-    if (_corral_next.new_object_nothrow) return _corral_next.new_object_nothrow(n, &tag);
-    return next_or(n, _corral_new_rest_nothrow);
-  }
+  if (forwarded(n)) return _corral_next_new_nothrow(n, _corral_next.new_object_nothrow, &tag, _corral_new_rest_nothrow);
   return _corral_new_gated_nothrow(n);
 }
 CORRAL_EXPORT void *operator new[](std::size_t n, const std::nothrow_t &tag) noexcept
 {
-  if (forwarded(n)) {
-    if (_corral_next.new_array_nothrow) return _corral_next.new_array_nothrow(n, &tag);
-    return next_or(n, _corral_new_rest_nothrow);
-  }
+  if (forwarded(n)) return _corral_next_new_nothrow(n, _corral_next.new_array_nothrow, &tag, _corral_new_rest_nothrow);
   return _corral_new_gated_nothrow(n);
 }
 CORRAL_EXPORT void *operator new(std::size_t n, std::align_val_t a) { return new_at(n, ALIGN(a), RET0, FP0, false); }

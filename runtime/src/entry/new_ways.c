@@ -6,23 +6,18 @@
  * has one that fails so itself (next.h), and operator new's full way. */
 #include "ways.h"
 
-/* The allocator underneath's own operator new where new.cc forwards to it
- * (next.h); std::nothrow_t is an empty tag, whose address its nothrow form
- * never reads. */
+/* std::nothrow_t is an empty tag, whose address the next allocator's
+ * nothrow operator never reads. */
 static const char nothrow_tag;
 
 static void *next_new(size_t size)
 {
-  if (_corral_next.new_object) return _corral_next.new_object(size);
-  void *p = _corral_next.malloc(size);
-  return CORRAL_LIKELY(p != NULL) ? p : _corral_new_rest(size);
+  return _corral_next_new(size, _corral_next.new_object, _corral_new_rest);
 }
 
 static void *next_new_nothrow(size_t size)
 {
-  if (_corral_next.new_object_nothrow) return _corral_next.new_object_nothrow(size, &nothrow_tag);
-  void *p = _corral_next.malloc(size);
-  return CORRAL_LIKELY(p != NULL) ? p : _corral_new_rest_nothrow(size);
+  return _corral_next_new_nothrow(size, _corral_next.new_object_nothrow, &nothrow_tag, _corral_new_rest_nothrow);
 }
 
 static __attribute__((noinline, cold)) void *new_at(size_t size, int g, void *ret0, void *fp0)

@@ -84,6 +84,28 @@ CORRAL_INLINE void *_corral_next_realloc(void *p, size_t size)
   return _corral_next_realloc_errno(p, size);
 }
 
+/* operator new's block from the next allocator: `own`, its own operator
+ * (new_object or new_array, NULL where it has none corral trusts), by a
+ * tail jump; else its malloc, and `rest` (operator new's full way: the
+ * new-handler, then std::bad_alloc or nullptr) where that fails. The
+ * nothrow form passes the caller's nothrow_t through. */
+CORRAL_INLINE void *_corral_next_new(size_t n, void *(*own)(size_t), void *(*rest)(size_t))
+{
+  if (own) return own(n);
+  void *p = _corral_next.malloc(n);
+  if (p != NULL) return p;   /* no branch hint: with one, gcc reloads n before the test */
+  return rest(n);
+}
+
+CORRAL_INLINE void *_corral_next_new_nothrow(size_t n, void *(*own)(size_t, const void *), const void *tag,
+                                             void *(*rest)(size_t))
+{
+  if (own) return own(n, tag);
+  void *p = _corral_next.malloc(n);
+  if (p != NULL) return p;   /* no branch hint: with one, gcc reloads n before the test */
+  return rest(n);
+}
+
 /* The next allocator's block for a request (align: 0 = malloc's, else a
  * power of two; zero: calloc's); NULL with errno set. Explicit alignments
  * go to its aligned entry point even when 16: mimalloc's malloc aligns tiny
