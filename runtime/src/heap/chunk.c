@@ -132,9 +132,11 @@ static void reset_chunk(corral_chunk_t *c, unsigned pool, corral_heap_t *h)
   c->group = g;
   c->pool = (uint16_t)pool;
   c->in_retired = 0;
+  c->abandoned = 0;
   c->live = 0;
   c->counted_allocs = c->drained = 0;
   c->torn = 0;
+  c->held = 0;
   c->free = c->local_free = NULL;
   c->limit = 0;
   if (_corral_group_mixed[g]) {
@@ -168,6 +170,7 @@ static void retired_remove(corral_chunk_t *c)
   if (c->next) c->next->prev = c->prev;
   c->next = c->prev = NULL;
   c->in_retired = 0;
+  c->abandoned = 0;
 }
 
 void _corral_chunk_drain(corral_chunk_t *c, uintptr_t counted)
@@ -241,9 +244,13 @@ void _corral_chunk_release(corral_chunk_t *c)
   _corral_unlock(&_corral_heap_lock);
 }
 
-/* Worth adopting: at least an eighth of its objects came back. */
+/* Worth adopting: abandoned by its thread's exit (it was that thread's
+ * current chunk, so it has room, and the thread that now frees its
+ * objects then frees them locally), or at least an eighth of its objects
+ * came back. */
 static int adoptable(corral_chunk_t *c, long balance)
 {
+  if (c->abandoned) return 1;
   long pending = balance - CORRAL_RETIRED + (long)c->live;
   return pending > 0 && (size_t)pending * 8 >= c->live;
 }
@@ -299,12 +306,110 @@ corral_chunk_t *_corral_chunk_acquire(corral_heap_t *h, unsigned pool, int may_a
   return c;
 }
 
+/* ---- held chunks --------------------------------------------------------------
+ *
+ * A block chunk its thread filled stays that thread's: its owner's frees
+ * into it are local frees (a list push, no atomic), other threads' are
+ * pushed uncounted, and the owner makes it current again once an eighth
+ * of it is free, before it takes a chunk from the lock. Retired at once,
+ * every free of its objects, the owner's too, was an atomic push and a
+ * count, and the list was walked again when the chunk was adopted: a pool
+ * whose live objects fill more than one chunk paid that on most of its
+ * frees. A thread keeps CORRAL_HELD of them per pool; the oldest past that,
+ * and all of them at its exit, are retired, so that other threads may
+ * adopt them. The owner's free of a held chunk's last object releases it
+ * (_corral_chunk_emptied); one emptied by other threads' frees waits for
+ * its owner's next look at the pool's held chunks, or its exit. */
+
+/* Owner: the blocks of held chunk c that are not live, once the frees of
+ * other threads are taken back. */
+static size_t held_room(corral_chunk_t *c)
+{
+  if (atomic_load_explicit(&c->remote, memory_order_relaxed) & ~CORRAL_REMOTE_COUNTED) _corral_chunk_drain(c, 0);
+  size_t capacity = (size_t)(c->end - c->blocks) / c->block_size;
+  CORRAL_ASSERT(c->live <= capacity);
+  return capacity - c->live;
+}
+
+/* Owner: c, just moved aside, onto h's held chunks of its pool; the
+ * oldest retired when that makes one too many. */
+static void hold(corral_heap_t *h, unsigned pool, corral_chunk_t *c)
+{
+  CORRAL_ASSERT(c->block_size && atomic_load(&c->owner) == h && !c->in_retired && !c->held);
+  c->held = 1;
+  c->next = h->held[pool];
+  h->held[pool] = c;
+  corral_chunk_t **link = &h->held[pool];
+  for (unsigned n = 0; *link; n++, link = &(*link)->next)
+    if (n == CORRAL_HELD) {
+      corral_chunk_t *old = *link;
+      *link = NULL;                        /* the oldest is last */
+      old->next = NULL;
+      old->held = 0;
+      _corral_chunk_retire(old, 0);
+      break;
+    }
+}
+
+/* Owner: a held chunk of the pool with an eighth of its blocks free, taken
+ * off the list; NULL when none has. */
+static corral_chunk_t *take_held(corral_heap_t *h, unsigned pool)
+{
+  for (corral_chunk_t **link = &h->held[pool]; *link; link = &(*link)->next) {
+    corral_chunk_t *c = *link;
+    CORRAL_ASSERT(atomic_load(&c->owner) == h && c->pool == pool);
+    size_t capacity = (size_t)(c->end - c->blocks) / c->block_size;
+    if (held_room(c) * 8 >= capacity) {
+      *link = c->next;
+      c->next = NULL;
+      c->held = 0;
+      _corral_debug_check_chunk(c);
+      return c;
+    }
+  }
+  return NULL;
+}
+
+void _corral_chunk_emptied(corral_chunk_t *c)
+{
+  corral_heap_t *h = atomic_load_explicit(&c->owner, memory_order_relaxed);
+  CORRAL_ASSERT(h == _corral_tls_heap && c->block_size && c->held && h->cur[c->pool] != c);
+  /* Every object is back: none is on the remote stack or on its way
+   * there, since each counts as live until it is drained. */
+  for (corral_chunk_t **link = &h->held[c->pool]; *link; link = &(*link)->next)
+    if (*link == c) {
+      *link = c->next;
+      c->next = NULL;
+      c->held = 0;
+      _corral_chunk_release(c);
+      return;
+    }
+  CORRAL_ASSERT(!"an owned chunk that is neither current nor held");
+}
+
+void _corral_heap_retire_held(corral_heap_t *h, unsigned pool, uint32_t torn)
+{
+  while (h->held[pool]) {
+    corral_chunk_t *c = h->held[pool];
+    h->held[pool] = c->next;
+    c->next = NULL;
+    c->held = 0;
+    c->torn |= torn;
+    _corral_chunk_retire(c, 0);
+  }
+}
+
 corral_chunk_t *_corral_chunk_replace(corral_heap_t *h, unsigned pool, int may_adopt)
 {
   corral_chunk_t *c = h->cur[pool];
   if (c) {
     h->cur[pool] = NULL;
-    _corral_chunk_retire(c);
+    if (c->block_size) hold(h, pool, c);
+    else _corral_chunk_retire(c, 0);
+  }
+  if (may_adopt && (c = take_held(h, pool))) {
+    h->cur[pool] = c;
+    return c;
   }
   int adopted;
   if (!(c = _corral_chunk_acquire(h, pool, may_adopt, &adopted))) return NULL;
@@ -315,14 +420,16 @@ corral_chunk_t *_corral_chunk_replace(corral_heap_t *h, unsigned pool, int may_a
   return c;
 }
 
-/* The owner stops allocating in c (it is full, or the thread exits). */
-void _corral_chunk_retire(corral_chunk_t *c)
+/* The owner stops allocating in c: it is full, or the thread exits
+ * (abandoned). */
+void _corral_chunk_retire(corral_chunk_t *c, int abandoned)
 {
   /* From here on remote frees are counted; the uncounted ones before are
    * taken back now, so `live` is exact when it goes into the balance. */
   _corral_chunk_drain(c, CORRAL_REMOTE_COUNTED);
   _corral_lock(&_corral_heap_lock);
   c->in_retired = 1;
+  c->abandoned = (uint8_t)abandoned;
   c->prev = NULL;
   c->next = retired[c->pool];
   if (c->next) c->next->prev = c;

@@ -18,15 +18,20 @@ uint8_t _corral_class_of8[CORRAL_TABLE_MAX / 8 + 1];
 static pthread_key_t exit_key;
 static int exit_key_ok;
 
+/* At a thread's exit its current chunks are abandoned: the next thread
+ * that wants a chunk of the pool adopts one at once (chunk.c, adoptable).
+ * Its held chunks, and a fork's torn chunks, are only retired. */
 static void retire_all(corral_heap_t *h, int torn)
 {
-  for (unsigned pool = 0; pool < CORRAL_POOLS; pool++)
+  for (unsigned pool = 0; pool < CORRAL_POOLS; pool++) {
     if (h->cur[pool]) {
       corral_chunk_t *c = h->cur[pool];
       h->cur[pool] = NULL;
       c->torn |= (uint32_t)torn;
-      _corral_chunk_retire(c);
+      _corral_chunk_retire(c, !torn);
     }
+    _corral_heap_retire_held(h, pool, (uint32_t)torn);
+  }
 }
 
 /* pthread key destructor. A later destructor of the program may allocate

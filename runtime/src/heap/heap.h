@@ -36,6 +36,9 @@
 /* Owner of a chunk no thread allocates in: not NULL, so that a thread
  * without a heap never takes the owner's way. */
 #define CORRAL_UNOWNED ((struct corral_heap_s *)1)
+/* Block chunks a thread keeps per pool besides its current one (chunk.c,
+ * "Held chunks"); the oldest past that is retired. */
+#define CORRAL_HELD 4
 /* Blocks of a fresh chunk are linked onto its free list this many bytes'
  * worth at a time (at least one block). */
 #define CORRAL_EXTEND_BYTES 4096
@@ -53,6 +56,7 @@ typedef struct corral_chunk_s {
   uint16_t pool;                           /* group * CORRAL_SIZE_CLASSES + size class */
   uint8_t in_retired;                      /* on its pool's retired list (lock) */
   uint8_t kept_resident;                   /* safe mode: kept for its pool, pages not purged (lock) */
+  uint8_t abandoned;                       /* retired by its thread's exit, not for want of room (lock) */
   _Atomic(struct corral_heap_s *) owner;   /* thread heap allocating here, or CORRAL_UNOWNED */
   uint64_t key;                            /* written into freed objects to spot double frees */
   uint64_t div_magic;                      /* block chunks: ceil(2^64 / block_size) */
@@ -71,6 +75,7 @@ typedef struct corral_chunk_s {
   uint64_t drained;                        /* objects drained from `remote` */
   uint32_t torn;                           /* owned by a thread a fork left behind: a pop or push it
                                               was in the middle of may be half done (debug.c) */
+  uint32_t held;                           /* on its owner's held list (chunk.c, "Held chunks") */
   /* any thread: written by every remote free */
   _Alignas(64) _Atomic(uintptr_t) remote;  /* stack of objects freed by other threads, | CORRAL_REMOTE_COUNTED */
   atomic_long balance;                     /* counted remote frees minus drained; retired: + CORRAL_RETIRED - live */
@@ -88,6 +93,8 @@ typedef struct corral_group_counts_s {
  * from the OS, linked in a registry so stats and fork can see all of them. */
 typedef struct corral_heap_s {
   corral_chunk_t *cur[CORRAL_POOLS];       /* by pool: group * CORRAL_SIZE_CLASSES + size class */
+  corral_chunk_t *held[CORRAL_POOLS];      /* by pool: block chunks it filled, still its own (chunk.c),
+                                              newest first, linked by `next`; at most CORRAL_HELD */
   corral_group_counts_t counts[CORRAL_MAX_GROUPS];
   uint64_t ungrouped_objects, ungrouped_bytes;
   int dead;                                /* thread exited; counts stay for stats */
@@ -351,6 +358,10 @@ static inline __attribute__((always_inline)) void *_corral_block_bump(corral_chu
  * when c has no space left (block.c). */
 void *_corral_block_fresh(corral_chunk_t *c);
 
+/* Owner: the last live object of held chunk c was freed: release it
+ * (chunk.c, "Held chunks"). A current chunk stays, emptied or not. */
+void _corral_chunk_emptied(corral_chunk_t *c) __attribute__((cold));
+
 /* Owner: block p of c onto the local list, the key in word 1, its link
  * encoded when `encoded` (a constant at each caller: safe mode's frees). */
 static inline __attribute__((always_inline)) void _corral_block_onto_local(corral_chunk_t *c, void *p, int encoded)
@@ -363,7 +374,7 @@ static inline __attribute__((always_inline)) void _corral_block_onto_local(corra
   q[0] = encoded ? (void *)_corral_link_encode(q, next) : next;
   q[1] = (void *)key;
   c->local_free = q;
-  c->live--;
+  if (CORRAL_UNLIKELY(--c->live == 0) && CORRAL_UNLIKELY(c->held)) _corral_chunk_emptied(c);
 }
 
 static inline __attribute__((always_inline)) void _corral_block_free_local(corral_chunk_t *c, void *p)
@@ -500,12 +511,17 @@ void _corral_mixed_free_local(corral_chunk_t *c, void *p);
 
 /* Chunk hand-overs (chunk.c). */
 void _corral_layout_init(void);
-/* Retire h's current chunk of the pool (if any) and make another current:
- * a retired one with freed space (if may_adopt; drained), else an empty
- * one. NULL when out of memory. */
+/* Move h's current chunk of the pool (if any) aside and make another
+ * current: with may_adopt, one of the thread's held chunks or a retired
+ * one with freed space (drained); else an empty one. NULL when out of
+ * memory. A block chunk moved aside stays the thread's (held), a mixed
+ * one is retired. */
 corral_chunk_t *_corral_chunk_replace(corral_heap_t *h, unsigned pool, int may_adopt);
+/* Retire h's held chunks of the pool (its thread exits, or a fork left it
+ * behind: torn). */
+void _corral_heap_retire_held(corral_heap_t *h, unsigned pool, uint32_t torn);
 corral_chunk_t *_corral_chunk_acquire(corral_heap_t *h, unsigned pool, int may_adopt, int *adopted);
-void _corral_chunk_retire(corral_chunk_t *c);
+void _corral_chunk_retire(corral_chunk_t *c, int abandoned);
 void _corral_chunk_release(corral_chunk_t *c);
 
 /* fork: the global chunk lock around fork, and the child's clean-up. */

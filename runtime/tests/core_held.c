@@ -1,0 +1,140 @@
+/* Chunks a thread filled stay its own (runtime/src/heap/chunk.c, "Held
+ * chunks"), and a thread's current chunks go to the next thread that wants
+ * one (abandoned at its exit). Run with every small object pooled in one
+ * pool per size class (random pools=1, or safe mode: every malloc here is
+ * one site, fill's), chunks of 1 MiB.
+ *
+ *   core_held refill:  three chunks' worth of 64-byte objects, every other
+ *                      one freed, then as many again: they fit in the
+ *                      chunks the first ones filled (held, then taken back
+ *                      once an eighth is free); then everything is freed.
+ *                      test_core_held.py counts under callgrind that no
+ *                      free was another thread's.
+ *   core_held handoff: a thread fills part of a chunk and exits; the next
+ *                      thread's first object comes from that chunk, and
+ *                      its frees of the first thread's objects are its own.
+ *   core_held remote:  a thread fills three chunks, another frees it all,
+ *                      and the first fills them again: its held chunks
+ *                      drained and made current (the debug build checks
+ *                      every hand-over). */
+#include "core_check.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+
+#define CHUNK ((uintptr_t)1 << 20)
+#define SIZE 64
+#define N (3 * (int)(CHUNK / SIZE))        /* three chunks' worth */
+#define SOME 1000
+
+static void *objects[N], *more[N];
+
+static uintptr_t chunk_of(const void *p) { return (uintptr_t)p & ~(CHUNK - 1); }
+
+/* Every object of this program comes from this one call site. */
+static __attribute__((noinline)) void fill(void **v, int n)
+{
+  for (int i = 0; i < n; i++) {
+    v[i] = malloc(SIZE);
+    memset(v[i], 0x5a, SIZE);
+  }
+}
+
+static __attribute__((noinline)) void release(void **v, int from, int n, int step)
+{
+  for (int i = from; i < n; i += step) free(v[i]);
+}
+
+/* Distinct chunks of v[0..n), at most `max`, into bases. */
+static int chunks_of(void **v, int n, uintptr_t *bases, int max)
+{
+  int k = 0;
+  for (int i = 0; i < n; i++) {
+    int j = 0;
+    while (j < k && bases[j] != chunk_of(v[i])) j++;
+    if (j == k && k < max) bases[k++] = chunk_of(v[i]);
+  }
+  return k;
+}
+
+static int in_chunks(const void *p, const uintptr_t *bases, int k)
+{
+  for (int j = 0; j < k; j++)
+    if (bases[j] == chunk_of(p)) return 1;
+  return 0;
+}
+
+static void refill(void)
+{
+  uintptr_t bases[16];
+  fill(objects, N);
+  int k = chunks_of(objects, N, bases, 16);
+  CHECK(k >= 3 && k <= 4, "%d chunks for three chunks' worth", k);
+  release(objects, 0, N, 2);
+  fill(more, N / 2);
+  int outside = 0;
+  for (int i = 0; i < N / 2; i++) outside += !in_chunks(more[i], bases, k);
+  CHECK(outside == 0, "%d of %d objects outside the chunks the first ones filled", outside, N / 2);
+  release(objects, 1, N, 2);
+  release(more, 0, N / 2, 1);
+}
+
+static void *first_thread(void *arg)
+{
+  (void)arg;
+  fill(objects, SOME);
+  return NULL;
+}
+
+static void *second_thread(void *arg)
+{
+  (void)arg;
+  fill(more, 1);
+  CHECK(chunk_of(more[0]) == chunk_of(objects[SOME - 1]),
+        "the next thread's first object %p is not in the exited thread's chunk (its last object %p)",
+        more[0], objects[SOME - 1]);
+  release(objects, 0, SOME, 1);
+  release(more, 0, 1, 1);
+  return NULL;
+}
+
+static void handoff(void)
+{
+  pthread_t t;
+  pthread_create(&t, NULL, first_thread, NULL);
+  pthread_join(t, NULL);
+  pthread_create(&t, NULL, second_thread, NULL);
+  pthread_join(t, NULL);
+}
+
+static void *free_all(void *arg)
+{
+  release(arg, 0, N, 1);
+  return NULL;
+}
+
+static void remote(void)
+{
+  uintptr_t bases[16];
+  fill(objects, N);
+  int k = chunks_of(objects, N, bases, 16);
+  pthread_t t;
+  pthread_create(&t, NULL, free_all, objects);
+  pthread_join(t, NULL);
+  fill(more, N);
+  int outside = 0;
+  for (int i = 0; i < N; i++) outside += !in_chunks(more[i], bases, k);
+  CHECK(outside == 0, "%d of %d objects outside the chunks the first ones filled", outside, N);
+  release(more, 0, N, 1);
+}
+
+int main(int argc, char **argv)
+{
+  const char *mode = argc > 1 ? argv[1] : "";
+  if (strcmp(mode, "refill") == 0) refill();
+  else if (strcmp(mode, "handoff") == 0) handoff();
+  else if (strcmp(mode, "remote") == 0) remote();
+  else CHECK(0, "unknown mode %s", mode);
+  return core_summary();
+}
