@@ -16,7 +16,22 @@
  *   core_held remote:  a thread fills three chunks, another frees it all,
  *                      and the first fills them again: its held chunks
  *                      drained and made current (the debug build checks
- *                      every hand-over). */
+ *                      every hand-over).
+ *   core_held producer: another thread frees what this one makes, a few
+ *                      thousand objects at a time, until more than half
+ *                      a chunk came back through its remote stack; then
+ *                      two chunks' worth, freed by the other thread too.
+ *                      The chunk is retired when full, not held, so that
+ *                      the other thread's last free releases it
+ *                      (test_core_held.py counts the release).
+ *   core_held adopted: a thread makes 10,000 objects and exits; the next
+ *                      frees all but one of them (through the exited
+ *                      thread's chunk's remote stack), then fills two
+ *                      chunks' worth, adopting that chunk first, and
+ *                      frees them: the frees drained on adoption were not
+ *                      the new owner's consumers', so the chunk is held
+ *                      when full and those last frees are local
+ *                      (test_core_held.py counts the remote ones). */
 #include "core_check.h"
 
 #include <pthread.h>
@@ -27,6 +42,8 @@
 #define SIZE 64
 #define N (3 * (int)(CHUNK / SIZE))        /* three chunks' worth */
 #define SOME 1000
+#define ROUND 4000                         /* producer's objects a round */
+#define BEFORE 10000                       /* adopted: the exited thread's objects */
 
 static void *objects[N], *more[N];
 
@@ -114,6 +131,18 @@ static void *free_all(void *arg)
   return NULL;
 }
 
+static void *free_some(void *arg)
+{
+  release(arg, 0, ROUND, 1);
+  return NULL;
+}
+
+static void *free_two_chunks(void *arg)
+{
+  release(arg, 0, 2 * (int)(CHUNK / SIZE), 1);
+  return NULL;
+}
+
 static void remote(void)
 {
   uintptr_t bases[16];
@@ -129,12 +158,54 @@ static void remote(void)
   release(more, 0, N, 1);
 }
 
+static void producer(void)
+{
+  pthread_t t;
+  for (int round = 0; round < 3; round++) {        /* 12,000 drained: more than half of any chunk */
+    fill(objects, ROUND);
+    pthread_create(&t, NULL, free_some, objects);
+    pthread_join(t, NULL);
+  }
+  fill(objects, 2 * (int)(CHUNK / SIZE));
+  pthread_create(&t, NULL, free_two_chunks, objects);
+  pthread_join(t, NULL);
+}
+
+static void *make_before(void *arg)
+{
+  (void)arg;
+  fill(objects, BEFORE);
+  return NULL;
+}
+
+static void *adopt_and_fill(void *arg)
+{
+  (void)arg;
+  release(objects, 0, BEFORE - 1, 1);
+  fill(more, 2 * (int)(CHUNK / SIZE));
+  CHECK(chunk_of(more[0]) == chunk_of(objects[BEFORE - 1]), "the first object %p is not in the adopted chunk", more[0]);
+  release(more, 0, 2 * (int)(CHUNK / SIZE), 1);
+  release(objects, BEFORE - 1, BEFORE, 1);
+  return NULL;
+}
+
+static void adopted(void)
+{
+  pthread_t t;
+  pthread_create(&t, NULL, make_before, NULL);
+  pthread_join(t, NULL);
+  pthread_create(&t, NULL, adopt_and_fill, NULL);
+  pthread_join(t, NULL);
+}
+
 int main(int argc, char **argv)
 {
   const char *mode = argc > 1 ? argv[1] : "";
   if (strcmp(mode, "refill") == 0) refill();
   else if (strcmp(mode, "handoff") == 0) handoff();
   else if (strcmp(mode, "remote") == 0) remote();
+  else if (strcmp(mode, "producer") == 0) producer();
+  else if (strcmp(mode, "adopted") == 0) adopted();
   else CHECK(0, "unknown mode %s", mode);
   return core_summary();
 }

@@ -73,6 +73,7 @@ typedef struct corral_chunk_s {
   uint64_t counted_allocs;                 /* objects handed out while counting (_corral_modes.track) or in
                                               dynamic mode (its remote-free judgement) */
   uint64_t drained;                        /* objects drained from `remote` */
+  uint64_t drained_owned;                  /* of those, drained since its owner took it (chunk.c) */
   uint32_t torn;                           /* owned by a thread a fork left behind: a pop or push it
                                               was in the middle of may be half done (debug.c) */
   uint32_t held;                           /* on its owner's held list (chunk.c, "Held chunks") */
