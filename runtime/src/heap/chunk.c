@@ -389,7 +389,7 @@ void _corral_chunk_emptied(corral_chunk_t *c)
   CORRAL_ASSERT(!"an owned chunk that is neither current nor held");
 }
 
-void _corral_heap_retire_held(corral_heap_t *h, unsigned pool, uint32_t torn)
+void _corral_chunk_retire_held(corral_heap_t *h, unsigned pool, uint32_t torn)
 {
   while (h->held[pool]) {
     corral_chunk_t *c = h->held[pool];

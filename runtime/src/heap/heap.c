@@ -30,7 +30,7 @@ static void retire_all(corral_heap_t *h, int torn)
       c->torn |= (uint32_t)torn;
       _corral_chunk_retire(c, !torn);
     }
-    _corral_heap_retire_held(h, pool, (uint32_t)torn);
+    _corral_chunk_retire_held(h, pool, (uint32_t)torn);
   }
 }
 

@@ -515,12 +515,12 @@ void _corral_layout_init(void);
 /* Move h's current chunk of the pool (if any) aside and make another
  * current: with may_adopt, one of the thread's held chunks or a retired
  * one with freed space (drained); else an empty one. NULL when out of
- * memory. A block chunk moved aside stays the thread's (held), a mixed
- * one is retired. */
+ * memory. A block chunk moved aside stays the thread's (held) unless its
+ * objects die in other threads; that one and a mixed one are retired. */
 corral_chunk_t *_corral_chunk_replace(corral_heap_t *h, unsigned pool, int may_adopt);
 /* Retire h's held chunks of the pool (its thread exits, or a fork left it
  * behind: torn). */
-void _corral_heap_retire_held(corral_heap_t *h, unsigned pool, uint32_t torn);
+void _corral_chunk_retire_held(corral_heap_t *h, unsigned pool, uint32_t torn);
 corral_chunk_t *_corral_chunk_acquire(corral_heap_t *h, unsigned pool, int may_adopt, int *adopted);
 void _corral_chunk_retire(corral_chunk_t *c, int abandoned);
 void _corral_chunk_release(corral_chunk_t *c);
