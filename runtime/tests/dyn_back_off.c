@@ -10,8 +10,12 @@
  * the first window's start and before its end; with `built`, the list is
  * made first and then only read, its pool in use but making nothing; with
  * `sparse`, the list's first 300 nodes are made first and then it grows
- * by a node every 64th round, too rarely for its samples alone to tell. Prints a checksum, the same with corral or
- * without. */
+ * by a node every 64th round, too rarely for its samples alone to tell; with
+ * `direct`, the list is built first by a direct malloc call of its own
+ * (which dynamic mode points at its pool's slot), then only read while the
+ * scratch objects come and go, then grown by 5,000 more nodes in
+ * grow_late, after dynamic mode has stepped aside. Prints a checksum, the
+ * same with corral or without. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +64,19 @@ NOIPA struct node *grow(struct node *list, long i) {
   return n;
 }
 
+NOIPA struct node *grow_direct(struct node *list, long i) {
+  struct node *n = malloc(sizeof *n);
+  if (!n) abort();
+  n->next = list;
+  n->value = i;
+  return n;
+}
+
+NOIPA struct node *grow_late(struct node *list) {
+  for (long i = 0; i < 5000; i++) list = grow_direct(list, i);
+  return list;
+}
+
 NOIPA long settled(long rounds) {
   long sum = 0;
   for (long i = 0; i < rounds; i++) sum += scratch_a(i) + scratch_b(i);
@@ -69,16 +86,20 @@ NOIPA long settled(long rounds) {
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "drop";
   int keep = !strcmp(mode, "keep"), late = !strcmp(mode, "late"), sparse = !strcmp(mode, "sparse");
+  int direct = !strcmp(mode, "direct");
   by_realloc = !strcmp(mode, "realloc");
   long rounds = argc > 2 ? atol(argv[2]) : 400000, sum = 0;
   struct node *list = NULL;
   if (!strcmp(mode, "built") || sparse)      /* sparse: its pool exists before the rest starts */
     for (long i = 0; i < (sparse ? 300 : rounds / 4); i++) list = grow(list, i);
+  if (direct)
+    for (long i = 0; i < rounds / 4; i++) list = grow_direct(list, i);
   for (long i = 0; i < rounds; i++) {
     sum += scratch_a(i) + scratch_b(i);
     if (late && i >= 4000) sum += scratch_c(i);
     if ((keep && i % 4 == 0) || (sparse && i % 64 == 0)) list = grow(list, i);
   }
+  if (direct) list = grow_late(list);
   for (struct node *n = list; n; n = n->next) sum += n->value;
   if (argc > 3) sum += settled(atol(argv[3]));
   printf("sum %ld\n", sum);

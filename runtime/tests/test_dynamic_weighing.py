@@ -4,6 +4,7 @@ went on to make, and the window before stepping aside
 (docs/dynamic.md, "When a context gets a pool" and "Stepping aside")."""
 import pytest
 
+from callgrind_counts import calls_of, run_callgrind
 from dyn_helpers import build, run_dynamic, run_plain, series
 
 STEPPED_ASIDE = "no pool made objects and no new context appeared"
@@ -110,3 +111,22 @@ def test_a_pool_that_makes_nothing_does_not_keep_dynamic_mode(back_off_prog, tmp
     assert (STEPPED_ASIDE in done.stderr) == steps_aside, done.stderr
     assert d["dynamic"]["backed_off"] is steps_aside, d["dynamic"]
     assert d["dynamic"]["pools"] >= 3 and len(d["dynamic"]["unpooled"]) == 2, d["dynamic"]
+
+
+def test_stepping_aside_points_a_pooled_call_at_the_none_way(back_off_prog, tmp_path):
+    """A list built first by a direct call of its own (pointed at its pool's
+    slot), then only read: dynamic mode steps aside with the pool still in
+    use, and points that call at the none way. Left at its slot, each later
+    node took the slot way, found the gate closed and went malloc's full
+    way (5,147 full-way calls for 5,000 nodes in grow_late); now none
+    does. Counted by callgrind in grow_late, --smc-check=all so that it
+    runs the patched call."""
+    from corral import launch
+    extra = dict(launch.dynamic_extra(str(back_off_prog)), CORRAL_DYN_BACK_OFF="4096", CORRAL_VERBOSE="1")
+    out = tmp_path / "late.callgrind"
+    done = run_callgrind([back_off_prog, "direct", "100000"], launch.environment(base="glibc", extra=extra), out,
+                         "--smc-check=all", "--toggle-collect=grow_late")
+    assert done.returncode == 0 and STEPPED_ASIDE in done.stderr, done.stderr
+    assert done.stdout == run_plain(back_off_prog, ["direct", "100000"]).stdout
+    n = calls_of(out, ["_corral_dyn_malloc_slot", "_corral_malloc_rest", "malloc"])
+    assert n["_corral_dyn_malloc_slot"] == 0 and n["_corral_malloc_rest"] == 0 and n["malloc"] >= 5000, n

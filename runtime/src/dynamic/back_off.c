@@ -96,6 +96,7 @@ static void ask(size_t limit, int first) {
     _corral_dyn.backed_off = 1;
     _corral_dyn_give_back_packing_only();
     close_gates();
+    _corral_dyn_calls_to_none();
     _corral_note(1, "dynamic: no pool made objects and no new context appeared in %u forwarded requests; "
                  "the allocator underneath serves everything from now on", window_now);
   } else if (!first) {

@@ -266,6 +266,16 @@ void _corral_dyn_judge_pool(uint32_t id, void *p, uint32_t size) {
 }
 
 /* (give_back.h) */
+void _corral_dyn_calls_to_none(void) {
+  DYN_ASSERT_LOCKED();
+  if (!_corral_options.stubs) return;
+  uint32_t total = __atomic_load_n(&_corral_dyn_settled.table.context_count, __ATOMIC_ACQUIRE);
+  for (uint32_t i = 0; i < total; i++) {
+    const dyn_ctx_t *root = &_corral_dyn.ctx[_corral_dynm_find(&_corral_dyn.merge, i)];
+    if (__atomic_load_n(&root->group, __ATOMIC_RELAXED) >= 0) point_at_none(i);
+  }
+}
+
 void _corral_dyn_give_back_packing_only(void) {
   DYN_ASSERT_LOCKED();
   uint32_t total = __atomic_load_n(&_corral_dyn_settled.table.context_count, __ATOMIC_ACQUIRE);

@@ -22,6 +22,13 @@ void _corral_dyn_judge_pool(uint32_t id, void *p, uint32_t size);
  * packing tighter than the base, behind the lookup (packing_only), are
  * given back (back_off.c). */
 void _corral_dyn_give_back_packing_only(void);
+/* Under the lock, as dynamic mode steps aside: the own calls of contexts
+ * whose pools stay in use (their objects stay where they are) are pointed
+ * at the none way. Left at their slots, each request would take the slot
+ * way, find the gate closed and go the full way, which only forwards it:
+ * mimalloc-bench's larson, whose one pool makes objects only of its few
+ * sizes up to the limit, paid that on every new[] (back_off.c). */
+void _corral_dyn_calls_to_none(void);
 
 #pragma GCC visibility pop
 
