@@ -26,8 +26,8 @@ void _corral_dyn_give_back_packing_only(void);
  * whose pools stay in use (their objects stay where they are) are pointed
  * at the none way. Left at their slots, each request would take the slot
  * way, find the gate closed and go the full way, which only forwards it:
- * mimalloc-bench's larson, whose one pool makes objects only of its few
- * sizes up to the limit, paid that on every new[] (back_off.c). */
+ * mimalloc-bench's larson, whose one pool takes only its requests up to
+ * dynamic mode's size limit, paid that on every later new[] (back_off.c). */
 void _corral_dyn_calls_to_none(void);
 
 #pragma GCC visibility pop
