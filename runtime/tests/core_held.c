@@ -31,7 +31,11 @@
  *                      frees them: the frees drained on adoption were not
  *                      the new owner's consumers', so the chunk is held
  *                      when full and those last frees are local
- *                      (test_core_held.py counts the remote ones). */
+ *                      (test_core_held.py counts the remote ones).
+ *   core_held many:    eight chunks' worth kept, then freed: the thread
+ *                      holds four chunks besides its current one and
+ *                      retires the oldest past that (test_core_held.py
+ *                      counts the retirements). */
 #include "core_check.h"
 
 #include <pthread.h>
@@ -198,6 +202,19 @@ static void adopted(void)
   pthread_join(t, NULL);
 }
 
+#define MANY (8 * (int)(CHUNK / SIZE))
+static void *many_objects[MANY];
+
+static void many(void)
+{
+  uintptr_t bases[16];
+  fill(many_objects, MANY);
+  int k = chunks_of(many_objects, MANY, bases, 16);
+  CHECK(k >= 8 && k < 16, "%d chunks for eight chunks' worth", k);
+  printf("chunks %d\n", k);
+  release(many_objects, 0, MANY, 1);
+}
+
 int main(int argc, char **argv)
 {
   const char *mode = argc > 1 ? argv[1] : "";
@@ -206,6 +223,7 @@ int main(int argc, char **argv)
   else if (strcmp(mode, "remote") == 0) remote();
   else if (strcmp(mode, "producer") == 0) producer();
   else if (strcmp(mode, "adopted") == 0) adopted();
+  else if (strcmp(mode, "many") == 0) many();
   else CHECK(0, "unknown mode %s", mode);
   return core_summary();
 }

@@ -6,6 +6,8 @@ chunks go to the next thread that wants one of the pool (abandoned at its
 exit). Every small object pooled (random pools=1) and safe mode, over the
 normal and the debug build, which checks each chunk it hands over."""
 
+import re
+
 import pytest
 
 import core_helpers as h
@@ -22,7 +24,7 @@ def program(tmp_path_factory):
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("lib", ["normal", "debug"])
-@pytest.mark.parametrize("case", ["refill", "handoff", "remote", "producer", "adopted"])
+@pytest.mark.parametrize("case", ["refill", "handoff", "remote", "producer", "adopted", "many"])
 def test_held_and_abandoned_chunks(program, mode, lib, case):
     build = paths.RUNTIME_DEBUG_LIB if lib == "debug" else h.LIB
     h.run(program, case, env=h.corral_env("glibc", lib=build, **MODES[mode]))
@@ -71,3 +73,20 @@ def test_frees_drained_on_adoption_do_not_make_a_producer(program, tmp_path, mod
     assert done.returncode == 0 and "0 failed" in done.stdout, done.stdout + done.stderr[-2000:]
     n = calls_of(out, ["_corral_free_remote"])
     assert n["_corral_free_remote"] == 9_999, n
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_thread_holds_at_most_four_chunks_per_pool(program, tmp_path, mode):
+    """Eight chunks' worth of one size kept: each full chunk is held, and
+    past four held ones the oldest is retired (chunk.c, CORRAL_HELD), so
+    that what one thread keeps aside per pool stays bounded and other
+    threads may adopt the rest. Of the k chunks the objects take (the
+    program prints k: eight or nine, as the headers' colour offsets fall),
+    k - 1 fill, so k - 5 are retired; the main thread never exits before
+    the counts are taken."""
+    out = tmp_path / "many.callgrind"
+    done = run_callgrind([program, "many"], h.corral_env("glibc", **MODES[mode]), out)
+    assert done.returncode == 0 and "0 failed" in done.stdout, done.stdout + done.stderr[-2000:]
+    k = int(re.search(r"^chunks (\d+)$", done.stdout, re.M).group(1))
+    n = calls_of(out, ["_corral_chunk_retire"])
+    assert n["_corral_chunk_retire"] == k - 1 - 4, (k, n)
