@@ -101,14 +101,30 @@ static void refill(void)
   release(more, 0, N / 2, 1);
 }
 
-static void *first_thread(void *arg)
+/* What another thread does with objects[0..n): fill it, or free it all. */
+typedef struct { int n; } batch_t;
+
+static void *fill_batch(void *arg)
 {
-  (void)arg;
-  fill(objects, SOME);
+  fill(objects, ((batch_t *)arg)->n);
   return NULL;
 }
 
-static void *second_thread(void *arg)
+static void *release_batch(void *arg)
+{
+  release(objects, 0, ((batch_t *)arg)->n, 1);
+  return NULL;
+}
+
+/* fn(arg) on a thread of its own, which has exited on return. */
+static void in_thread(void *(*fn)(void *), void *arg)
+{
+  pthread_t t;
+  pthread_create(&t, NULL, fn, arg);
+  pthread_join(t, NULL);
+}
+
+static void *after_handoff(void *arg)
 {
   (void)arg;
   fill(more, 1);
@@ -122,29 +138,8 @@ static void *second_thread(void *arg)
 
 static void handoff(void)
 {
-  pthread_t t;
-  pthread_create(&t, NULL, first_thread, NULL);
-  pthread_join(t, NULL);
-  pthread_create(&t, NULL, second_thread, NULL);
-  pthread_join(t, NULL);
-}
-
-static void *free_all(void *arg)
-{
-  release(arg, 0, N, 1);
-  return NULL;
-}
-
-static void *free_some(void *arg)
-{
-  release(arg, 0, ROUND, 1);
-  return NULL;
-}
-
-static void *free_two_chunks(void *arg)
-{
-  release(arg, 0, 2 * (int)(CHUNK / SIZE), 1);
-  return NULL;
+  in_thread(fill_batch, &(batch_t){SOME});
+  in_thread(after_handoff, NULL);
 }
 
 static void remote(void)
@@ -152,9 +147,7 @@ static void remote(void)
   uintptr_t bases[16];
   fill(objects, N);
   int k = chunks_of(objects, N, bases, 16);
-  pthread_t t;
-  pthread_create(&t, NULL, free_all, objects);
-  pthread_join(t, NULL);
+  in_thread(release_batch, &(batch_t){N});
   fill(more, N);
   int outside = 0;
   for (int i = 0; i < N; i++) outside += !in_chunks(more[i], bases, k);
@@ -164,22 +157,12 @@ static void remote(void)
 
 static void producer(void)
 {
-  pthread_t t;
   for (int round = 0; round < 3; round++) {        /* 12,000 drained: more than half of any chunk */
     fill(objects, ROUND);
-    pthread_create(&t, NULL, free_some, objects);
-    pthread_join(t, NULL);
+    in_thread(release_batch, &(batch_t){ROUND});
   }
   fill(objects, 2 * (int)(CHUNK / SIZE));
-  pthread_create(&t, NULL, free_two_chunks, objects);
-  pthread_join(t, NULL);
-}
-
-static void *make_before(void *arg)
-{
-  (void)arg;
-  fill(objects, BEFORE);
-  return NULL;
+  in_thread(release_batch, &(batch_t){2 * (int)(CHUNK / SIZE)});
 }
 
 static void *adopt_and_fill(void *arg)
@@ -195,11 +178,8 @@ static void *adopt_and_fill(void *arg)
 
 static void adopted(void)
 {
-  pthread_t t;
-  pthread_create(&t, NULL, make_before, NULL);
-  pthread_join(t, NULL);
-  pthread_create(&t, NULL, adopt_and_fill, NULL);
-  pthread_join(t, NULL);
+  in_thread(fill_batch, &(batch_t){BEFORE});
+  in_thread(adopt_and_fill, NULL);
 }
 
 #define MANY (8 * (int)(CHUNK / SIZE))

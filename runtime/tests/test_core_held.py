@@ -22,6 +22,15 @@ def program(tmp_path_factory):
     return h.build(tmp_path_factory.mktemp("core_held"), "core_held")
 
 
+def counted(program, tmp_path, mode, case, names):
+    """core_held CASE under callgrind in `mode`: its output and the calls of
+    each function in `names`."""
+    out = tmp_path / f"{case}.callgrind"
+    done = run_callgrind([program, case], h.corral_env("glibc", **MODES[mode]), out)
+    assert done.returncode == 0 and "0 failed" in done.stdout, done.stdout + done.stderr[-2000:]
+    return done, calls_of(out, names)
+
+
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("lib", ["normal", "debug"])
 @pytest.mark.parametrize("case", ["refill", "handoff", "remote", "producer", "adopted", "many"])
@@ -37,10 +46,7 @@ def test_a_thread_frees_into_chunks_it_filled_as_their_owner(program, tmp_path, 
     (a third of mimalloc-bench's larson's frees in safe mode). Now none is;
     and the held chunks the last frees empty are released as they empty
     (two per round: three chunks filled, one current)."""
-    out = tmp_path / "held.callgrind"
-    done = run_callgrind([program, "refill"], h.corral_env("glibc", **MODES[mode]), out)
-    assert done.returncode == 0 and "0 failed" in done.stdout, done.stdout + done.stderr[-2000:]
-    n = calls_of(out, ["_corral_free_remote", "_corral_chunk_emptied"])
+    _, n = counted(program, tmp_path, mode, "refill", ["_corral_free_remote", "_corral_chunk_emptied"])
     assert n["_corral_free_remote"] == 0, n
     assert n["_corral_chunk_emptied"] >= 2, n
 
@@ -52,10 +58,7 @@ def test_a_chunk_whose_objects_die_in_another_thread_is_retired_when_full(progra
     the consumer's last free releases it without a walk of its links.
     Held, it stayed with the producer (xmalloc-test with four random pools
     at two threads ran at half the speed)."""
-    out = tmp_path / "producer.callgrind"
-    done = run_callgrind([program, "producer"], h.corral_env("glibc", **MODES[mode]), out)
-    assert done.returncode == 0 and "0 failed" in done.stdout, done.stdout + done.stderr[-2000:]
-    n = calls_of(out, ["_corral_chunk_retire", "_corral_chunk_release"])
+    _, n = counted(program, tmp_path, mode, "producer", ["_corral_chunk_retire", "_corral_chunk_release"])
     assert n["_corral_chunk_retire"] >= 1 and n["_corral_chunk_release"] >= 1, n
 
 
@@ -68,10 +71,7 @@ def test_frees_drained_on_adoption_do_not_make_a_producer(program, tmp_path, mod
     frees made before the adoption are remote (counted this way,
     mimalloc-bench's larson made 81,719 remote frees in safe mode where it
     makes 6,420)."""
-    out = tmp_path / "adopted.callgrind"
-    done = run_callgrind([program, "adopted"], h.corral_env("glibc", **MODES[mode]), out)
-    assert done.returncode == 0 and "0 failed" in done.stdout, done.stdout + done.stderr[-2000:]
-    n = calls_of(out, ["_corral_free_remote"])
+    _, n = counted(program, tmp_path, mode, "adopted", ["_corral_free_remote"])
     assert n["_corral_free_remote"] == 9_999, n
 
 
@@ -84,9 +84,6 @@ def test_a_thread_holds_at_most_four_chunks_per_pool(program, tmp_path, mode):
     program prints k: eight or nine, as the headers' colour offsets fall),
     k - 1 fill, so k - 5 are retired; the main thread never exits before
     the counts are taken."""
-    out = tmp_path / "many.callgrind"
-    done = run_callgrind([program, "many"], h.corral_env("glibc", **MODES[mode]), out)
-    assert done.returncode == 0 and "0 failed" in done.stdout, done.stdout + done.stderr[-2000:]
+    done, n = counted(program, tmp_path, mode, "many", ["_corral_chunk_retire"])
     k = int(re.search(r"^chunks (\d+)$", done.stdout, re.M).group(1))
-    n = calls_of(out, ["_corral_chunk_retire"])
     assert n["_corral_chunk_retire"] == k - 1 - 4, (k, n)

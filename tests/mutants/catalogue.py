@@ -605,7 +605,7 @@ MUTANTS = [
            "  if (0 && (c = take_held(h, pool))) {",
            "a thread never makes its held chunks current again and takes new ones while they have room"),
     Mutant("held-chunk-taken-full", "runtime/src/heap/chunk.c",
-           "    if (held_room(c) * 8 >= capacity) {",
+           "    if (held_room(c, capacity) * 8 >= capacity) {",
            "    if (1) {",
            "a held chunk with no room is made current again, and the next request moves on to a new chunk"),
     Mutant("emptied-held-chunk-kept", "runtime/src/heap/heap.h",

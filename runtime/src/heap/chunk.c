@@ -323,12 +323,17 @@ corral_chunk_t *_corral_chunk_acquire(corral_heap_t *h, unsigned pool, int may_a
  * (_corral_chunk_emptied); one emptied by other threads' frees waits for
  * its owner's next look at the pool's held chunks, or its exit. */
 
-/* Owner: the blocks of held chunk c that are not live, once the frees of
- * other threads are taken back. */
-static size_t held_room(corral_chunk_t *c)
+/* Blocks block chunk c holds, handed out or not. */
+static size_t block_capacity(const corral_chunk_t *c)
+{
+  return (size_t)(c->end - c->blocks) / c->block_size;
+}
+
+/* Owner: the blocks of held chunk c (`capacity` in all) that are not
+ * live, once the frees of other threads are taken back. */
+static size_t held_room(corral_chunk_t *c, size_t capacity)
 {
   if (atomic_load_explicit(&c->remote, memory_order_relaxed) & ~CORRAL_REMOTE_COUNTED) _corral_chunk_drain(c, 0);
-  size_t capacity = (size_t)(c->end - c->blocks) / c->block_size;
   CORRAL_ASSERT(c->live <= capacity);
   return capacity - c->live;
 }
@@ -360,8 +365,8 @@ static corral_chunk_t *take_held(corral_heap_t *h, unsigned pool)
   for (corral_chunk_t **link = &h->held[pool]; *link; link = &(*link)->next) {
     corral_chunk_t *c = *link;
     CORRAL_ASSERT(atomic_load(&c->owner) == h && c->pool == pool);
-    size_t capacity = (size_t)(c->end - c->blocks) / c->block_size;
-    if (held_room(c) * 8 >= capacity) {
+    size_t capacity = block_capacity(c);
+    if (held_room(c, capacity) * 8 >= capacity) {
       *link = c->next;
       c->next = NULL;
       c->held = 0;
@@ -414,7 +419,7 @@ void _corral_chunk_retire_held(corral_heap_t *h, unsigned pool, uint32_t torn)
  * a walk, and taken again as fresh space. */
 static int freed_elsewhere(const corral_chunk_t *c)
 {
-  return c->drained_owned * 2 > (size_t)(c->end - c->blocks) / c->block_size;
+  return c->drained_owned * 2 > block_capacity(c);
 }
 
 corral_chunk_t *_corral_chunk_replace(corral_heap_t *h, unsigned pool, int may_adopt)
