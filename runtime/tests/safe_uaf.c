@@ -15,7 +15,14 @@
  *   large-fresh: 300 large blocks, each freed before the next: no address
  *     comes back while the space has room ("0 failed");
  *   large-cycle: large blocks freed and allocated many times, contents
- *     checked, in a space small enough to wrap ("0 failed"). */
+ *     checked, in a space small enough to wrap ("0 failed");
+ *   large-reuse: a large block filled and freed, then one of its size from
+ *     malloc and one from calloc: each at a new address, calloc's all
+ *     zero ("0 failed");
+ *   large-reread: a large block freed, another of its size made (its pages
+ *     kept for it), then the freed one read (safe mode: SIGSEGV);
+ *   large-bound N: 96 blocks of 80 KB made, touched and freed; "0 failed"
+ *     if resident memory grew by at most N KB. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -91,6 +98,54 @@ static int large_cycle(void)
   for (int k = 0; k < KEEP; k++) free(live[k]);
   printf("%d failed\n", failed);
   return failed != 0;
+}
+
+static long resident_kb(void)
+{
+  long pages = 0, rss = 0;
+  FILE *f = fopen("/proc/self/statm", "r");
+  if (!f || fscanf(f, "%ld %ld", &pages, &rss) != 2) rss = -1;
+  if (f) fclose(f);
+  return rss * 4;
+}
+
+/* Not a dead store before free, which the compiler may drop. */
+static __attribute__((noinline)) void fill(char *p, int c, size_t n)
+{
+  memset(p, c, n);
+  __asm__ volatile("" : : "r"(p) : "memory");
+}
+
+static int large_reuse(void)
+{
+  enum { SIZE = 90000 };
+  int failed = 0;
+  char *a = malloc(SIZE);
+  fill(a, 0x5a, SIZE);
+  free(a);
+  char *b = malloc(SIZE);
+  failed += b == a;
+  fill(b, 0x5b, SIZE);
+  free(b);
+  char *c = calloc(1, SIZE);
+  failed += c == a || c == b;
+  /* volatile: the compiler may assume calloc's memory reads zero */
+  for (volatile char *v = c; v < c + SIZE; v++) failed += *v != 0;
+  free(c);
+  return printf("%d failed\n", failed), failed != 0;
+}
+
+static int large_bound(long limit_kb)
+{
+  enum { BLOCKS = 96, SIZE = 80000 };
+  static char *b[BLOCKS];
+  long before = resident_kb();
+  for (int i = 0; i < BLOCKS; i++) fill(b[i] = malloc(SIZE), i, SIZE);
+  for (int i = 0; i < BLOCKS; i++) free(b[i]);
+  long grown = resident_kb() - before;
+  int failed = grown > limit_kb;
+  if (failed) printf("resident memory grew by %ld KB\n", grown);
+  return printf("%d failed\n", failed), failed;
 }
 
 int main(int argc, char **argv)
@@ -175,6 +230,18 @@ int main(int argc, char **argv)
     return printf("%d failed\n", failed), failed != 0;
   } else if (!strcmp(c, "large-cycle")) {
     return large_cycle();
+  } else if (!strcmp(c, "large-reuse")) {
+    return large_reuse();
+  } else if (!strcmp(c, "large-reread")) {
+    volatile char *p = malloc(100000);
+    p[0] = 1;
+    free((void *)p);
+    char *q = malloc(100000);
+    q[0] = 2;
+    printf("read %d\n", p[0]);
+    return 0;
+  } else if (!strcmp(c, "large-bound") && argc > 2) {
+    return large_bound(atol(argv[2]));
   } else {
     return printf("unknown case %s\n", c), 2;
   }

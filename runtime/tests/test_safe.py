@@ -150,15 +150,44 @@ def test_large_blocks_get_fresh_addresses(programs):
 
 @pytest.mark.parametrize("base", h.BASES)
 def test_large_space_recycles_oldest_first(programs, base, tmp_path):
-    """2000 large blocks (8 live at a time, some 16 KiB-aligned) in a 1 MiB
-    space: it wraps, every block's contents survive, addresses are reused."""
+    """2000 large blocks (8 live at a time, some 16 KiB-aligned) in a 2 MiB
+    space: it wraps, every block's contents survive, addresses are reused,
+    and the freed blocks' kept pages serve most of the later ones."""
     exe = programs["uaf"]
     stats = tmp_path / "stats.json"
-    out = run(exe, "large-cycle", env=safe_env(exe, base, safe_large_space="1M", stats=stats))
+    out = run(exe, "large-cycle", env=safe_env(exe, base, safe_large_space="2M", stats=stats))
     assert out.returncode == 0 and out.stdout == "0 failed\n", out.stdout + out.stderr
     large = json.loads(stats.read_text())["safe"]["large"]
     assert large["blocks"] == 2000 and large["live_blocks"] == 0 and large["recycled"] > 1000, large
-    assert large["reserved"] == 1 << 20 and large["full"] == 0, large
+    assert large["reserved"] == 2 << 20 and large["full"] == 0, large
+    assert large["kept"] > 1000 and large["reused"] > 1000, large
+
+
+def test_kept_pages_move_to_a_fresh_range(programs, tmp_path):
+    """A freed large block's pages serve the next block of its class at a
+    new address, and calloc's comes back cleared."""
+    exe = programs["uaf"]
+    stats = tmp_path / "stats.json"
+    out = run(exe, "large-reuse", env=safe_env(exe, stats=stats))
+    assert out.returncode == 0 and out.stdout == "0 failed\n", out.stdout + out.stderr
+    large = json.loads(stats.read_text())["safe"]["large"]
+    assert large["kept"] == 3 and large["reused"] == 2, large
+
+
+def test_freed_large_block_stays_inaccessible_once_its_pages_serve_another(programs):
+    exe = programs["uaf"]
+    out = run(exe, "large-reread", env=safe_env(exe))
+    assert out.returncode == -signal.SIGSEGV, (out.returncode, out.stdout, out.stderr)
+
+
+@pytest.mark.parametrize("resident", [0, 32])
+def test_kept_large_pages_are_bounded(programs, resident):
+    """96 blocks of 80 KB freed: only the last CORRAL_SAFE_RESIDENT keep
+    their pages (80 KB each), the rest go back to the OS."""
+    exe = programs["uaf"]
+    limit_kb = resident * 80 + 1024
+    out = run(exe, "large-bound", str(limit_kb), env=safe_env(exe, safe_resident=resident))
+    assert out.returncode == 0 and out.stdout == "0 failed\n", out.stdout + out.stderr
 
 
 @pytest.mark.parametrize("base", h.BASES)

@@ -66,9 +66,10 @@ void _corral_safe_report(corral_safe_error_t kind, const void *p, const char *wh
 
 /* The large-block space (safe_large.c): reserved at init (0, else -1). */
 int _corral_safe_large_init(void);
-/* A block of fresh (never handed out, or recycled) zeroed pages; NULL when
- * the space has no room left. */
-void *_corral_safe_large_alloc(size_t size, size_t align);
+/* A block at a range never handed out (or recycled), of fresh pages or of
+ * a freed block's kept ones (cleared when `zero`); NULL when the space has
+ * no room left. */
+void *_corral_safe_large_alloc(size_t size, size_t align, int zero);
 /* Whether p lies in the large-block space. */
 int _corral_safe_large_owns(const void *p);
 /* Free of p, which lies in the space: its pages released and made
@@ -77,7 +78,8 @@ void _corral_safe_large_free(void *p, void *site);
 
 /* The large blocks' figures, in the statistics' order. */
 #define CORRAL_SAFE_LARGE_STATS(X) \
-  X(reserved) X(blocks) X(live_blocks) X(live_bytes) X(peak_live_bytes) X(recycled) X(unprotected) X(full)
+  X(reserved) X(blocks) X(live_blocks) X(live_bytes) X(peak_live_bytes) X(recycled) X(kept) X(reused) X(unprotected) \
+  X(full)
 typedef struct corral_safe_large_stats_s {
 #define CORRAL_FIELD(name) uint64_t name;
   CORRAL_SAFE_LARGE_STATS(CORRAL_FIELD)

@@ -1,13 +1,24 @@
 /* Safe mode's large blocks (above safe_max_size, or aligned past a page): each
  * gets address space no block had before, carved page by page from one
- * reserved space; a freed block's pages go back to the OS and its range
- * becomes inaccessible. Only once the whole space has been handed out are
- * ranges reused: the cursor starts again at the space's start and takes the
- * first run of freed pages that fits, moving on from there, so the ranges
- * freed longest ago (the lowest, handed out first) are reused first.
- * docs/safe.md, "Large blocks". */
+ * reserved space; a freed block's range becomes inaccessible at once. Only
+ * once the whole space has been handed out are ranges reused: the cursor
+ * starts again at the space's start and takes the first run of freed pages
+ * that fits, moving on from there, so the ranges freed longest ago (the
+ * lowest, handed out first) are reused first.
+ *
+ * A freed block's pages are kept (the range made PROT_NONE, its pages
+ * still mapped) for the next block of its page class, whatever its site:
+ * they are moved to that block's fresh range with mremap, so a program that
+ * frees and makes large blocks in turn (a string built by concatenation)
+ * pays two system calls a block, not a page fault per page and the zeroing
+ * of each. The freed range stays inaccessible all along: no dangling
+ * pointer ever reaches the moved pages. Only the last safe_resident freed
+ * blocks, and as many bytes as that many chunks, are kept; older ones give
+ * their pages back. docs/safe.md, "Large blocks". */
+#define _GNU_SOURCE                  /* mremap */
 #include "safe.h"
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -16,6 +27,8 @@
 
 #define PAGE 4096
 #define LIVE (1u << 31)       /* a start entry's flag: handed out, not freed */
+#define KEPT (1u << 30)       /* a start entry's flag: freed, its pages kept for a later block */
+#define KEEP_MAX 64           /* kept blocks at most (safe_resident's own bound) */
 #define COMMIT_AHEAD 256      /* pages made read-write at a time, before the first wrap */
 
 static struct {
@@ -29,6 +42,12 @@ static struct {
   size_t cursor, top;
   size_t committed;           /* pages [0, committed) were made read-write (before the first wrap) */
   int wrapped;
+  /* Freed blocks whose pages are kept, oldest first: their first page and
+   * pages. keep_off: mremap cannot move them (an old kernel, Valgrind). */
+  struct { uint32_t at, pages; } kept[KEEP_MAX];
+  unsigned kept_count;
+  size_t kept_pages;
+  int keep_off;
   corral_safe_large_stats_t stats;
 } large;
 
@@ -75,7 +94,17 @@ int _corral_safe_large_owns(const void *p)
   return (uintptr_t)p - large.lo < large.pages * PAGE;
 }
 
-static size_t run_pages(uint32_t e) { return e & ~LIVE; }
+static size_t run_pages(uint32_t e) { return e & ~(LIVE | KEPT); }
+
+/* Pages a block of n takes: n rounded up to one of four steps per doubling
+ * past 8, so that blocks of nearby sizes share a class and one's kept pages
+ * fit the next (a string grown by concatenation); at most 25% more. */
+static size_t class_pages(size_t n)
+{
+  if (n <= 8) return n;
+  size_t step = (size_t)1 << (63 - __builtin_clzl(n) - 2);
+  return (n + step - 1) & ~(step - 1);
+}
 
 /* Take [s, s + n) from the run of freed pages that starts at `run` (it may
  * go on into the never-used pages from top on), re-tiling what is left on
@@ -109,7 +138,7 @@ static size_t find(size_t from, size_t limit, size_t n, size_t a)
     uint32_t e = large.start[k];
     if (e == 0) return SIZE_MAX;                /* not a run's start: the table is inconsistent */
     size_t next = k + run_pages(e);
-    if (e & LIVE) {
+    if (e & (LIVE | KEPT)) {
       run = next;
     } else {
       size_t s = (run + a - 1) / a * a;
@@ -123,60 +152,133 @@ static size_t find(size_t from, size_t limit, size_t n, size_t a)
   return SIZE_MAX;
 }
 
-void *_corral_safe_large_alloc(size_t size, size_t align)
+/* Under the lock: n pages aligned to a pages, marked live; SIZE_MAX when
+ * the space has no such run left. */
+static size_t carve(size_t n, size_t a)
 {
-  if (!large.start || size > large.pages * PAGE) return NULL;
-  size_t n = (size + PAGE - 1) / PAGE, a = align > PAGE ? align / PAGE : 1;
-  if (n == 0) n = 1;
-  _corral_lock(&large.lock);
-  size_t s = SIZE_MAX;
   if (!large.wrapped) {
     size_t at = (large.cursor + a - 1) / a * a;
     if (at + n <= large.pages) {
       if (at > large.cursor) large.start[large.cursor] = (uint32_t)(at - large.cursor);   /* the gap: freed */
       large.start[at] = (uint32_t)n | LIVE;
       large.cursor = large.top = at + n;
-      s = at;
-    } else {
-      large.wrapped = 1;
-      large.cursor = 0;
+      return at;
     }
+    large.wrapped = 1;
+    large.cursor = 0;
   }
-  if (s == SIZE_MAX && large.wrapped) {
-    /* Reuse: from the cursor to the end, then from the start. */
-    size_t from = large.cursor;
-    s = find(from, large.pages, n, a);
-    if (s == SIZE_MAX && from > 0) s = find(0, from, n, a);
-    if (s != SIZE_MAX) large.stats.recycled++;
-  }
-  if (s == SIZE_MAX) {
-    large.stats.full++;
-    _corral_unlock(&large.lock);
-    return NULL;
-  }
-  void *p = (void *)(large.lo + s * PAGE);
-  /* Fresh pages are made read-write COMMIT_AHEAD at a time, so that most
-   * blocks cost no system call; a recycled range is PROT_NONE again. */
+  /* Reuse: from the cursor to the end, then from the start. */
+  size_t from = large.cursor;
+  size_t s = find(from, large.pages, n, a);
+  if (s == SIZE_MAX && from > 0) s = find(0, from, n, a);
+  if (s != SIZE_MAX) large.stats.recycled++;
+  return s;
+}
+
+/* Under the lock: make the carved [s, s + n) read-write (0, else -1). Fresh
+ * pages are made so COMMIT_AHEAD at a time, so that most blocks cost no
+ * system call; a recycled range is PROT_NONE again. `whole`: the range is
+ * about to be mapped over (kept pages moved there), so a recycled one needs
+ * nothing, but before the first wrap everything below `committed` must stay
+ * read-write or freed since: a later commit must not open a freed range. */
+static int commit(size_t s, size_t n, int whole)
+{
   size_t from = s, to = s + n;
   if (!large.wrapped) {
     from = large.committed;
     if (to < from + COMMIT_AHEAD) to = from + COMMIT_AHEAD;
     if (to > large.pages) to = large.pages;
+  } else if (whole) {
+    return 0;
   }
-  int commit = from < s + n;
-  if (commit && _corral_os_commit((void *)(large.lo + from * PAGE), (to - from) * PAGE) != 0) {
-    /* out of mappings or memory: the range stays freed */
-    large.start[s] &= ~LIVE;
-    large.stats.full++;
-    _corral_unlock(&large.lock);
-    return NULL;
+  if (from >= s + n) return 0;
+  if (_corral_os_commit((void *)(large.lo + from * PAGE), (to - from) * PAGE) != 0) return -1;
+  if (!large.wrapped) large.committed = to;
+  return 0;
+}
+
+/* Under the lock: the pages of [p, p + bytes) back to the OS and the range
+ * inaccessible. A fresh PROT_NONE mapping over it does both in one call. */
+static void release(void *p, size_t bytes)
+{
+  void *q = mmap(p, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+  if (q == MAP_FAILED) {
+    /* Out of mappings: the pages still go back, the range stays readable
+     * (as zeros) but is never handed to another block until reused. */
+    _corral_os_purge(p, bytes);
+    large.stats.unprotected++;
   }
-  if (commit && !large.wrapped) large.committed = to;
+}
+
+/* Under the lock: forget kept block i, its range now a freed run. */
+static void unkeep(unsigned i)
+{
+  large.start[large.kept[i].at] &= ~KEPT;
+  large.kept_pages -= large.kept[i].pages;
+  large.kept_count--;
+  memmove(&large.kept[i], &large.kept[i + 1], (large.kept_count - i) * sizeof large.kept[0]);
+}
+
+/* Under the lock: kept block i's pages back to the OS. */
+static void drop_kept(unsigned i)
+{
+  release((void *)(large.lo + (uintptr_t)large.kept[i].at * PAGE), (size_t)large.kept[i].pages * PAGE);
+  unkeep(i);
+}
+
+static unsigned keep_budget(void)
+{
+  return _corral_options.safe_resident < KEEP_MAX ? (unsigned)_corral_options.safe_resident : KEEP_MAX;
+}
+
+/* As many bytes as the resident chunks may keep. */
+static size_t keep_pages_max(void) { return keep_budget() * (_corral_layout.chunk_size / PAGE); }
+
+void *_corral_safe_large_alloc(size_t size, size_t align, int zero)
+{
+  if (!large.start || size > large.pages * PAGE) return NULL;
+  size_t n = class_pages((size + PAGE - 1) / PAGE), a = align > PAGE ? align / PAGE : 1;
+  if (n == 0) n = 1;
+  _corral_lock(&large.lock);
+  /* The newest kept block of the class, at a fresh range no pointer ever
+   * reached: handed out as it is. */
+  size_t s = SIZE_MAX;
+  for (unsigned i = large.kept_count; i-- > 0;)
+    if (large.kept[i].pages == n && large.kept[i].at % a == 0) {
+      s = large.kept[i].at;
+      unkeep(i);
+      large.start[s] |= LIVE;
+      large.stats.reused++;
+      break;
+    }
+  int reused = s != SIZE_MAX;
+  if (!reused) {
+    s = carve(n, a);
+    if (s == SIZE_MAX && large.kept_count) {
+      /* Kept pages hold address space too: give it all back and look again. */
+      while (large.kept_count) drop_kept(0);
+      s = carve(n, a);
+    }
+    if (s == SIZE_MAX) {
+      large.stats.full++;
+      _corral_unlock(&large.lock);
+      return NULL;
+    }
+    if (commit(s, n, 0) != 0) {
+      /* out of mappings or memory: the range stays freed */
+      large.start[s] &= ~LIVE;
+      large.stats.full++;
+      _corral_unlock(&large.lock);
+      return NULL;
+    }
+  }
+  void *p = (void *)(large.lo + s * PAGE);
   large.stats.blocks++;
   large.stats.live_blocks++;
   large.stats.live_bytes += n * PAGE;
   if (large.stats.live_bytes > large.stats.peak_live_bytes) large.stats.peak_live_bytes = large.stats.live_bytes;
   _corral_unlock(&large.lock);
+  if (reused && zero) memset(p, 0, size);
   return p;
 }
 
@@ -192,6 +294,43 @@ static uint32_t *live_entry(const void *p, uint32_t *e)
   return *e & LIVE ? at : NULL;
 }
 
+/* Under the lock: the freed block [p, p + n pages), its entry `at`, keeps
+ * its pages, moved to a fresh range, the range p made inaccessible (1); or
+ * 0, nothing done. */
+static int keep(void *p, uint32_t *at, size_t n)
+{
+  if (large.keep_off || keep_budget() == 0 || n > keep_pages_max()) return 0;
+  int saved = errno;                              /* free leaves errno as it was */
+  size_t h = carve(n, 1);
+  if (h == SIZE_MAX) return 0;
+  size_t bytes = n * PAGE;
+  void *to = (void *)(large.lo + h * PAGE);
+  /* DONTUNMAP leaves p's range mapped, empty, so that no other mapping can
+   * take it before it is mapped again as fresh PROT_NONE memory (which,
+   * unlike mprotect, lets it merge with its freed neighbours: a moved
+   * range stays a mapping of its own, and the count of mappings is
+   * bounded). */
+  if (commit(h, n, 1) != 0 ||
+      mremap(p, bytes, bytes, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, to) == MAP_FAILED) {
+    if (errno == EINVAL) large.keep_off = 1;      /* a kernel before 5.7, or Valgrind */
+    large.start[h] &= ~LIVE;                      /* never handed out: a freed run */
+    errno = saved;
+    return 0;
+  }
+  release(p, bytes);
+  errno = saved;
+  large.start[h] = (uint32_t)n | KEPT;
+  *at &= ~LIVE;
+  while (large.kept_count && (large.kept_count >= keep_budget() || large.kept_pages + n > keep_pages_max()))
+    drop_kept(0);
+  large.kept[large.kept_count].at = (uint32_t)h;
+  large.kept[large.kept_count].pages = (uint32_t)n;
+  large.kept_count++;
+  large.kept_pages += n;
+  large.stats.kept++;
+  return 1;
+}
+
 void _corral_safe_large_free(void *p, void *site)
 {
   uint32_t e;
@@ -203,21 +342,15 @@ void _corral_safe_large_free(void *p, void *site)
                         e ? "a freed large block" : "no large block's start", site);
     return;
   }
-  size_t bytes = run_pages(e) * PAGE;
+  size_t n = run_pages(e);
   /* Under the lock: once the entry says freed, a wrapped cursor may hand
-   * the range out again, and this must not unmap it after that. A fresh
-   * PROT_NONE mapping over the range both drops its pages and makes it
-   * inaccessible, in one call. */
-  void *q = mmap(p, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
-  if (q == MAP_FAILED) {
-    /* Out of mappings: the pages still go back, the range stays readable
-     * (as zeros) but is never handed to another block until reused. */
-    _corral_os_purge(p, bytes);
-    large.stats.unprotected++;
+   * the range out again, and this must not unmap it after that. */
+  if (!keep(p, at, n)) {
+    release(p, n * PAGE);
+    *at = e & ~LIVE;
   }
-  *at = e & ~LIVE;
   large.stats.live_blocks--;
-  large.stats.live_bytes -= bytes;
+  large.stats.live_bytes -= n * PAGE;
   _corral_unlock(&large.lock);
 }
 
