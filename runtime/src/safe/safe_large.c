@@ -177,19 +177,14 @@ static size_t carve(size_t n, size_t a)
 
 /* Under the lock: make the carved [s, s + n) read-write (0, else -1). Fresh
  * pages are made so COMMIT_AHEAD at a time, so that most blocks cost no
- * system call; a recycled range is PROT_NONE again. `whole`: the range is
- * about to be mapped over (kept pages moved there), so a recycled one needs
- * nothing, but before the first wrap everything below `committed` must stay
- * read-write or freed since: a later commit must not open a freed range. */
-static int commit(size_t s, size_t n, int whole)
+ * system call; a recycled range is PROT_NONE again. */
+static int commit(size_t s, size_t n)
 {
   size_t from = s, to = s + n;
   if (!large.wrapped) {
     from = large.committed;
     if (to < from + COMMIT_AHEAD) to = from + COMMIT_AHEAD;
     if (to > large.pages) to = large.pages;
-  } else if (whole) {
-    return 0;
   }
   if (from >= s + n) return 0;
   if (_corral_os_commit((void *)(large.lo + from * PAGE), (to - from) * PAGE) != 0) return -1;
@@ -264,7 +259,7 @@ void *_corral_safe_large_alloc(size_t size, size_t align, int zero)
       _corral_unlock(&large.lock);
       return NULL;
     }
-    if (commit(s, n, 0) != 0) {
+    if (commit(s, n) != 0) {
       /* out of mappings or memory: the range stays freed */
       large.start[s] &= ~LIVE;
       large.stats.full++;
@@ -305,13 +300,15 @@ static int keep(void *p, uint32_t *at, size_t n)
   if (h == SIZE_MAX) return 0;
   size_t bytes = n * PAGE;
   void *to = (void *)(large.lo + h * PAGE);
+  /* The range needs no commit: it is mapped over. Before the first wrap,
+   * a later commit starts past it, so that it never opens it once freed. */
+  if (!large.wrapped && large.committed < h + n) large.committed = h + n;
   /* DONTUNMAP leaves p's range mapped, empty, so that no other mapping can
    * take it before it is mapped again as fresh PROT_NONE memory (which,
    * unlike mprotect, lets it merge with its freed neighbours: a moved
    * range stays a mapping of its own, and the count of mappings is
    * bounded). */
-  if (commit(h, n, 1) != 0 ||
-      mremap(p, bytes, bytes, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, to) == MAP_FAILED) {
+  if (mremap(p, bytes, bytes, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, to) == MAP_FAILED) {
     if (errno == EINVAL) large.keep_off = 1;      /* a kernel before 5.7, or Valgrind */
     large.start[h] &= ~LIVE;                      /* never handed out: a freed run */
     errno = saved;
