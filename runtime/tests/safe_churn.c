@@ -1,7 +1,8 @@
 /* Safe mode's short ways under churn: three sites behind wrappers (one
- * behind two) and a site of its own each keep a ring of live objects,
- * freeing the oldest and making a new one COUNT times (calloc at two of
- * them, which must zero reused blocks); the owner frees them all. With `remote`,
+ * behind two), a site of its own and one that makes its objects with
+ * realloc of NULL (as Lua does) each keep a ring of live objects, freeing
+ * the oldest and making a new one COUNT times (calloc at two of them,
+ * which must zero reused blocks); the owner frees them all. With `remote`,
  * another thread frees each ring instead, RING objects at a time. stdout
  * carries a checksum only. Usage: safe_churn COUNT [remote] */
 #include <pthread.h>
@@ -28,6 +29,13 @@ NOIPA unsigned char *make_d(size_t n, unsigned long *sum) {
   for (size_t j = 0; j < n; j++) *sum += z[j];
   memset(z, 4, n);
   return z;
+}
+
+/* realloc of NULL, which the compiler must not turn into malloc. */
+NOIPA void *make_e(size_t n) {
+  void *none = NULL;
+  __asm__("" : "+r"(none));
+  return realloc(none, n);
 }
 
 static void *free_ring(void *ring) {
@@ -57,7 +65,7 @@ static int remote(long count) {
 int main(int argc, char **argv) {
   long count = argc > 1 ? atol(argv[1]) : 1000;
   if (argc > 2 && strcmp(argv[2], "remote") == 0) return remote(count);
-  void *ring[4][RING] = {{0}};
+  void *ring[5][RING] = {{0}};
   unsigned long sum = 0;
   for (long i = 0; i < count; i++) {
     size_t n = 16 + (size_t)(i % 7) * 8;
@@ -66,6 +74,7 @@ int main(int argc, char **argv) {
     free(ring[1][k]);
     free(ring[2][k]);
     free(ring[3][k]);
+    free(ring[4][k]);
     ring[0][k] = make_a(n);
     ring[1][k] = make_b(n + 8);
     unsigned char *z = make_c(n);
@@ -75,8 +84,9 @@ int main(int argc, char **argv) {
     memset(ring[1][k], 2, n + 8);
     memset(z, 3, n);
     ring[3][k] = make_d(n, &sum);
+    memset(ring[4][k] = make_e(n), 5, n);
   }
-  for (int s = 0; s < 4; s++)
+  for (int s = 0; s < 5; s++)
     for (int k = 0; k < RING; k++) free(ring[s][k]);
   printf("checksum %lu\n", sum);
   return 0;

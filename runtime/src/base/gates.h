@@ -58,11 +58,11 @@ extern __thread corral_stub_notes_t _corral_stub_notes __attribute__((tls_model(
  * "4. dynamic");
  * malloc's, calloc's and operator new's are -3 (CORRAL_GATE_RANDOM) with
  * random pools without statistics: a pool at random, popped without
- * identification (malloc.c, new_ways.c); malloc's, calloc's and operator
- * new's are -4 (CORRAL_GATE_SAFE) in safe mode without statistics: the
- * site's pool popped with safe mode's checks (safe/safe_ways.h), the full
- * way for the rest (forward_from stays SIZE_MAX: safe mode forwards
- * nothing).
+ * identification (malloc.c, new_ways.c); malloc's, calloc's, realloc's
+ * (of NULL) and operator new's are -4 (CORRAL_GATE_SAFE) in safe mode
+ * without statistics: the site's pool popped with safe mode's checks
+ * (safe/safe_ways.h), the full way for the rest (forward_from stays
+ * SIZE_MAX: safe mode forwards nothing).
  *
  * pool_below: the pool calls (call_ways.c) serve sizes below this; 0 while
  * they must take the entry point's full way (not ready, counting, random

@@ -58,6 +58,7 @@ static void *dyn_calloc(size_t n, size_t size);
 static void *dyn_realloc(void *p, size_t size);
 static void *dyn_memalign(size_t align, size_t size);
 static int dyn_aligned(size_t align, size_t size, uintptr_t ret, uintptr_t cfa, void **block);
+static void *malloc_safe(size_t size);
 
 /* ---- the exported C API -------------------------------------------------------- */
 
@@ -121,7 +122,7 @@ CORRAL_EXPORT void *calloc(size_t n, size_t size)
 /* The short way only for a size that is not 0: corral keeps glibc's
  * realloc(p, 0) (free, return NULL) whatever the allocator underneath. In
  * dynamic mode a pointer of the allocator underneath (or NULL) may take
- * dynamic mode's own way. */
+ * dynamic mode's own way; in safe mode NULL takes malloc's. */
 CORRAL_EXPORT void *realloc(void *p, size_t size)
 {
   if (CORRAL_LIKELY(_corral_foreign(p))) {
@@ -134,9 +135,12 @@ CORRAL_EXPORT void *realloc(void *p, size_t size)
       return p ? _corral_next.realloc(p, size) : _corral_next.malloc(size);   /* _corral_next_realloc says why */
     /* Dynamic mode's sizes, 1 to forward_from - 1, in one unsigned compare
      * (its gate is never open: notes do not matter to it). */
-    if (__atomic_load_n(&_corral_gates.on_realloc, __ATOMIC_RELAXED) == CORRAL_GATE_DYNAMIC &&
-        size - 1 < __atomic_load_n(&_corral_gates.forward_from, __ATOMIC_ACQUIRE) - 1)
+    int64_t gate = __atomic_load_n(&_corral_gates.on_realloc, __ATOMIC_RELAXED);
+    if (gate == CORRAL_GATE_DYNAMIC && size - 1 < __atomic_load_n(&_corral_gates.forward_from, __ATOMIC_ACQUIRE) - 1)
       return dyn_realloc(p, size);
+    /* Safe mode: realloc of NULL is malloc, by the same short way (Lua
+     * makes every object so; the full way cost it a site walk each). */
+    if (gate == CORRAL_GATE_SAFE && p == NULL) return malloc_safe(size);
     if (CORRAL_LIKELY(size != 0 && (size >= __atomic_load_n(&_corral_gates.forward_from, __ATOMIC_ACQUIRE) ||
                                     _corral_gate_open(&_corral_gates.on_realloc))))
       return _corral_next_realloc(p, size);

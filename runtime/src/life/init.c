@@ -108,6 +108,7 @@ int _corral_init_slow(const corral_call_targets_t *targets)
   if (!_corral_modes.track && _corral_modes.safe) {
     __atomic_store_n(&_corral_gates.on_malloc, CORRAL_GATE_SAFE, __ATOMIC_RELAXED);
     __atomic_store_n(&_corral_gates.on_calloc, CORRAL_GATE_SAFE, __ATOMIC_RELAXED);
+    __atomic_store_n(&_corral_gates.on_realloc, CORRAL_GATE_SAFE, __ATOMIC_RELAXED);   /* of NULL */
     __atomic_store_n(&_corral_gates.on_new, CORRAL_GATE_SAFE, __ATOMIC_RELAXED);
   }
   if (!_corral_modes.track && _corral_options.random_pools > 0) {
