@@ -98,6 +98,9 @@ CORRAL_INLINE void *_corral_safe_pop_in(corral_heap_t *h, size_t size, unsigned 
   void *next = _corral_link_decode(p, *(const uintptr_t *)p);
   if (CORRAL_UNLIKELY(next != NULL && !_corral_block_start(c, next))) return NULL;
   c->free = next;
+  /* The next pop reads next's link: a site's freed blocks are often cold
+   * by then (a size class's, shared by every site, less so). */
+  __builtin_prefetch(next);
   p[0] = p[1] = NULL;
   c->live++;
   return p;
