@@ -22,12 +22,17 @@
  *   large-reread: a large block freed, another of its size made (its pages
  *     kept for it), then the freed one read (safe mode: SIGSEGV);
  *   large-bound N: 96 blocks of 80 KB made, touched and freed; "0 failed"
- *     if resident memory grew by at most N KB. */
+ *     if resident memory grew by at most N KB;
+ *   large-threads: four threads make, fill, check and free large blocks
+ *     of many classes at once (calloc's checked zero), a fork among them
+ *     whose child does the same ("0 failed"). */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define N 4096
 
@@ -135,6 +140,50 @@ static int large_reuse(void)
   return printf("%d failed\n", failed), failed != 0;
 }
 
+static void *large_worker(void *arg)
+{
+  enum { ROUNDS = 400, KEEP = 3 };
+  char tag = (char)(uintptr_t)arg;
+  char *live[KEEP] = {0};
+  size_t size[KEEP] = {0};
+  uintptr_t failed = 0;
+  for (int r = 0; r < ROUNDS; r++) {
+    int k = r % KEEP;
+    if (live[k]) {
+      for (size_t j = 0; j < size[k]; j += 1024) failed += live[k][j] != tag;
+      free(live[k]);
+    }
+    size[k] = 66000 + (size_t)((r * 7919 + tag * 104729) % 300000);
+    if (r % 4 == 0) {
+      live[k] = calloc(1, size[k]);
+      for (volatile char *v = live[k]; v < live[k] + size[k]; v += 512) failed += *v != 0;
+    } else {
+      live[k] = malloc(size[k]);
+    }
+    fill(live[k], tag, size[k]);
+  }
+  for (int k = 0; k < KEEP; k++) free(live[k]);
+  return (void *)failed;
+}
+
+static int large_threads(void)
+{
+  enum { THREADS = 4 };
+  pthread_t t[THREADS];
+  uintptr_t failed = 0;
+  for (uintptr_t i = 0; i < THREADS; i++) pthread_create(&t[i], NULL, large_worker, (void *)(i + 1));
+  pid_t child = fork();
+  if (child == 0) _exit(large_worker((void *)9) != NULL);
+  for (int i = 0; i < THREADS; i++) {
+    void *r;
+    pthread_join(t[i], &r);
+    failed += (uintptr_t)r;
+  }
+  int status = 0;
+  failed += child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+  return printf("%lu failed\n", (unsigned long)failed), failed != 0;
+}
+
 static int large_bound(long limit_kb)
 {
   enum { BLOCKS = 96, SIZE = 80000 };
@@ -240,6 +289,8 @@ int main(int argc, char **argv)
     q[0] = 2;
     printf("read %d\n", p[0]);
     return 0;
+  } else if (!strcmp(c, "large-threads")) {
+    return large_threads();
   } else if (!strcmp(c, "large-bound") && argc > 2) {
     return large_bound(atol(argv[2]));
   } else {

@@ -15,6 +15,7 @@ import pytest
 
 import core_helpers as h
 from callgrind_counts import calls_of, run_callgrind
+from corral import paths
 from corral.launch import dynamic_extra
 
 UAF_CASES = ["direct", "wrapper", "thread", "realloc", "big"]
@@ -178,6 +179,21 @@ def test_freed_large_block_stays_inaccessible_once_its_pages_serve_another(progr
     exe = programs["uaf"]
     out = run(exe, "large-reread", env=safe_env(exe))
     assert out.returncode == -signal.SIGSEGV, (out.returncode, out.stdout, out.stderr)
+
+
+@pytest.mark.parametrize("space", [None, "8M"])
+@pytest.mark.parametrize("lib", ["normal", "debug"])
+def test_large_blocks_across_threads_and_fork(programs, lib, space):
+    """Four threads make, fill, check and free large blocks of many classes
+    at once while a forked child does the same: kept pages handed from
+    one thread's free to another's block, calloc's cleared; in a space
+    small enough to wrap and give kept pages back, too. The debug build
+    checks the heap's invariants besides."""
+    exe = programs["uaf"]
+    options = {"safe_large_space": space} if space else {}
+    env = safe_env(exe, lib=paths.RUNTIME_DEBUG_LIB if lib == "debug" else h.LIB, **options)
+    out = run(exe, "large-threads", env=env)
+    assert out.returncode == 0 and out.stdout == "0 failed\n", out.stdout + out.stderr
 
 
 @pytest.mark.parametrize("resident", [0, 32])
