@@ -1,6 +1,7 @@
 /* Safe mode's short ways under churn: three sites behind wrappers (one
  * behind two), a site of its own and one that makes its objects with
- * realloc of NULL (as Lua does) each keep a ring of live objects, freeing
+ * realloc of NULL and grows them (as Lua does) each keep a ring of live
+ * objects, freeing
  * the oldest and making a new one COUNT times (calloc at two of them,
  * which must zero reused blocks); the owner frees them all. With `remote`,
  * another thread frees each ring instead, RING objects at a time. stdout
@@ -84,7 +85,10 @@ int main(int argc, char **argv) {
     memset(ring[1][k], 2, n + 8);
     memset(z, 3, n);
     ring[3][k] = make_d(n, &sum);
-    memset(ring[4][k] = make_e(n), 5, n);
+    /* grown past its class: a block of the site's larger class */
+    void *e = realloc(make_e(n), n + 64);
+    if (!e) abort();
+    memset(ring[4][k] = e, 5, n + 64);
   }
   for (int s = 0; s < 5; s++)
     for (int k = 0; k < RING; k++) free(ring[s][k]);

@@ -248,9 +248,11 @@ static void *move(void *q, void *p, size_t old, size_t size, void (*release)(voi
 
 static void free_large(void *p) { _corral_safe_large_free(p, NULL); }
 
-/* An object a group handed out (safe realloc has just found its chunk). */
+/* An object a group handed out (safe realloc has just found its chunk):
+ * the owner's free by free's first way when it can take it. */
 static void free_grouped(void *p)
 {
+  if (_corral_free_owned(p)) return;
   corral_where_t where;
   _corral_group_free(_corral_chunk_of(p, &where), p);
 }
@@ -268,7 +270,12 @@ void *_corral_safe_realloc(void *p, size_t size, void *ret0, void *fp0)
     }
     /* In place within its size class; else a new block of the same site. */
     if (size <= c->block_size) return p;
-    void *q = size <= _corral_options.safe_max_size ? _corral_group_alloc_slow(c->group, size, 0) : NULL;
+    /* The site's pool of the larger class, by the short way's pop where
+     * nothing is counted (Lua grows its tables' arrays so). */
+    void *q = NULL;
+    if (__atomic_load_n(&_corral_gates.on_realloc, __ATOMIC_RELAXED) == CORRAL_GATE_SAFE)
+      q = _corral_safe_pop_from(size, c->group);
+    if (!q && size <= _corral_options.safe_max_size) q = _corral_group_alloc_slow(c->group, size, 0);
     if (!q) q = _corral_safe_alloc(size, 0, ret0, fp0, 0);
     _corral_safe_free_site = ret0;
     return move(q, p, c->block_size, size, free_grouped);
