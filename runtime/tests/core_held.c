@@ -32,10 +32,13 @@
  *                      the new owner's consumers', so the chunk is held
  *                      when full and those last frees are local
  *                      (test_core_held.py counts the remote ones).
- *   core_held many:    eight chunks' worth kept, then freed: the thread
- *                      holds four chunks besides its current one and
- *                      retires the oldest past that (test_core_held.py
- *                      counts the retirements). */
+ *   core_held many:    eight chunks' worth kept, then freed, by the
+ *                      main thread alone: it holds them all (up to 64
+ *                      besides its current one), no chunk is retired;
+ *   core_held many-busy: the same while another thread lives: the
+ *                      thread holds four chunks besides its current one
+ *                      and retires the oldest past that
+ *                      (test_core_held.py counts the retirements). */
 #include "core_check.h"
 
 #include <pthread.h>
@@ -195,6 +198,30 @@ static void many(void)
   release(many_objects, 0, MANY, 1);
 }
 
+/* A thread with a heap of its own that lives while `many` runs. */
+static pthread_barrier_t busy;
+
+static void *stay_busy(void *arg)
+{
+  (void)arg;
+  fill(more, 1);
+  pthread_barrier_wait(&busy);       /* its heap exists */
+  pthread_barrier_wait(&busy);       /* many has counted */
+  release(more, 0, 1, 1);
+  return NULL;
+}
+
+static void many_busy(void)
+{
+  pthread_t t;
+  pthread_barrier_init(&busy, NULL, 2);
+  pthread_create(&t, NULL, stay_busy, NULL);
+  pthread_barrier_wait(&busy);
+  many();
+  pthread_barrier_wait(&busy);
+  pthread_join(t, NULL);
+}
+
 int main(int argc, char **argv)
 {
   const char *mode = argc > 1 ? argv[1] : "";
@@ -204,6 +231,7 @@ int main(int argc, char **argv)
   else if (strcmp(mode, "producer") == 0) producer();
   else if (strcmp(mode, "adopted") == 0) adopted();
   else if (strcmp(mode, "many") == 0) many();
+  else if (strcmp(mode, "many-busy") == 0) many_busy();
   else CHECK(0, "unknown mode %s", mode);
   return core_summary();
 }

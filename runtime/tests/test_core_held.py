@@ -33,7 +33,7 @@ def counted(program, tmp_path, mode, case, names):
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("lib", ["normal", "debug"])
-@pytest.mark.parametrize("case", ["refill", "handoff", "remote", "producer", "adopted", "many"])
+@pytest.mark.parametrize("case", ["refill", "handoff", "remote", "producer", "adopted", "many", "many-busy"])
 def test_held_and_abandoned_chunks(program, mode, lib, case):
     build = paths.RUNTIME_DEBUG_LIB if lib == "debug" else h.LIB
     h.run(program, case, env=h.corral_env("glibc", lib=build, **MODES[mode]))
@@ -77,13 +77,24 @@ def test_frees_drained_on_adoption_do_not_make_a_producer(program, tmp_path, mod
 
 @pytest.mark.parametrize("mode", MODES)
 def test_a_thread_holds_at_most_four_chunks_per_pool(program, tmp_path, mode):
-    """Eight chunks' worth of one size kept: each full chunk is held, and
-    past four held ones the oldest is retired (chunk.c, CORRAL_HELD), so
-    that what one thread keeps aside per pool stays bounded and other
-    threads may adopt the rest. Of the k chunks the objects take (the
-    program prints k: eight or nine, as the headers' colour offsets fall),
-    k - 1 fill, so k - 5 are retired; the main thread never exits before
-    the counts are taken."""
-    done, n = counted(program, tmp_path, mode, "many", ["_corral_chunk_retire"])
+    """Eight chunks' worth of one size kept while another thread lives:
+    each full chunk is held, and past four held ones the oldest is retired
+    (chunk.c, CORRAL_HELD), so that what one thread keeps aside per pool
+    stays bounded and other threads may adopt the rest. Of the k chunks the
+    objects take (the program prints k: eight or nine, as the headers'
+    colour offsets fall), k - 1 fill, so k - 5 are retired, and the other
+    thread's one chunk at its exit; the main thread never exits before the
+    counts are taken."""
+    done, n = counted(program, tmp_path, mode, "many-busy", ["_corral_chunk_retire"])
     k = int(re.search(r"^chunks (\d+)$", done.stdout, re.M).group(1))
-    assert n["_corral_chunk_retire"] == k - 1 - 4, (k, n)
+    assert n["_corral_chunk_retire"] == k - 1 - 4 + 1, (k, n)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_thread_alone_holds_every_chunk_it_fills(program, tmp_path, mode):
+    """The same by the only live thread (CORRAL_HELD_ALONE): no other
+    thread could adopt a retired chunk, and each of the thread's own frees
+    into one would be a remote push; none is retired."""
+    done, n = counted(program, tmp_path, mode, "many", ["_corral_chunk_retire", "_corral_free_remote"])
+    assert re.search(r"^chunks \d+$", done.stdout, re.M), done.stdout
+    assert n["_corral_chunk_retire"] == 0 and n["_corral_free_remote"] == 0, n

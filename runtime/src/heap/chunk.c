@@ -317,8 +317,9 @@ corral_chunk_t *_corral_chunk_acquire(corral_heap_t *h, unsigned pool, int may_a
  * every free of its objects, the owner's too, was an atomic push and a
  * count, and the list was walked again when the chunk was adopted: a pool
  * whose live objects fill more than one chunk paid that on most of its
- * frees. A thread keeps CORRAL_HELD of them per pool; the oldest past that,
- * and all of them at its exit, are retired, so that other threads may
+ * frees. A thread keeps CORRAL_HELD of them per pool (CORRAL_HELD_ALONE
+ * while it is the only one); the oldest past that, and all of them at its
+ * exit, are retired, so that other threads may
  * adopt them. The owner's free of a held chunk's last object releases it
  * (_corral_chunk_emptied); one emptied by other threads' frees waits for
  * its owner's next look at the pool's held chunks, or its exit. */
@@ -339,21 +340,30 @@ static size_t held_room(corral_chunk_t *c, size_t capacity)
 }
 
 /* Owner: c, just moved aside, onto h's held chunks of its pool; the
- * oldest retired when that makes one too many. */
+ * oldest retired past the bound: CORRAL_HELD, or CORRAL_HELD_ALONE while
+ * h is the only live heap (a single-threaded program's frees into a
+ * retired chunk are all remote pushes: Lua's trees in safe mode, 450
+ * thousand of them at trees.lua 15). Once another thread lives, the next
+ * hold retires all past CORRAL_HELD. */
 static void hold(corral_heap_t *h, unsigned pool, corral_chunk_t *c)
 {
   CORRAL_ASSERT(c->block_size && atomic_load(&c->owner) == h && !c->in_retired && !c->held);
   c->held = 1;
   c->next = h->held[pool];
   h->held[pool] = c;
+  unsigned bound = __atomic_load_n(&_corral_heaps_live, __ATOMIC_RELAXED) <= 1 ? CORRAL_HELD_ALONE : CORRAL_HELD;
   corral_chunk_t **link = &h->held[pool];
   for (unsigned n = 0; *link; n++, link = &(*link)->next)
-    if (n == CORRAL_HELD) {
+    if (n == bound) {
       corral_chunk_t *old = *link;
-      *link = NULL;                        /* the oldest is last */
-      old->next = NULL;
-      old->held = 0;
-      _corral_chunk_retire(old, 0);
+      *link = NULL;                        /* the oldest are last */
+      while (old) {
+        corral_chunk_t *next = old->next;
+        old->next = NULL;
+        old->held = 0;
+        _corral_chunk_retire(old, 0);
+        old = next;
+      }
       break;
     }
 }

@@ -11,6 +11,7 @@
 /* The chunk pool's and the heap registry's lock (lock.h). */
 corral_lock_t _corral_heap_lock = CORRAL_LOCK_INIT;
 corral_heap_t *_corral_heaps;                  /* registry, under _corral_heap_lock */
+unsigned _corral_heaps_live;
 __thread corral_heap_t *_corral_tls_heap __attribute__((tls_model("initial-exec")));
 __thread corral_heap_t *_corral_tls_fast __attribute__((tls_model("initial-exec"))) = &_corral_no_heap;
 corral_heap_t _corral_no_heap;
@@ -45,6 +46,7 @@ static void thread_exit(void *arg)
   _corral_tls_fast = &_corral_no_heap;
   _corral_lock(&_corral_heap_lock);
   h->dead = 1;
+  __atomic_store_n(&_corral_heaps_live, _corral_heaps_live - 1, __ATOMIC_RELAXED);
   _corral_unlock(&_corral_heap_lock);
 }
 
@@ -63,6 +65,7 @@ static corral_heap_t *heap_create(void)
   for (corral_heap_t *h = _corral_heaps; h; h = h->next_heap)
     if (h->dead) {
       h->dead = 0;
+      __atomic_store_n(&_corral_heaps_live, _corral_heaps_live + 1, __ATOMIC_RELAXED);
       _corral_unlock(&_corral_heap_lock);
       return h;
     }
@@ -72,6 +75,7 @@ static corral_heap_t *heap_create(void)
   _corral_lock(&_corral_heap_lock);
   h->next_heap = _corral_heaps;
   _corral_heaps = h;
+  __atomic_store_n(&_corral_heaps_live, _corral_heaps_live + 1, __ATOMIC_RELAXED);
   _corral_unlock(&_corral_heap_lock);
   return h;
 }
@@ -105,4 +109,5 @@ void _corral_heap_fork_child(void)
       retire_all(h, 1);
       h->dead = 1;
     }
+  _corral_heaps_live = _corral_tls_heap ? 1 : 0;
 }

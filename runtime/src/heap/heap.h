@@ -37,8 +37,10 @@
  * without a heap never takes the owner's way. */
 #define CORRAL_UNOWNED ((struct corral_heap_s *)1)
 /* Block chunks a thread keeps per pool besides its current one (chunk.c,
- * "Held chunks"); the oldest past that is retired. */
+ * "Held chunks"); the oldest past that is retired. CORRAL_HELD_ALONE while
+ * the thread's is the only live heap: no other thread could adopt them. */
 #define CORRAL_HELD 4
+#define CORRAL_HELD_ALONE 64
 /* Blocks of a fresh chunk are linked onto its free list this many bytes'
  * worth at a time (at least one block). */
 #define CORRAL_EXTEND_BYTES 4096
@@ -95,7 +97,8 @@ typedef struct corral_group_counts_s {
 typedef struct corral_heap_s {
   corral_chunk_t *cur[CORRAL_POOLS];       /* by pool: group * CORRAL_SIZE_CLASSES + size class */
   corral_chunk_t *held[CORRAL_POOLS];      /* by pool: block chunks it filled, still its own (chunk.c),
-                                              newest first, linked by `next`; at most CORRAL_HELD */
+                                              newest first, linked by `next`; at most CORRAL_HELD
+                                              (CORRAL_HELD_ALONE) */
   corral_group_counts_t counts[CORRAL_MAX_GROUPS];
   uint64_t ungrouped_objects, ungrouped_bytes;
   int dead;                                /* thread exited; counts stay for stats */
@@ -140,6 +143,8 @@ extern __thread corral_heap_t *_corral_tls_fast __attribute__((tls_model("initia
 extern corral_heap_t _corral_no_heap;
 /* Every thread heap, linked by next_heap (heap.c; under _corral_heap_lock). */
 extern corral_heap_t *_corral_heaps;
+/* Heaps of live threads (heap.c; written under _corral_heap_lock). */
+extern unsigned _corral_heaps_live;
 corral_heap_t *_corral_heap_create_for_thread(void);
 static inline corral_heap_t *_corral_heap_get(void)
 {
