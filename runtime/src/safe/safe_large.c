@@ -6,15 +6,16 @@
  * that fits, moving on from there, so the ranges freed longest ago (the
  * lowest, handed out first) are reused first.
  *
- * A freed block's pages are kept (the range made PROT_NONE, its pages
- * still mapped) for the next block of its page class, whatever its site:
- * they are moved to that block's fresh range with mremap, so a program that
+ * A freed block's pages are not lost with it: mremap moves them to a fresh
+ * range, never handed out, where they wait for the next block of their
+ * page class, whatever its site, which is handed out there as it is; the
+ * freed range is mapped again as fresh PROT_NONE memory. So a program that
  * frees and makes large blocks in turn (a string built by concatenation)
  * pays two system calls a block, not a page fault per page and the zeroing
- * of each. The freed range stays inaccessible all along: no dangling
- * pointer ever reaches the moved pages. Only the last safe_resident freed
- * blocks, and as many bytes as that many chunks, are kept; older ones give
- * their pages back. docs/safe.md, "Large blocks". */
+ * of each, and no dangling pointer ever reaches the moved pages. Only the
+ * last safe_resident freed blocks, and as many bytes as that many chunks,
+ * keep their pages; older ones give them back. docs/safe.md, "Large
+ * blocks". */
 #define _GNU_SOURCE                  /* mremap */
 #include "safe.h"
 
