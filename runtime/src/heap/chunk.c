@@ -339,6 +339,19 @@ static size_t held_room(corral_chunk_t *c, size_t capacity)
   return capacity - c->live;
 }
 
+/* Owner: the held chunks from c on, already off their list, retired. */
+static void retire_list(corral_chunk_t *c, uint32_t torn)
+{
+  while (c) {
+    corral_chunk_t *next = c->next;
+    c->next = NULL;
+    c->held = 0;
+    c->torn |= torn;
+    _corral_chunk_retire(c, 0);
+    c = next;
+  }
+}
+
 /* Owner: c, just moved aside, onto h's held chunks of its pool; the
  * oldest retired past the bound: CORRAL_HELD, or CORRAL_HELD_ALONE while
  * h is the only live heap (a single-threaded program's frees into a
@@ -357,13 +370,7 @@ static void hold(corral_heap_t *h, unsigned pool, corral_chunk_t *c)
     if (n == bound) {
       corral_chunk_t *old = *link;
       *link = NULL;                        /* the oldest are last */
-      while (old) {
-        corral_chunk_t *next = old->next;
-        old->next = NULL;
-        old->held = 0;
-        _corral_chunk_retire(old, 0);
-        old = next;
-      }
+      retire_list(old, 0);
       break;
     }
 }
@@ -406,14 +413,9 @@ void _corral_chunk_emptied(corral_chunk_t *c)
 
 void _corral_chunk_retire_held(corral_heap_t *h, unsigned pool, uint32_t torn)
 {
-  while (h->held[pool]) {
-    corral_chunk_t *c = h->held[pool];
-    h->held[pool] = c->next;
-    c->next = NULL;
-    c->held = 0;
-    c->torn |= torn;
-    _corral_chunk_retire(c, 0);
-  }
+  corral_chunk_t *c = h->held[pool];
+  h->held[pool] = NULL;
+  retire_list(c, torn);
 }
 
 /* Owner: since it took c, more of c's blocks came back through its remote
