@@ -15,7 +15,17 @@
  * (which dynamic mode points at its pool's slot), then only read while the
  * scratch objects come and go, then grown by 5,000 more nodes in
  * grow_late, after dynamic mode has stepped aside. Prints a checksum, the
- * same with corral or without. */
+ * same with corral or without, after freeing the list (pooled nodes among
+ * them), and the protection of the page that holds the program's own PLT
+ * slot of malloc: read-only where the loader made it so (-z now), with
+ * corral as without, even once dynamic mode has pointed the slot past it
+ * (docs/dynamic.md, "Stepping aside"), and what malloc(SIZE_MAX) sets
+ * errno to. With `dlopen`, a fourth argument
+ * names a library (dyn_back_off_lib.c) opened after the rounds, whose
+ * scratch function is called that many more rounds. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +93,45 @@ NOIPA long settled(long rounds) {
   return sum;
 }
 
+/* The GOT slot this program's calls of malloc jump through: its PLT
+ * entry is `jmp *disp(%rip)`, after endbr64 and a bnd prefix where built
+ * for CET. 0 when it is not that. */
+static uintptr_t malloc_slot(void) {
+  const unsigned char *t;
+  __asm__("leaq malloc@PLT(%%rip), %0" : "=r"(t));
+  if (t[0] == 0xf3 && t[1] == 0x0f && t[2] == 0x1e && t[3] == 0xfa) t += 4;
+  if (t[0] == 0xf2) t++;
+  if (t[0] != 0xff || t[1] != 0x25) return 0;
+  int32_t disp;
+  memcpy(&disp, t + 2, 4);
+  return (uintptr_t)(t + 6 + disp);
+}
+
+/* "r--p", "rw-p", ...: the mapping of /proc/self/maps that holds a. */
+static void print_protection_of(uintptr_t a) {
+  FILE *f = fopen("/proc/self/maps", "r");
+  char line[512], perms[8] = "none";
+  unsigned long lo, hi;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3 && a >= lo && a < hi) break;
+    else strcpy(perms, "none");
+  if (f) fclose(f);
+  printf("malloc's slot: %s\n", a ? perms : "no PLT entry");
+}
+
+/* The library's scratch rounds (dyn_back_off_lib.c), after the rest. */
+static long rounds_in_library(const char *path, long rounds) {
+  void *lib = dlopen(path, RTLD_NOW);
+  long (*scratch)(long) = lib ? (long (*)(long))dlsym(lib, "lib_scratch") : NULL;
+  if (!scratch) {
+    fprintf(stderr, "dyn_back_off: cannot load %s\n", path);
+    exit(2);
+  }
+  long sum = 0;
+  for (long i = 0; i < rounds; i++) sum += scratch(i);
+  return sum;
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "drop";
   int keep = !strcmp(mode, "keep"), late = !strcmp(mode, "late"), sparse = !strcmp(mode, "sparse");
@@ -102,6 +151,19 @@ int main(int argc, char **argv) {
   if (direct) list = grow_late(list);
   for (struct node *n = list; n; n = n->next) sum += n->value;
   if (argc > 3) sum += settled(atol(argv[3]));
+  if (!strcmp(mode, "dlopen") && argc > 4) sum += rounds_in_library(argv[4], atol(argv[3]));
+  while (list) {
+    struct node *next = list->next;
+    free(list);
+    list = next;
+  }
   printf("sum %ld\n", sum);
+  print_protection_of(malloc_slot());
+  /* C says a failed malloc sets ENOMEM; mimalloc does not past PTRDIFF_MAX,
+   * and corral sets it there, before stepping aside and after. */
+  volatile size_t absurd = SIZE_MAX;
+  errno = 0;
+  void *volatile none_at_all = malloc(absurd);
+  printf("malloc(SIZE_MAX): %s\n", !none_at_all && errno == ENOMEM ? "NULL, ENOMEM" : "errno not set");
   return 0;
 }

@@ -284,11 +284,12 @@ def test_dynamic_mode_steps_aside_when_no_pool_pays(tmp_path, stubs):
 
 @pytest.mark.parametrize("how", ["drop", "realloc"])
 def test_after_stepping_aside_a_request_costs_what_the_bare_preload_costs(tmp_path, how):
-    """Once dynamic mode has stepped aside, libcorral.so executes exactly
-    the bare preload's instructions for each later request (malloc, or
-    realloc of NULL, and free): its entry points forward at their first
-    compare. Counted by callgrind in `settled`, which runs after the
-    window has passed."""
+    """Once dynamic mode has stepped aside, libcorral.so executes at most
+    the bare preload's instructions for each later request: realloc of
+    NULL and free forward at their entry points' first compare, exactly
+    the bare preload's; malloc's PLT slot leads past corral altogether
+    (test_dynamic_bypass.py), leaving free's. Counted by callgrind in
+    `settled`, which runs after the window has passed."""
     from corral import launch
     prog = build(tmp_path, "dyn_back_off")
     args = [prog, how, "60000", "5000"]
@@ -300,7 +301,10 @@ def test_after_stepping_aside_a_request_costs_what_the_bare_preload_costs(tmp_pa
         assert done.returncode == 0, done.stderr
         assert ("no pool made objects and no new context" in done.stderr) == (name == "dynamic"), done.stderr
         counts[name] = instructions_in(out, "libcorral.so")
-    assert counts["bare"] > 0 and counts["dynamic"] == counts["bare"], counts
+    if how == "realloc":
+        assert counts["bare"] > 0 and counts["dynamic"] == counts["bare"], counts
+    else:
+        assert 0 < counts["dynamic"] < counts["bare"], counts
 
 
 @pytest.fixture(scope="module")

@@ -13,8 +13,10 @@
  * decided against: the entry points' dynamic gates close, so that every
  * request goes to the allocator underneath at the bare preload's cost, and
  * the full way, where statistics keep every request, decides nothing more
- * (docs/dynamic.md, "Stepping aside"). Objects already pooled stay where
- * they are and are freed as before. */
+ * (docs/dynamic.md, "Stepping aside"); then the PLT slots bound to
+ * corral's allocating entry points lead straight past them
+ * (stubs/plt_bypass.h). Objects already pooled stay where they are and
+ * are freed as before. */
 #include "dynamic.h"
 
 #include "dynamic_merge.h"
@@ -23,6 +25,7 @@
 #include "gates.h"
 #include "internal.h"
 #include "next.h"
+#include "plt_bypass.h"
 #include "settled.h"
 
 /* The contexts there were when this thread last asked. */
@@ -60,7 +63,7 @@ static int a_pool_is_in_use(uint64_t *made) {
  * small realloc still took 21 instructions where the bare preload takes
  * 8 (lua5.4). No plan is loaded in dynamic mode and its given-back calls
  * lead to the none way, so nothing below that limit is left to decide. */
-static void close_gates(void) {
+static int close_gates(void) {
   int64_t *gates[] = {&_corral_gates.on_malloc, &_corral_gates.on_calloc, &_corral_gates.on_realloc,
                       &_corral_gates.on_new};
   int all = 1;
@@ -70,6 +73,7 @@ static void close_gates(void) {
       all = 0;
   }
   if (all) _corral_gates_forward_from(0, _corral_next.realloc_sets_errno);
+  return all;
 }
 
 /* The first window a thread counts, or the option's if that is smaller. */
@@ -95,16 +99,31 @@ static void ask(size_t limit, int first) {
   if (!first && now == contexts_then && (!in_use || (made == made_then && mine == mine_then))) {
     _corral_dyn.backed_off = 1;
     _corral_dyn_give_back_packing_only();
-    close_gates();
+    int forwards_all = close_gates();
     _corral_dyn_calls_to_none();
     _corral_note(1, "dynamic: no pool made objects and no new context appeared in %u forwarded requests; "
                  "the allocator underneath serves everything from now on", window_now);
+    if (forwards_all && _corral_options.dyn_bypass) {
+      _corral_dyn.bypassing = 1;
+      _corral_dyn_bypass(_corral_modules_current());
+    }
   } else if (!first) {
     window_now = (uint32_t)(2 * (size_t)window_now < limit ? 2 * (size_t)window_now : limit);
   }
   contexts_then = now;
   made_then = made;
   mine_then = mine;
+}
+
+void _corral_dyn_bypass(const corral_module_table_t *t) {
+  DYN_ASSERT_LOCKED();
+  unsigned n = _corral_plt_bypass(t);
+  _corral_dyn.plt_bypassed += n;
+  if (n && n == _corral_dyn.plt_bypassed)
+    _corral_note(1, "dynamic: pointed PLT slots of malloc, calloc, operator new and delete past corral: %u", n);
+  else if (n)
+    _corral_note(1, "dynamic: pointed PLT slots of a library loaded since past corral: %u more, %u in all", n,
+                 _corral_dyn.plt_bypassed);
 }
 
 void _corral_dyn_idle_check(void) {

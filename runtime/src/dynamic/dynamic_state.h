@@ -102,6 +102,8 @@ typedef struct dyn_state_s {
   uint8_t unpooled_why[DYN_MAX_MERGES];
   unsigned unpooled_count;
   int backed_off;                        /* no pool paid: the entry points forward (back_off.c) */
+  int bypassing;                         /* ...all of them: PLT slots lead past corral (plt_bypass.h) */
+  unsigned plt_bypassed;                 /* slots pointed so */
   int safe_slots;                        /* safe mode's slot stubs are prepared (dynamic_init.c) */
   uintptr_t lock_holder;                 /* debug build: the thread holding the lock */
 } dyn_state_t;

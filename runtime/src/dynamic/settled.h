@@ -60,6 +60,10 @@ extern __thread uint32_t _corral_dyn_steady_taken __attribute__((tls_model("init
  * and then whether dynamic mode should step aside (back_off.c). */
 extern __thread uint32_t _corral_dyn_idle __attribute__((tls_model("initial-exec")));
 void _corral_dyn_idle_check(void);
+/* Once it has stepped aside with every entry point forwarding: the PLT
+ * slots of t's modules bound to corral's allocating entry points lead past
+ * them (stubs/plt_bypass.h); again after each dlopen. Under the lock. */
+void _corral_dyn_bypass(const corral_module_table_t *t);
 
 /* A request forwarded on the full way: counted towards stepping aside,
  * and the one that ends this thread's step of DYN_FORWARD_EVERY is

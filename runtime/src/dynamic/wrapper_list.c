@@ -20,6 +20,7 @@
 #include "heap.h"
 #include "internal.h"
 #include "modules.h"
+#include "settled.h"
 #include "stubs.h"
 
 /* The file's text in fresh private memory, NUL-terminated, or NULL with a
@@ -95,7 +96,8 @@ void _corral_dyn_load_wrappers(const char *path, const corral_module_table_t *t)
 
 void _corral_dyn_after_dlopen(void) {
   int stubs = (_corral_modes.dynamic && _corral_options.stubs) || _corral_dyn.safe_slots;
-  if (!_corral_dyn.tables_on || (!_corral_dyn.wrappers_loaded && !stubs)) return;
+  int bypassing = __atomic_load_n(&_corral_dyn.bypassing, __ATOMIC_ACQUIRE);
+  if (!_corral_dyn.tables_on || (!_corral_dyn.wrappers_loaded && !stubs && !bypassing)) return;
   /* Identification rescans only for a plan; dynamic mode needs the new
    * modules too, for its wrappers, the walk through them and the none-way
    * and slot stubs of its sites; safe mode for its wrappers and slot
@@ -105,5 +107,6 @@ void _corral_dyn_after_dlopen(void) {
   _corral_dyn_lock();
   if (_corral_dyn.wrappers_loaded) relocate_wrappers(t);
   if (stubs) _corral_none_stubs_prepare(t);
+  if (bypassing) _corral_dyn_bypass(t);
   _corral_dyn_unlock();
 }

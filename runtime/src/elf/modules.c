@@ -90,6 +90,14 @@ static int add_module(struct dl_phdr_info *info, size_t size, void *data)
       if (at < m->code_lo) m->code_lo = at;
       if (at + ph->p_memsz > m->code_hi) m->code_hi = at + ph->p_memsz;
     }
+    if (ph->p_type == PT_LOAD && (ph->p_flags & PF_W)) {
+      if (!m->data_lo || at < m->data_lo) m->data_lo = at;
+      if (at + ph->p_memsz > m->data_hi) m->data_hi = at + ph->p_memsz;
+    }
+    if (ph->p_type == PT_GNU_RELRO) {      /* the pages the loader made read-only: its end rounded down */
+      m->relro_lo = at & ~(uintptr_t)4095;
+      m->relro_hi = (at + ph->p_memsz) & ~(uintptr_t)4095;
+    }
     if (ph->p_type == PT_GNU_EH_FRAME) m->eh_frame_hdr = (const uint8_t *)at;
     if (ph->p_type == PT_DYNAMIC) m->dynamic = (const void *)at;
   }

@@ -23,6 +23,8 @@ typedef struct corral_module_s {
   uintptr_t bias;                   /* dlpi_addr: run-time address - ELF vaddr */
   const uint8_t *eh_frame_hdr;      /* PT_GNU_EH_FRAME, or NULL */
   const void *dynamic;              /* PT_DYNAMIC (an ElfW(Dyn) array), or NULL */
+  uintptr_t relro_lo, relro_hi;     /* PT_GNU_RELRO: read-only once relocated; empty if none */
+  uintptr_t data_lo, data_hi;       /* writable PT_LOAD segments */
   uint8_t keeps_frame_pointers;     /* CORRAL_FP_*: looked at on the first walk through the module */
   char buildid[MODULE_BUILDID_MAX + 1];   /* lower-case hex, "" if none */
   char path[MODULE_PATH_MAX];       /* the main program's comes from /proc/self/exe */

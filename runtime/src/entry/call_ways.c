@@ -174,4 +174,5 @@ const corral_call_targets_t _corral_call_targets = {
                 [CORRAL_CALLS_CALLOC] = (uintptr_t)&_corral_safe_calloc_slot,
                 [CORRAL_CALLS_NEW] = (uintptr_t)&_corral_safe_new_slot,
                 [CORRAL_CALLS_NEW_NOTHROW] = (uintptr_t)&_corral_safe_new_slot_nothrow},
+    .bypass = _corral_bypass_targets,
 };

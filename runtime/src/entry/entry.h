@@ -58,6 +58,15 @@ void *_corral_calloc_none(size_t n, size_t size);
 void *_corral_new_none(size_t n);
 void *_corral_new_none_nothrow(size_t n, const void *nothrow);
 
+/* Where PLT slots lead once dynamic mode steps aside (bypass_targets.c);
+ * malloc's body there over an allocator that leaves errno alone past
+ * PTRDIFF_MAX (malloc.c), and operator new's over one whose own operators
+ * corral does not trust (new.cc). */
+size_t _corral_bypass_targets(corral_bypass_t *out, size_t max);
+void *_corral_malloc_forward(size_t size);
+void *_corral_new_forward(size_t n);
+void *_corral_new_forward_nothrow(size_t n, const void *nothrow);
+
 /* All of them, for the stubs. */
 extern const corral_call_targets_t _corral_call_targets;
 

@@ -230,6 +230,16 @@ static __attribute__((noinline, cold)) void *malloc_huge(size_t size)
   return _corral_enomem_if_null(_corral_next.malloc(size));
 }
 
+/* Where malloc's PLT slots lead once dynamic mode has stepped aside, over
+ * an allocator that does not set errno past PTRDIFF_MAX itself
+ * (bypass_targets.c): malloc with every gate closed, without its compare
+ * against the gate. */
+void *_corral_malloc_forward(size_t size)
+{
+  if (CORRAL_LIKELY(size <= PTRDIFF_MAX)) return _corral_next.malloc(size);
+  return malloc_huge(size);
+}
+
 /* malloc's steps of the ways past its gate (ways.h), with malloc's ends:
  * the allocator underneath's malloc and _corral_malloc_rest. Entered by tail
  * calls, so that their return and frame address are the program's call. */

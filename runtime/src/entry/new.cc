@@ -122,6 +122,16 @@ extern "C" __attribute__((noinline)) void *_corral_new_rest_nothrow(std::size_t 
   return new_at(n, 0, RET0, FP0, true);
 }
 
+// Where the PLT slots of operator new and new[] (and their nothrow forms)
+// lead once dynamic mode has stepped aside, over an allocator whose own
+// operators corral does not trust (plt_bypass.h): its malloc, tested for
+// NULL, without the entry point's compares.
+extern "C" void *_corral_new_forward(std::size_t n) { return _corral_next_new(n, nullptr, _corral_new_rest); }
+extern "C" void *_corral_new_forward_nothrow(std::size_t n, const std::nothrow_t &tag) noexcept
+{
+  return _corral_next_new_nothrow(n, nullptr, &tag, _corral_new_rest_nothrow);
+}
+
 #define ALIGN(a) static_cast<std::size_t>(a)
 
 // A forwarded request goes to the next allocator's own operator by a tail

@@ -120,6 +120,10 @@ int _corral_next_init(void)
    * allocator we do not know. */
   const char *lib = library_of((void *)n.realloc);
   n.realloc_sets_errno = strncmp(lib, "libc.so", 7) == 0 || strncmp(lib, "libmimalloc", 11) == 0;
+  /* malloc and calloc: glibc and jemalloc set ENOMEM on every failure;
+   * mimalloc leaves errno alone above PTRDIFF_MAX, where corral sets it. */
+  lib = library_of((void *)n.malloc);
+  n.malloc_sets_errno = strncmp(lib, "libc.so", 7) == 0 || strncmp(lib, "libjemalloc", 11) == 0;
   resolve_cxx_new(&n);
   _corral_next = n;
   return 0;

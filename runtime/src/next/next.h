@@ -23,6 +23,7 @@ typedef struct corral_next_s {
   void *(*aligned_alloc)(size_t, size_t);
   size_t (*malloc_usable_size)(void *);
   int realloc_sets_errno;           /* ENOMEM on failure up to PTRDIFF_MAX (next.c) */
+  int malloc_sets_errno;            /* malloc and calloc: ENOMEM on every failure, any size (next.c) */
   /* Its own operator new, new[] and their nothrow forms (the nothrow_t
    * passed through), where it defines them and fails as C++ requires: the
    * new-handler, then std::bad_alloc or NULL. jemalloc's do; NULL for any

@@ -3,8 +3,6 @@
 #define _GNU_SOURCE
 #include "stubs.h"
 
-#include <elf.h>
-#include <link.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -13,6 +11,7 @@
 #include "debug.h"
 #include "internal.h"
 #include "next.h"
+#include "plt.h"
 #include "unwind_cfi.h"
 
 /* libgcc's registry of unwind tables: lets a profiler or debugger that
@@ -74,34 +73,17 @@ static const uint8_t *plt_jump(const uint8_t *t)
 
 static int plt_entry(const uint8_t *t) { return plt_jump(t) != NULL; }
 
-/* An address from module m's dynamic section: glibc's loader has added the
- * load bias in place; a value below the bias (another loader) has not. */
-static uintptr_t dyn_ptr(const corral_module_t *m, uintptr_t v)
-{
-  return v < m->bias ? v + m->bias : v;
-}
-
 /* The name of the symbol whose PLT slot (GOT entry) is at `slot` in module
  * m, from its DT_JMPREL relocations; NULL if none says. */
 static const char *plt_symbol(const corral_module_t *m, uintptr_t slot)
 {
-  const ElfW(Rela) *rel = NULL;
-  const ElfW(Sym) *sym = NULL;
-  const char *str = NULL;
-  size_t relsz = 0;
-  for (const ElfW(Dyn) *d = m->dynamic; d && d->d_tag != DT_NULL; d++) {
-    switch (d->d_tag) {
-    case DT_JMPREL: rel = (const ElfW(Rela) *)dyn_ptr(m, d->d_un.d_ptr); break;
-    case DT_PLTRELSZ: relsz = d->d_un.d_val; break;
-    case DT_SYMTAB: sym = (const ElfW(Sym) *)dyn_ptr(m, d->d_un.d_ptr); break;
-    case DT_STRTAB: str = (const char *)dyn_ptr(m, d->d_un.d_ptr); break;
-    case DT_PLTREL: if (d->d_un.d_val != DT_RELA) return NULL; break;
-    }
+  corral_plt_t plt;
+  if (!_corral_plt_of(m, &plt)) return NULL;
+  for (size_t i = 0; i < plt.count; i++) {
+    uintptr_t at;
+    const char *name = _corral_plt_slot(&plt, i, &at);
+    if (name && at == slot) return name;
   }
-  if (!rel || !sym || !str) return NULL;
-  for (size_t i = 0; i < relsz / sizeof *rel; i++)
-    if (rel[i].r_offset + m->bias == slot && ELF64_R_TYPE(rel[i].r_info) == R_X86_64_JUMP_SLOT)
-      return str + sym[ELF64_R_SYM(rel[i].r_info)].st_name;
   return NULL;
 }
 
@@ -254,6 +236,11 @@ static corral_call_targets_t targets;
 void _corral_stubs_set_targets(const corral_call_targets_t *t)
 {
   targets = *t;
+}
+
+corral_bypass_targets_fn _corral_stubs_bypass_targets(void)
+{
+  return targets.bypass;
 }
 
 /* Where a pool call of this callee leads: its pool way, or for an

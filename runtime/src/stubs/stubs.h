@@ -23,6 +23,7 @@
 
 #include "gates.h"
 #include "modules.h"
+#include "plt_bypass.h"
 
 /* Internal: every declaration below is of this library, not exported. */
 #pragma GCC visibility push(hidden)
@@ -143,8 +144,10 @@ int _corral_call_takes_slot(uintptr_t ret);
 typedef struct corral_call_targets_s {
   uintptr_t pool[CORRAL_CALLS_KINDS], none[CORRAL_CALLS_KINDS], slot[CORRAL_CALLS_KINDS];
   uintptr_t safe_slot[CORRAL_CALLS_KINDS];   /* safe mode's slot ways (the slot's word: the site's group) */
+  corral_bypass_targets_fn bypass;           /* where PLT slots lead once dynamic mode steps aside */
 } corral_call_targets_t;
 void _corral_stubs_set_targets(const corral_call_targets_t *targets);
+corral_bypass_targets_fn _corral_stubs_bypass_targets(void);
 
 #pragma GCC visibility pop
 
