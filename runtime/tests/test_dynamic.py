@@ -589,20 +589,23 @@ def test_a_given_back_new_call_jumps_straight_to_the_next_operator_where_trusted
     stubs of given-back operator new calls (and nothrow ones) jump straight
     to jemalloc's own operators, which fail as C++ requires (next.h), so the
     400,000 scratch objects never enter the none way; over mimalloc, whose
-    operator new aborts where it fails, they keep it, and with it corral's
-    failure path."""
+    operator new aborts where it fails, they jump to corral's forward (its
+    malloc, tested for NULL, then corral's failure path), not to the none
+    way with its test of the size."""
     from corral import launch
     prog = build(tmp_path, "dyn_new_scratch")
     env = launch.environment(base=base, extra=launch.dynamic_extra(str(prog)))
     out = tmp_path / "callgrind.out"
     done = run_callgrind([prog], env, out, "--smc-check=all")
     assert done.returncode == 0 and "0 failed" in done.stdout, done.stdout + done.stderr[-2000:]
-    names = ["_corral_new_none", "_corral_new_none_nothrow"]
-    reached = calls_of(out, names)
+    none = ["_corral_new_none", "_corral_new_none_nothrow"]
+    forward = ["_corral_new_forward", "_corral_new_forward_nothrow"]
+    reached = calls_of(out, none + forward)
+    assert all(reached[n] < 1000 for n in none), reached
     if base == "jemalloc":
-        assert all(reached[n] < 1000 for n in names), reached
+        assert all(reached[n] == 0 for n in forward), reached
     else:
-        assert all(reached[n] > 100000 for n in names), reached
+        assert all(reached[n] > 100000 for n in forward), reached
 
 
 def test_a_given_back_malloc_call_jumps_straight_to_the_allocator_underneath(tmp_path):

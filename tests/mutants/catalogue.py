@@ -57,10 +57,10 @@ MUTANTS = [
            "",
            "mimalloc's operator new, which aborts where it fails, takes corral's forwarded new and its bad_alloc away"),
     Mutant("none-stub-of-new-keeps-the-none-way", "runtime/src/stubs/stubs.c",
-           "    if (callee == CORRAL_CALLS_NEW) straight = (uintptr_t)_corral_next.new_object;\n"
-           "    if (callee == CORRAL_CALLS_NEW_NOTHROW) straight = (uintptr_t)_corral_next.new_object_nothrow;\n",
+           "    if (callee == CORRAL_CALLS_NEW) straight = _corral_bypass_target(\"_Znwm\");\n"
+           "    if (callee == CORRAL_CALLS_NEW_NOTHROW) straight = _corral_bypass_target(\"_ZnwmRKSt9nothrow_t\");\n",
            "",
-           "a given-back operator new call over jemalloc still enters the none way's 10 instructions on every object"),
+           "a given-back operator new call still enters the none way's 13 instructions on every object"),
     Mutant("random-calloc-unzeroed", "runtime/src/entry/malloc.c",
            "  void *p = _corral_random_block(total);\n  if (CORRAL_LIKELY(p != NULL)) return memset(p, 0, total);\n",
            "  void *p = _corral_random_block(total);\n  if (CORRAL_LIKELY(p != NULL)) return p;\n",

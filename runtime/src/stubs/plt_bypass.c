@@ -38,6 +38,13 @@ static uintptr_t target_of(const char *name, const corral_bypass_t *to, size_t n
   return 0;
 }
 
+uintptr_t _corral_bypass_target(const char *name)
+{
+  corral_bypass_targets_fn fill = _corral_stubs_bypass_targets();
+  corral_bypass_t to[CORRAL_BYPASS_MAX];
+  return fill ? target_of(name, to, fill(to, CORRAL_BYPASS_MAX)) : 0;
+}
+
 unsigned _corral_plt_bypass(const corral_module_table_t *t)
 {
   corral_bypass_targets_fn fill = _corral_stubs_bypass_targets();

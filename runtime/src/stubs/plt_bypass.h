@@ -29,6 +29,10 @@ typedef struct corral_bypass_s {
 typedef size_t (*corral_bypass_targets_fn)(corral_bypass_t *out, size_t max);
 #define CORRAL_BYPASS_MAX 24
 
+/* Where a slot named `name` leads once bypassed; 0 where it stays. A
+ * given-back call's none-way stub leads there too (stubs.c). */
+uintptr_t _corral_bypass_target(const char *name);
+
 /* Points the slots of every module of t (but this library) that are bound
  * to this library under a name the targets list, or still lazy (where the
  * loader would bind them to it); the number pointed. It

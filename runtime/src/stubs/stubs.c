@@ -607,22 +607,25 @@ static uint8_t *none_stub_near(uintptr_t a, unsigned kind)
 }
 
 /* malloc's none-way stub for dynamic mode with no plan and no statistics:
- * a jump straight to the allocator underneath's malloc. Nothing there can
- * change what a given-back site's call must do (no plan to go stale, no
- * request to count), and the none way's test and jump cost 5 instructions
- * on each of millions of calls (Ptrdist bc: 3.4 M). operator new's and its
- * nothrow form's jump straight to the allocator underneath's own operators
- * where new.cc forwards to them (next.h: jemalloc's, which fail as C++
- * requires), sparing the none way's 10 instructions (cppcheck: 12 M
- * calls on a small C file). calloc keeps its way, which sets errno as
- * corral's calloc does on an overflowing count. */
+ * a jump to where its PLT slot leads once dynamic mode steps aside
+ * (plt_bypass.h): the allocator underneath's malloc, or corral's forward
+ * where that leaves errno alone past PTRDIFF_MAX (mimalloc). Nothing there
+ * can change what a given-back site's call must do (no plan to go stale,
+ * no request to count), and the none way's test and jump cost 5
+ * instructions on each of millions of calls (Ptrdist bc: 3.4 M). operator
+ * new's and its nothrow form's jump to the allocator underneath's own
+ * operators where new.cc forwards to them (next.h: jemalloc's, which fail
+ * as C++ requires), else to corral's forward (its malloc, tested for
+ * NULL), sparing the none way's 13 instructions or 7 of them (cppcheck:
+ * 12 M calls on a small C file). calloc keeps its way, which sets errno
+ * as corral's calloc does on an overflowing count. */
 static void write_none_call(uint8_t *s, corral_callee_t callee)
 {
   uintptr_t straight = 0;
   if (!_corral_options.plan && !_corral_options.stats && !_corral_options.safe) {
-    if (callee == CORRAL_CALLS_MALLOC) straight = (uintptr_t)_corral_next.malloc;
-    if (callee == CORRAL_CALLS_NEW) straight = (uintptr_t)_corral_next.new_object;
-    if (callee == CORRAL_CALLS_NEW_NOTHROW) straight = (uintptr_t)_corral_next.new_object_nothrow;
+    if (callee == CORRAL_CALLS_MALLOC) straight = _corral_bypass_target("malloc");
+    if (callee == CORRAL_CALLS_NEW) straight = _corral_bypass_target("_Znwm");
+    if (callee == CORRAL_CALLS_NEW_NOTHROW) straight = _corral_bypass_target("_ZnwmRKSt9nothrow_t");
   }
   if (straight) {
     uint8_t *p = put_jump(s, straight);
