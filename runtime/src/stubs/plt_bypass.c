@@ -33,6 +33,10 @@ static int write_slot(const corral_module_t *m, uintptr_t slot, uintptr_t to)
 
 static uintptr_t target_of(const char *name, const corral_bypass_t *to, size_t n)
 {
+  /* Most names are none of these: malloc, calloc, _Zn..., _Zd... */
+  int maybe = (name[0] == 'm' || name[0] == 'c') ? name[1] == 'a'
+              : name[0] == '_' && name[1] == 'Z' && (name[2] == 'n' || name[2] == 'd');
+  if (!maybe) return 0;
   for (size_t i = 0; i < n; i++)
     if (to[i].to && strcmp(name, to[i].name) == 0) return to[i].to;
   return 0;
@@ -61,15 +65,16 @@ unsigned _corral_plt_bypass(const corral_module_table_t *t)
     for (size_t i = 0; i < plt.count; i++) {
       uintptr_t slot, target;
       const char *name = _corral_plt_slot(&plt, i, &slot);
-      if (!name || !(target = target_of(name, to, n))) continue;
+      if (!name) continue;
       /* Bound to us: the loader bound it (at load with -z now, or at its
        * first call) to this library's definition of that name, which it
        * also would if the slot, still lazy, leads back into the module's
-       * own PLT. A slot bound to another module is left as it is. */
+       * own PLT. A slot bound to another module is left as it is. Tested
+       * before the name: most slots are another library's. */
       uintptr_t bound = __atomic_load_n((const uintptr_t *)slot, __ATOMIC_ACQUIRE);
       int ours = bound >= self->code_lo && bound < self->code_hi;
       int lazy = bound >= m->code_lo && bound < m->code_hi;
-      if (!ours && !lazy) continue;
+      if ((!ours && !lazy) || !(target = target_of(name, to, n))) continue;
       pointed += (unsigned)write_slot(m, slot, target);
     }
   }
