@@ -22,13 +22,19 @@
  * (docs/dynamic.md, "Stepping aside"), and what malloc(SIZE_MAX) sets
  * errno to. With `dlopen`, a fourth argument
  * names a library (dyn_back_off_lib.c) opened after the rounds, whose
- * scratch function is called that many more rounds. */
+ * scratch function is called that many more rounds. With `threads`, four
+ * threads run the scratch rounds at once (dynamic mode steps aside, and
+ * points the slots, while the others go on calling through them), then a
+ * forked child runs more and the parent adds the child's sum. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define NOIPA __attribute__((noipa))
 
@@ -132,6 +138,40 @@ static long rounds_in_library(const char *path, long rounds) {
   return sum;
 }
 
+static void *thread_rounds(void *arg) {
+  long rounds = *(long *)arg, sum = 0;
+  for (long i = 0; i < rounds; i++) sum += scratch_a(i) + scratch_b(i);
+  *(long *)arg = sum;
+  return NULL;
+}
+
+/* Four threads' scratch rounds, then a child's; the sum of all. */
+static long rounds_in_threads(long rounds) {
+  pthread_t t[4];
+  long arg[4], sum = 0;
+  for (int k = 0; k < 4; k++) {
+    arg[k] = rounds;
+    if (pthread_create(&t[k], NULL, thread_rounds, &arg[k]) != 0) exit(2);
+  }
+  for (int k = 0; k < 4; k++) {
+    pthread_join(t[k], NULL);
+    sum += arg[k];
+  }
+  int fds[2];
+  if (pipe(fds) != 0) exit(2);
+  pid_t child = fork();
+  if (child == 0) {
+    long got = settled(rounds);
+    _exit(write(fds[1], &got, sizeof got) == sizeof got ? 0 : 3);
+  }
+  long got = 0;
+  int status = 0;
+  if (child < 0 || read(fds[0], &got, sizeof got) != sizeof got || waitpid(child, &status, 0) != child ||
+      status != 0)
+    exit(2);
+  return sum + got;
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "drop";
   int keep = !strcmp(mode, "keep"), late = !strcmp(mode, "late"), sparse = !strcmp(mode, "sparse");
@@ -143,7 +183,8 @@ int main(int argc, char **argv) {
     for (long i = 0; i < (sparse ? 300 : rounds / 4); i++) list = grow(list, i);
   if (direct)
     for (long i = 0; i < rounds / 4; i++) list = grow_direct(list, i);
-  for (long i = 0; i < rounds; i++) {
+  int threads = !strcmp(mode, "threads");      /* its rounds run in the threads only */
+  for (long i = 0; i < (threads ? 0 : rounds); i++) {
     sum += scratch_a(i) + scratch_b(i);
     if (late && i >= 4000) sum += scratch_c(i);
     if ((keep && i % 4 == 0) || (sparse && i % 64 == 0)) list = grow(list, i);
@@ -152,6 +193,7 @@ int main(int argc, char **argv) {
   for (struct node *n = list; n; n = n->next) sum += n->value;
   if (argc > 3) sum += settled(atol(argv[3]));
   if (!strcmp(mode, "dlopen") && argc > 4) sum += rounds_in_library(argv[4], atol(argv[3]));
+  if (threads) sum += rounds_in_threads(rounds);
   while (list) {
     struct node *next = list->next;
     free(list);

@@ -124,3 +124,21 @@ def test_after_stepping_aside_operator_new_calls_no_longer_enter_its_entry_point
         assert sum(calls[f] for f in forwards) == 0, calls
     else:
         assert all(calls[f] > 150000 for f in forwards), calls
+
+
+@pytest.mark.parametrize("lib", ["normal", "debug"])
+def test_slots_pointed_while_threads_call_through_them_and_after_fork(back_off_prog, tmp_path, lib):
+    """Four threads call malloc through the program's slot while one of
+    them steps aside and points it (an 8-byte store the others see whole
+    or not at all), then a forked child goes on; under the debug build
+    too, which asserts the lock is held where the slots are pointed."""
+    from corral import paths
+    env = _env(back_off_prog, "glibc", CORRAL_DYN_BACK_OFF="4096")
+    if lib == "debug":
+        env["LD_PRELOAD"] = env["LD_PRELOAD"].replace(str(paths.RUNTIME_LIB), str(paths.RUNTIME_DEBUG_LIB))
+        assert str(paths.RUNTIME_DEBUG_LIB) in env["LD_PRELOAD"]
+    args = [back_off_prog, "threads", "100000"]
+    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
+    assert "invariant broken" not in done.stderr, done.stderr
+    assert done.returncode == 0 and done.stdout == run_plain(back_off_prog, args[1:]).stdout, done.stderr
+    assert STEPPED_ASIDE in done.stderr and POINTED in done.stderr, done.stderr
