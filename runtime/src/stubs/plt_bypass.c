@@ -69,8 +69,11 @@ unsigned _corral_plt_bypass(const corral_module_table_t *t)
       /* Bound to us: the loader bound it (at load with -z now, or at its
        * first call) to this library's definition of that name, which it
        * also would if the slot, still lazy, leads back into the module's
-       * own PLT. A slot bound to another module is left as it is. Tested
-       * before the name: most slots are another library's. */
+       * own PLT: libcorral.so, preloaded, comes before every library in
+       * the lookup scope, and the program, which comes first, binds calls
+       * of its own functions at link time, by no slot. A slot bound to
+       * another module is left as it is. Tested before the name: most
+       * slots are another library's. */
       uintptr_t bound = __atomic_load_n((const uintptr_t *)slot, __ATOMIC_ACQUIRE);
       int ours = bound >= self->code_lo && bound < self->code_hi;
       int lazy = bound >= m->code_lo && bound < m->code_hi;
