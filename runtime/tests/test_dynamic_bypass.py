@@ -109,7 +109,9 @@ def test_after_stepping_aside_operator_new_calls_no_longer_enter_its_entry_point
     the program's PLT. Once dynamic mode steps aside, over jemalloc the
     slots lead to its own operators, elsewhere to corral's forward (the
     allocator's malloc, tested for NULL), and operator delete's to corral's
-    free; few of the 400,000 calls still enter the operators' entry points."""
+    free; few of the 400,000 calls still enter the operators' entry points.
+    A list made first keeps its pool and is deleted at the end, through the
+    pointed slot: its nodes still come back to corral's free."""
     prog = build(tmp_path, "dyn_new_scratch")
     out = tmp_path / "new.callgrind"
     done = run_callgrind([prog], _env(prog, base, CORRAL_STUBS="0", CORRAL_DYN_BACK_OFF="4096"), out)
