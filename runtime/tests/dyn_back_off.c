@@ -116,13 +116,15 @@ static uintptr_t malloc_slot(void) {
 /* "r--p", "rw-p", ...: the mapping of /proc/self/maps that holds a. */
 static void print_protection_of(uintptr_t a) {
   FILE *f = fopen("/proc/self/maps", "r");
-  char line[512], perms[8] = "none";
+  char line[512], perms[8], found[8] = "none";
   unsigned long lo, hi;
   while (f && fgets(line, sizeof line, f))
-    if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3 && a >= lo && a < hi) break;
-    else strcpy(perms, "none");
+    if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3 && a >= lo && a < hi) {
+      strcpy(found, perms);
+      break;
+    }
   if (f) fclose(f);
-  printf("malloc's slot: %s\n", a ? perms : "no PLT entry");
+  printf("malloc's slot: %s\n", a ? found : "no PLT entry");
 }
 
 /* The library's scratch rounds (dyn_back_off_lib.c), after the rest. */
