@@ -420,6 +420,63 @@ def test_settled_pooled_sites_call_their_slot(tmp_path):
     assert d["calls_to_pool"] == 4 and d["unpooled"] == [], d
 
 
+@pytest.fixture(scope="module")
+def many_slots_prog(tmp_path_factory):
+    return build(tmp_path_factory.mktemp("dyn"), "dyn_many_slots", ("-O2",))
+
+
+def _many_slots_report(stderr):
+    line = next(ln for ln in stderr.splitlines() if ln.startswith("pooled="))
+    return dict(kv.split("=") for kv in line.split())
+
+
+@pytest.mark.parametrize("mode", ["dynamic", "safe"])
+@pytest.mark.parametrize("base", ["glibc", "mimalloc"])
+def test_more_pooled_sites_than_slot_stubs_each_call_their_slot(many_slots_prog, tmp_path, mode, base):
+    """80 pooled sites, each a direct malloc call of its own: more than a
+    module's 32 slot stubs of a kind, so the rest are written into spare
+    room, whose unwind information the unwinder finds, and every site's
+    call leads to a slot stub (the program reads its own calls). Where
+    none was left, a site kept its lookup (and the verbose note said "no
+    memory within reach")."""
+    env = {"CORRAL_VERBOSE": "2"}
+    if mode == "dynamic":
+        done, stats = run_dynamic(many_slots_prog, [0], tmp_path, env=env, base=base)
+        assert stats["dynamic"]["calls_to_pool"] == 80, stats["dynamic"]
+    else:
+        done = subprocess.run([sys.executable, "-m", "corral", "run", "--safe", "--base", base, "--",
+                               str(many_slots_prog), "0"], capture_output=True, text=True, cwd=ROOT,
+                              env=dict(os.environ, **env), timeout=60)
+    _ok(done)
+    assert done.stdout == run_plain(many_slots_prog, [0]).stdout
+    assert _many_slots_report(done.stderr) == {"pooled": "80", "late": "8000", "unwinds": "80"}, done.stderr
+    assert "no slot stub left" not in done.stderr and "within reach" not in done.stderr, done.stderr
+
+
+def test_carved_slot_calls_lead_to_the_none_way_once_dynamic_mode_steps_aside(many_slots_prog, tmp_path):
+    """Once dynamic mode steps aside, the 80 sites' calls (48 of them at
+    slot stubs written into spare room) are pointed at the none way: the
+    lists grown afterwards (grow_late) take none of dynamic mode's ways,
+    counted by callgrind with --smc-check=all so that it runs the patched
+    calls; under the debug build too, which checks the lock is held
+    wherever a call is pointed."""
+    from corral import launch, paths
+    extra = dict(launch.dynamic_extra(str(many_slots_prog)), CORRAL_DYN_BACK_OFF="4096", CORRAL_VERBOSE="1")
+    env = launch.environment(base="glibc", extra=extra)
+    args = [many_slots_prog, "100000"]
+    out = tmp_path / "late.callgrind"
+    done = run_callgrind(args, env, out, "--smc-check=all", "--toggle-collect=grow_late")
+    assert done.returncode == 0 and "no pool made objects" in done.stderr, done.stderr
+    assert done.stdout == run_plain(many_slots_prog, args[1:]).stdout
+    assert _many_slots_report(done.stderr) == {"pooled": "80", "late": "0", "unwinds": "80"}, done.stderr
+    n = calls_of(out, ["_corral_dyn_malloc_slot", "_corral_malloc_rest", "malloc"])
+    assert n["_corral_dyn_malloc_slot"] == 0 and n["_corral_malloc_rest"] == 0 and n["malloc"] >= 8000, n
+    env["LD_PRELOAD"] = env["LD_PRELOAD"].replace(str(paths.RUNTIME_LIB), str(paths.RUNTIME_DEBUG_LIB))
+    debug = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
+    assert debug.returncode == 0 and "invariant broken" not in debug.stderr, debug.stderr
+    assert _many_slots_report(debug.stderr)["unwinds"] == "80", debug.stderr
+
+
 def test_slot_calls_are_off_without_stubs(tmp_path):
     prog = build(tmp_path, "dyn_slots")
     done, stats = run_dynamic(prog, (), tmp_path, env={"CORRAL_STUBS": "0"})

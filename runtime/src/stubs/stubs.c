@@ -27,10 +27,11 @@ extern void __register_frame_info(const void *begin, void *object) __attribute__
 #define OBJECT_BYTES 128           /* libgcc's struct object, opaque; 48 bytes in GCC 12 */
 
 typedef struct stub_page_s {
-  uint8_t *code;                   /* PAGE bytes; sealed read-exec once a batch is done */
-  size_t used;
+  uint8_t *code;                   /* `bytes` of code; sealed read-exec once a batch is done */
+  size_t used, bytes;              /* bytes: PAGE, or SPARE_BYTES for spare room */
   int sealed;
   int failed;                      /* could not be sealed: its stubs are never used */
+  int spare;                       /* room for slot stubs written later (carve_slots) */
   uint8_t eh[EH_BYTES] __attribute__((aligned(8)));
   void *object[OBJECT_BYTES / sizeof(void *)];
 } stub_page_t;
@@ -51,6 +52,7 @@ const char *_corral_stub_refusal_text(corral_stub_refusal_t r)
   case CORRAL_STUB_TORN: return "displacement spans two words";
   case CORRAL_STUB_FRAME0: return "frame 0 only";
   case CORRAL_STUB_OTHER_CALLEE: return "calls no pool entry";
+  case CORRAL_STUB_NO_SLOT_LEFT: return "no slot stub left";
   default: return "?";
   }
 }
@@ -165,19 +167,19 @@ static int reaches(uintptr_t a, uintptr_t b)
   return d > -REACH + PAGE && d < REACH - PAGE;
 }
 
-/* A fresh read-write page within reach of `near`: hints stepping away from
- * it by 1 MiB, below first (where PIE executables leave room). */
-static uint8_t *map_near(uintptr_t near)
+/* `bytes` of fresh memory with protection `prot`, all within reach of
+ * `near`: hints stepping away from it by 1 MiB, below first (where PIE
+ * executables leave room). */
+static uint8_t *map_near(uintptr_t near, size_t bytes, int prot)
 {
   uintptr_t base = near & ~(uintptr_t)0xfffff;
   for (int i = 1; i <= 512; i++) {
     uintptr_t step = (uintptr_t)((i + 1) / 2) << 20;
     uintptr_t hint = i & 1 ? base - step : base + step;
-    void *p = mmap((void *)hint, PAGE, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    void *p = mmap((void *)hint, bytes, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
     if (p == MAP_FAILED) continue;
-    if (reaches((uintptr_t)p, near)) return p;
-    munmap(p, PAGE);             /* an old kernel took the hint as a hint */
+    if (reaches((uintptr_t)p, near) && reaches((uintptr_t)p + bytes, near)) return p;
+    munmap(p, bytes);            /* an old kernel took the hint as a hint */
   }
   return NULL;
 }
@@ -195,11 +197,12 @@ static uint8_t *stub_room_for(uintptr_t ret, size_t bytes)
     }
   }
   if (npages == MAX_PAGES) return NULL;
-  uint8_t *code = map_near(ret);
+  uint8_t *code = map_near(ret, PAGE, PROT_READ | PROT_WRITE);
   if (!code) return NULL;
   stub_page_t *pg = &pages[npages++];
   pg->code = code;
   pg->used = bytes;
+  pg->bytes = PAGE;
   pg->sealed = 0;
   return code;
 }
@@ -373,7 +376,8 @@ static void register_unwind(stub_page_t *pg)
   p = put32(p, sizeof cie_body);
   memcpy(p, cie_body, sizeof cie_body);
   p += sizeof cie_body;
-  uint64_t begin = (uintptr_t)pg->code, range = pg->used;
+  /* Spare room is registered whole before any stub is written there. */
+  uint64_t begin = (uintptr_t)pg->code, range = pg->spare ? pg->bytes : pg->used;
   p = put32(p, 4 + 8 + 8 + 1 + 7);                 /* length */
   p = put32(p, (uint32_t)(p - pg->eh));            /* back to the CIE */
   memcpy(p, &begin, 8); p += 8;
@@ -447,7 +451,7 @@ static void seal_pages(void)
 static const stub_page_t *page_of(uintptr_t a)
 {
   for (unsigned i = 0; i < npages; i++)
-    if (a - (uintptr_t)pages[i].code < PAGE) return &pages[i];
+    if (a - (uintptr_t)pages[i].code < pages[i].bytes) return &pages[i];
   return NULL;
 }
 
@@ -577,6 +581,7 @@ static unsigned n_none;
  * already, so that needs one store for the word and one for the call. */
 #define SLOT_STUB_BYTES 32          /* 5 + at most 14 bytes of code */
 #define SLOTS_PER_KIND 32
+#define SLOT_SET_BYTES (SLOTS_PER_KIND * SLOT_STUB_BYTES)
 typedef struct slot_set_s {
   uint8_t *first;                   /* SLOTS_PER_KIND stubs, SLOT_STUB_BYTES apart; NULL: none */
   unsigned slot0, used;             /* the first stub's slot; stubs handed out */
@@ -585,17 +590,88 @@ static slot_set_t slot_sets[MAX_PAGES][NONE_KINDS];
 static unsigned n_slots;
 uint64_t _corral_dyn_slots[CORRAL_DYN_SLOTS];
 
-static void prepare_slots(slot_set_t *set, uintptr_t lo, uintptr_t hi, corral_callee_t callee)
+/* Where a module set's SLOTS_PER_KIND of a kind run out (a program with
+ * more pooled sites of its own than that: cppcheck has hundreds of direct
+ * `operator new` calls), more sets are written into spare room: a range
+ * mapped with no access beside the modules at a safe point, its unwind
+ * table registered whole then, so that writing stubs there later, inside
+ * malloc, registers nothing. It costs address space until a set is carved
+ * from it. One range serves every module it reaches. */
+#define SPARE_BYTES (64 * 1024)
+#define MAX_CARVED 384
+static slot_set_t carved[MAX_CARVED];
+static unsigned carved_kind[MAX_CARVED], n_carved;
+
+static void write_slot_set(slot_set_t *set, uint8_t *s, corral_callee_t callee)
 {
-  if (n_slots + SLOTS_PER_KIND > CORRAL_DYN_SLOTS) return;
-  uint8_t *s = stub_room_for(lo, SLOTS_PER_KIND * SLOT_STUB_BYTES);
-  if (!s || !reaches((uintptr_t)s, hi)) return;   /* the room stays unused */
   set->first = s;
   set->slot0 = n_slots;
   set->used = 0;
   for (unsigned i = 0; i < SLOTS_PER_KIND; i++)
     write_register_call(s + i * SLOT_STUB_BYTES, SLOT_STUB_BYTES, n_slots + i, callee, slot_way(callee));
   n_slots += SLOTS_PER_KIND;
+}
+
+static void prepare_slots(slot_set_t *set, uintptr_t lo, uintptr_t hi, corral_callee_t callee)
+{
+  if (n_slots + SLOTS_PER_KIND > CORRAL_DYN_SLOTS) return;
+  uint8_t *s = stub_room_for(lo, SLOT_SET_BYTES);
+  if (!s || !reaches((uintptr_t)s, hi)) return;   /* the room stays unused */
+  write_slot_set(set, s, callee);
+}
+
+static int spare_reaches(const stub_page_t *pg, uintptr_t a)
+{
+  return reaches((uintptr_t)pg->code, a) && reaches((uintptr_t)pg->code + pg->bytes, a);
+}
+
+/* At a safe point: spare room within reach of [lo, hi), unless some
+ * reaches it already. */
+static void prepare_spare(uintptr_t lo, uintptr_t hi)
+{
+  for (unsigned i = 0; i < npages; i++)
+    if (pages[i].spare && spare_reaches(&pages[i], lo) && spare_reaches(&pages[i], hi)) return;
+  if (npages == MAX_PAGES) return;
+  uint8_t *code = map_near(lo, SPARE_BYTES, PROT_NONE);
+  if (!code) return;
+  stub_page_t *pg = &pages[npages];
+  pg->code = code;
+  pg->bytes = SPARE_BYTES;
+  pg->used = 0;
+  if (!spare_reaches(pg, hi)) {
+    munmap(code, SPARE_BYTES);
+    return;
+  }
+  npages++;
+  pg->spare = pg->sealed = 1;
+  register_unwind(pg);
+}
+
+/* Inside malloc, under the caller's lock: a new set of `kind` in spare
+ * room within reach of ret, or NULL. Its pages become writable for the
+ * stores and executable all along: other threads may be running stubs
+ * carved there before. */
+static slot_set_t *carve_slots(uintptr_t ret, unsigned kind)
+{
+  if (n_carved == MAX_CARVED || n_slots + SLOTS_PER_KIND > CORRAL_DYN_SLOTS) return NULL;
+  for (unsigned i = 0; i < npages; i++) {
+    stub_page_t *pg = &pages[i];
+    if (!pg->spare || pg->failed || pg->used + SLOT_SET_BYTES > pg->bytes || !spare_reaches(pg, ret)) continue;
+    uint8_t *s = pg->code + pg->used;
+    uintptr_t lo = (uintptr_t)s & ~(uintptr_t)(PAGE - 1);
+    uintptr_t hi = ((uintptr_t)s + SLOT_SET_BYTES + PAGE - 1) & ~(uintptr_t)(PAGE - 1);
+    if (mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE | PROT_EXEC) != 0) {
+      pg->used = pg->bytes;                   /* no more sets here; those carved before stay */
+      continue;
+    }
+    slot_set_t *set = &carved[n_carved];
+    write_slot_set(set, s, none_callees[kind]);
+    mprotect((void *)lo, hi - lo, PROT_READ | PROT_EXEC);
+    pg->used += SLOT_SET_BYTES;
+    carved_kind[n_carved++] = kind;
+    return set;
+  }
+  return NULL;
 }
 
 static uint8_t *none_stub_near(uintptr_t a, unsigned kind)
@@ -651,6 +727,7 @@ void _corral_none_stubs_prepare(const corral_module_table_t *all)
       prepare_slots(&slot_sets[n_none][k], m->code_lo, m->code_hi, none_callees[k]);
     }
     if (k == NONE_KINDS) n_none++;
+    prepare_spare(m->code_lo, m->code_hi);
   }
   if (n_none != before) seal_pages();
 }
@@ -678,14 +755,20 @@ static corral_stub_refusal_t dynamic_call_kind(uintptr_t ret, unsigned *kind)
   return CORRAL_STUB_OK;
 }
 
+static int in_set(const slot_set_t *set, uintptr_t target)
+{
+  uintptr_t first = (uintptr_t)set->first;
+  return first && target >= first && target < first + SLOT_SET_BYTES;
+}
+
 /* The kind of the slot stub at `target`, or NONE_KINDS if it is none. */
 static unsigned slot_stub_kind(uintptr_t target)
 {
   for (unsigned i = 0; i < n_none; i++)
-    for (unsigned k = 0; k < NONE_KINDS; k++) {
-      uintptr_t first = (uintptr_t)slot_sets[i][k].first;
-      if (first && target >= first && target < first + SLOTS_PER_KIND * SLOT_STUB_BYTES) return k;
-    }
+    for (unsigned k = 0; k < NONE_KINDS; k++)
+      if (in_set(&slot_sets[i][k], target)) return k;
+  for (unsigned i = 0; i < n_carved; i++)
+    if (in_set(&carved[i], target)) return carved_kind[i];
   return NONE_KINDS;
 }
 
@@ -719,19 +802,24 @@ corral_stub_refusal_t _corral_point_at_slot(uintptr_t ret, uint64_t word, unsign
   corral_stub_refusal_t r = dynamic_call_kind(ret, &kind);
   if (r != CORRAL_STUB_OK) return r;
   if (kind == NONE_KINDS) return CORRAL_STUB_OTHER_CALLEE;   /* its call leads to a stub already */
-  for (unsigned i = 0; i < n_none; i++) {
-    slot_set_t *set = &slot_sets[i][kind];
-    if (!set->first || set->used == SLOTS_PER_KIND || !reaches((uintptr_t)set->first, ret) ||
-        page_of((uintptr_t)set->first)->failed)
+  slot_set_t *set = NULL;
+  int in_reach = 0;
+  for (unsigned i = 0; i < n_none + n_carved && !set; i++) {
+    slot_set_t *s = i < n_none ? &slot_sets[i][kind] : &carved[i - n_none];
+    if (!s->first || (i >= n_none && carved_kind[i - n_none] != kind) || !reaches((uintptr_t)s->first, ret) ||
+        page_of((uintptr_t)s->first)->failed)
       continue;
-    unsigned k = set->slot0 + set->used;
-    CORRAL_ASSERT(k < CORRAL_DYN_SLOTS);
-    __atomic_store_n(&_corral_dyn_slots[k], word, __ATOMIC_RELEASE);   /* before any call can read it */
-    r = patch_call(ret, set->first + set->used * SLOT_STUB_BYTES, single_threaded());
-    if (r != CORRAL_STUB_OK) return r;
-    set->used++;
-    *slot = k;
-    return CORRAL_STUB_OK;
+    in_reach = 1;
+    if (s->used < SLOTS_PER_KIND) set = s;
   }
-  return CORRAL_STUB_OUT_OF_REACH;
+  if (!set) set = carve_slots(ret, kind);
+  if (!set) return in_reach ? CORRAL_STUB_NO_SLOT_LEFT : CORRAL_STUB_OUT_OF_REACH;
+  unsigned k = set->slot0 + set->used;
+  CORRAL_ASSERT(k < CORRAL_DYN_SLOTS);
+  __atomic_store_n(&_corral_dyn_slots[k], word, __ATOMIC_RELEASE);   /* before any call can read it */
+  r = patch_call(ret, set->first + set->used * SLOT_STUB_BYTES, single_threaded());
+  if (r != CORRAL_STUB_OK) return r;
+  set->used++;
+  *slot = k;
+  return CORRAL_STUB_OK;
 }

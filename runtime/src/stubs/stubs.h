@@ -42,6 +42,8 @@ typedef enum {
                                   frame 0 of an allocation, which the direct table decides */
   CORRAL_STUB_OTHER_CALLEE,    /* pool calls: the call enters no pool way (a wrapper, realloc,
                                   an aligned form, a site that has a clause stub) */
+  CORRAL_STUB_NO_SLOT_LEFT,    /* slot calls: every slot stub within reach is taken, and no
+                                  spare room is left to write more */
   CORRAL_STUB_REASONS
 } corral_stub_refusal_t;
 
@@ -122,10 +124,12 @@ corral_stub_refusal_t _corral_point_at_none(uintptr_t ret);
  * safe mode's: the site's group). _corral_point_at_slot takes a free
  * slot stub within reach of the `call rel32` returning to ret, stores
  * `word` in its slot, then points the call at it, and says which slot.
- * Like _corral_point_at_none it writes no stub and may run inside malloc,
- * under the caller's lock. A call that already leads to one of our stubs
+ * Like _corral_point_at_none it registers no unwind table and may run
+ * inside malloc, under the caller's lock: when every set within reach is
+ * taken it writes a new one into spare room, whose table was registered
+ * when the room was mapped. A call that already leads to one of our stubs
  * is refused (CORRAL_STUB_OTHER_CALLEE). */
-#define CORRAL_DYN_SLOTS 4096
+#define CORRAL_DYN_SLOTS 16384
 extern uint64_t _corral_dyn_slots[CORRAL_DYN_SLOTS];
 corral_stub_refusal_t _corral_point_at_slot(uintptr_t ret, uint64_t word, unsigned *slot);
 /* Whether the call returning to ret is one a slot stub can serve: a
