@@ -23,6 +23,11 @@ from corral.errors import CorralError
 # program's own source (Debian's jq keeps its code in libjq.so.1).
 SYSTEM_DIRS = ("/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/", "/usr/libexec/")
 
+# Raised whenever the analysis finds differently, so that answers cached by
+# an older corral are not reused: 2 follows a library's calls to its own
+# exported wrappers through its PLT and memset's returned pointer.
+ANALYSIS_VERSION = 2
+
 
 def cache_dir() -> str:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -48,7 +53,7 @@ def wrappers_of(path, say=lambda text: None) -> list:
     from corral import elf
     from corral.dynamic.wrappers import Wrapper
     key = _cache_key(path, elf.build_id(path))
-    cached = os.path.join(cache_dir(), key + ".json")
+    cached = os.path.join(cache_dir(), f"{key}-v{ANALYSIS_VERSION}.json")
     try:
         with open(cached) as f:
             return [Wrapper(**w) for w in json.load(f)]
@@ -142,7 +147,7 @@ _SYSTEM_STATE = ("/etc/ld.so.cache", "/var/lib/dpkg/status")
 def _inputs(program, extra_modules, modules) -> dict:
     """What a list for `program` was made from: the executable, the modules
     found, the extra ones asked for, as path, size and mtime; the system
-    files above likewise; LD_LIBRARY_PATH."""
+    files above likewise; LD_LIBRARY_PATH; the analysis's version."""
     def stat(path):
         try:
             st = os.stat(path)
@@ -150,7 +155,8 @@ def _inputs(program, extra_modules, modules) -> dict:
         except OSError:
             return [path, None, None]
     exe = shutil.which(program) if os.sep not in program else program
-    return {"program": os.path.realpath(exe) if exe else program,
+    return {"analysis": ANALYSIS_VERSION,
+            "program": os.path.realpath(exe) if exe else program,
             "extra": [os.path.realpath(m) for m in extra_modules],
             "ld_library_path": os.environ.get("LD_LIBRARY_PATH", ""),
             "files": [stat(p) for p in (*_SYSTEM_STATE, *modules)]}

@@ -31,7 +31,12 @@ ALLOCATORS = {
 }
 # Filling fresh memory is the allocator's job in spirit (xcalloc = malloc + memset),
 # so passing the new pointer to these as the destination does not disqualify.
-FILLERS = {"memset", "bzero", "__memset_chk"}
+# Each with its count of arguments: a register past them may hold the
+# pointer too without being passed (-O0 keeps a copy in rcx across memset).
+FILLERS = {"memset": 3, "bzero": 2, "__memset_chk": 4}
+# ...and these hand their destination back, so `return memset(p, 0, n)` (graphviz's
+# zmalloc, as compiled) returns the new pointer.
+FILLERS_RETURNING = {"memset", "__memset_chk"}
 
 ARGUMENT_REGS = ("rdi", "rsi", "rdx", "rcx", "r8", "r9")
 CALLER_SAVED = ("rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11")
@@ -73,17 +78,26 @@ def _family(reg: str | None) -> str | None:
 
 
 class _State:
-    """Which registers / stack slots hold the new pointer or an incoming argument."""
+    """Which registers / stack slots hold the new pointer or an incoming
+    argument, and which registers hold a value computed from the pointer
+    (`derived`: p + 8 stepped along the object, which is no pointer to
+    hand back but still reaches the object)."""
 
     def __init__(self):
         self.tainted = set()
+        self.derived = set()
         self.args = set(ARGUMENT_REGS)
         self.slot_taint = {}
         self.slot_arg = {}
 
-    def set_reg(self, reg, tainted, is_arg):
+    def set_reg(self, reg, tainted, is_arg, derived=False):
         (self.tainted.add if tainted else self.tainted.discard)(reg)
+        (self.derived.add if derived else self.derived.discard)(reg)
         (self.args.add if is_arg else self.args.discard)(reg)
+
+    def reaches(self):
+        """Registers through which the object can be reached."""
+        return self.tainted | self.derived
 
 
 class _Analysis:
@@ -113,7 +127,8 @@ class _Analysis:
         return None
 
     def _mem_touches(self, mem, st):
-        return (mem.base and self.reg(mem.base) in st.tainted) or (mem.index and self.reg(mem.index) in st.tainted)
+        reach = st.reaches()
+        return (mem.base and self.reg(mem.base) in reach) or (mem.index and self.reg(mem.index) in reach)
 
     def _step(self, insn, st):
         ops = insn.operands
@@ -137,26 +152,40 @@ class _Analysis:
             return self._move(ops[0], ops[1], st)
         if m == "lea" and len(ops) == 2:
             mem = ops[1].mem
-            derived = bool(mem.base) and self.reg(mem.base) in st.tainted
-            st.set_reg(self.reg(ops[0].reg), derived, False)   # p + header stays "the pointer"
+            pointer = bool(mem.base) and self.reg(mem.base) in st.tainted
+            computed = not pointer and self._mem_touches(mem, st)
+            st.set_reg(self.reg(ops[0].reg), pointer, False, computed)   # p + header stays "the pointer"
             return
         # Anything else: touching the object through memory disqualifies;
-        # registers it writes lose what they held.
+        # registers it writes lose what they held, but a value computed from
+        # the pointer (p + 8, stepped through a loop) is still the object:
+        # graphviz's pointsOf fills the array zmalloc gave it through such a
+        # register. Zeroing a register (xor r, r) reads nothing.
         for op in ops:
             if op.type == X86_OP_MEM and self._mem_touches(op.mem, st):
                 self.violation = f"{m} at {insn.address:#x} uses the object"
                 return
         try:
-            _, written = insn.regs_access()
+            read, written = insn.regs_access()
         except Exception:
-            written = [ops[0].reg] if ops and ops[0].type == X86_OP_REG else []
+            read, written = [], [ops[0].reg] if ops and ops[0].type == X86_OP_REG else []
+        zeroing = (m in ("xor", "sub", "pxor", "xorps") and len(ops) == 2 and ops[0].type == X86_OP_REG
+                   and ops[1].type == X86_OP_REG and ops[0].reg == ops[1].reg)
+        derived = not zeroing and any(self.reg(r) in st.reaches() for r in read)
         for r in written:
-            st.set_reg(self.reg(r), False, False)
+            if self.reg(r) != "rflags":
+                st.set_reg(self.reg(r), False, False, derived)
 
     def _move(self, dst, src, st):
         if src.type == X86_OP_REG:
             s = self.reg(src.reg)
             tainted, is_arg = s in st.tainted, s in st.args
+            if s in st.derived:
+                if dst.type == X86_OP_MEM:
+                    self.violation = "stores a value computed from the object"
+                else:
+                    st.set_reg(self.reg(dst.reg), False, False, True)
+                return
         elif src.type == X86_OP_MEM:
             if self._mem_touches(src.mem, st):
                 self.violation = "reads the object"
@@ -195,21 +224,38 @@ class _Analysis:
             if layer is not None:                       # tail call into an allocator
                 self.calls_allocator = max(self.calls_allocator, layer + 1)
                 self.returns_pointer = True
-            elif st.tainted & set(ARGUMENT_REGS) or (op is not None and op.type == X86_OP_REG
-                                                     and self.reg(op.reg) in st.tainted):
+            elif (self.names.get(target) in FILLERS_RETURNING and self._fills(self.names.get(target), st)
+                  and "rdi" in st.tainted):
+                self.returns_pointer = True             # tail call into memset(p, ...)
+            elif st.reaches() & set(ARGUMENT_REGS) or (op is not None and op.type == X86_OP_REG
+                                                       and self.reg(op.reg) in st.reaches()):
                 self.violation = "hands the object to another function"
             return
         layer = self.layers.get(target)
         name = self.names.get(target)
+        fills = self._fills(name, st)
+        if st.derived & set(ARGUMENT_REGS) and not fills:
+            self.violation = f"passes a value computed from the object to a call at {insn.address:#x}"
+            return
         passes = st.tainted & set(ARGUMENT_REGS)
-        if passes and not (name in FILLERS and passes == {"rdi"}):
+        if passes and not fills:
             self.violation = f"passes the object to a call at {insn.address:#x}"
             return
+        dest = ("rdi" in st.tainted, "rdi" in st.derived)
         for r in CALLER_SAVED:
             st.set_reg(r, False, False)
+        if fills and name in FILLERS_RETURNING:           # memset hands its destination back
+            st.set_reg("rax", dest[0], False, dest[1])
         if layer is not None:
             self.calls_allocator = max(self.calls_allocator, layer + 1)
             st.set_reg("rax", True, False)
+
+    def _fills(self, name, st):
+        """Whether a call to `name` only fills the object: a filler whose
+        one argument reaching the object is its destination (the object's
+        start, or a point inside it: the tail a realloc wrapper clears)."""
+        n = FILLERS.get(name)
+        return n is not None and st.reaches() & set(ARGUMENT_REGS[:n]) == {"rdi"}
 
     def is_wrapper(self):
         return (self.violation is None and self.calls_allocator > 0
@@ -257,6 +303,13 @@ def find_wrappers(path) -> list[Wrapper]:
     found = {}
     starts = [f.start for f in functions]
     callers = _callers(text, text_addr, functions, starts)
+    # A shared library's exported wrapper is called from inside the library
+    # through its own PLT entry (-fPIC lets another module interpose it):
+    # graphviz's zmalloc calls gmalloc@plt. Those calls reach the wrapper
+    # too, so the stub takes its layer.
+    stubs_of = {}
+    for stub, name in names.items():
+        stubs_of.setdefault(name, []).append(stub)
     frontier = set(layers)
     while frontier:           # each round can reveal one more layer
         candidates = {f for t in frontier for f in callers.get(t, ())}
@@ -270,6 +323,9 @@ def find_wrappers(path) -> list[Wrapper]:
                 found[f.start] = Wrapper(f.start, f.end, f.name, a.calls_allocator, "code")
                 layers[f.start] = a.calls_allocator
                 frontier.add(f.start)
+                for stub in stubs_of.get(f.name, ()) if f.name else ():
+                    layers.setdefault(stub, a.calls_allocator)
+                    frontier.add(stub)
     for f in functions:       # allocators reached through pointers: trust the name
         if f.start not in layers and f.name and NAME_HINT.search(f.name):
             a = _Analysis(cs, text[f.start - text_addr:f.end - text_addr], f.start, layers, names)

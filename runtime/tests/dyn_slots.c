@@ -34,6 +34,7 @@ NOIPA struct node *younger_node(struct node *next, long v) {
 NOIPA unsigned char *mixed_block(size_t size, int fill) {
   unsigned char *p = malloc(size);
   memset(p, fill, size);
+  p[size - 1] = (unsigned char)fill;   /* a write of its own: not a wrapper, its call is the context */
   return p;
 }
 

@@ -36,11 +36,24 @@ def test_analysis_is_cached_by_build_id(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     prog = _build(tmp_path)
     first = wrapperlist.wrappers_of(str(prog))
-    cached = tmp_path / "cache" / "corral" / "wrappers" / f"{elf.build_id(prog)}.json"
+    cached = tmp_path / "cache" / "corral" / "wrappers" / f"{elf.build_id(prog)}-v{wrapperlist.ANALYSIS_VERSION}.json"
     assert cached.exists()
     # the cache answers even when the analysis would now find nothing
     monkeypatch.setattr(wrapperlist, "find_wrappers", lambda path: [])
     assert wrapperlist.wrappers_of(str(prog)) == first
+    # ...but not once the analysis has changed: an older corral's answer is not reused
+    monkeypatch.setattr(wrapperlist, "ANALYSIS_VERSION", wrapperlist.ANALYSIS_VERSION + 1)
+    assert wrapperlist.wrappers_of(str(prog)) == []
+
+
+def test_a_list_from_an_older_analysis_is_not_fresh(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    prog = _build(tmp_path)
+    out = tmp_path / "list.txt"
+    wrapperlist.write_for(str(prog), out)
+    assert wrapperlist.fresh(str(prog), out)
+    monkeypatch.setattr(wrapperlist, "ANALYSIS_VERSION", wrapperlist.ANALYSIS_VERSION + 1)
+    assert not wrapperlist.fresh(str(prog), out)
 
 
 def test_an_uncached_analysis_is_announced_once(tmp_path, monkeypatch):
