@@ -27,8 +27,13 @@ NOIPA void *xmalloc(size_t n) {
   if (!p) { fputs("out of memory\n", stderr); abort(); }
   return p;
 }
-NOIPA void *layer2(size_t n) { void *p = xmalloc(n); return p; }
-NOIPA void *layer3(size_t n) { void *p = layer2(n); return p; }
+/* The empty asm after each call keeps it from becoming a jump (a tail
+ * call): each layer keeps a frame of its own on the stack, so that
+ * layer3's allocations are three wrapper frames deep, as graphviz's
+ * zmalloc -> gmalloc -> malloc are two. */
+#define KEEP_FRAME() __asm__ volatile("" ::: "memory")
+NOIPA void *layer2(size_t n) { void *p = xmalloc(n); KEEP_FRAME(); return p; }
+NOIPA void *layer3(size_t n) { void *p = layer2(n); KEEP_FRAME(); return p; }
 /* Touches the object: the context ends here, whoever calls it. */
 NOIPA void *make_node(size_t n) { long *p = malloc(n); p[0] = (long)n; return p; }
 

@@ -48,8 +48,8 @@ typedef struct dync_site_s {
   /* For a site whose context is its own (a non-wrapper frame 0): the
    * decision malloc may take without the full way (settled.h); 0 = none. */
   uint64_t fast;
-  /* The same for the context tail[k] names, when its chain is one wrapper
-   * frame and this site. Cleared before tail[k] names another context. */
+  /* The same for the context tail[k] names, when its chain is wrapper
+   * frames and this site. Cleared before tail[k] names another context. */
   uint64_t tail_fast[DYNC_TAILS];
 } corral_dync_site_t;
 

@@ -109,23 +109,27 @@ static uint64_t fast_word(uint32_t epoch, int g, const dyn_ctx_t *c) {
   return (uint64_t)epoch << 40 | (uint64_t)size << 16 | pool;
 }
 
-/* A context of one wrapper frame (frame 0 in a wrapper, frame 1 not): its
- * decision goes to frame 1's site, next to the tail that names it, while
- * that tail still does. Another thread may name another context there in
- * between, and that context may then take this one's decision until the
- * epoch changes: a pool (or none) it was not meant for, never wrong for
- * the program. */
+/* A context through wrappers (frame 0 in a wrapper, its last frame not):
+ * its decision goes to the last frame's site, next to the tail that names
+ * it, while that tail still does. Another thread may name another context
+ * there in between, and that context may then take this one's decision
+ * until the epoch changes: a pool (or none) it was not meant for, never
+ * wrong for the program. */
 static void publish_tail(const corral_dync_site_t *s0, uint32_t id, uint32_t epoch, int g, const dyn_ctx_t *c) {
   const corral_dync_chain_t *chain = &_corral_dyn_settled.table.chains[id];
-  if (chain->depth != 2 || chain->wrapped || chain->frames[0] != s0->addr) return;
-  corral_dync_site_t *s1 = (corral_dync_site_t *)_corral_dync_site(&_corral_dyn_settled.table, chain->frames[1]);
-  if (!s1 || s1->kind != DYNC_SITE_PLAIN) return;
+  if (chain->depth < 2 || chain->wrapped || chain->frames[0] != s0->addr) return;
+  uint32_t last = chain->depth - 1;
+  corral_dync_site_t *top = (corral_dync_site_t *)_corral_dync_site(&_corral_dyn_settled.table, chain->frames[last]);
+  if (!top || top->kind != DYNC_SITE_PLAIN) return;
+  /* The frames below it hashed as the walk hashes them (context_lookup.c). */
+  uint64_t below = _corral_dync_below(chain->frames[0]);
+  for (uint32_t i = 1; i < last; i++) below = _corral_dync_below_then(below, chain->frames[i]);
   uint32_t named;
-  int k = _corral_dync_tail(s1, _corral_dync_below(chain->frames[0]), &named);
+  int k = _corral_dync_tail(top, below, &named);
   if (k < 0 || named != id) return;
   uint64_t word = fast_word(epoch, g, c);
-  if (word && __atomic_load_n(&s1->tail_fast[k], __ATOMIC_RELAXED) != word)
-    __atomic_store_n(&s1->tail_fast[k], word, __ATOMIC_RELEASE);
+  if (word && __atomic_load_n(&top->tail_fast[k], __ATOMIC_RELAXED) != word)
+    __atomic_store_n(&top->tail_fast[k], word, __ATOMIC_RELEASE);
 }
 
 /* The decision of the full way, for the next allocation at the same site. */
