@@ -218,6 +218,13 @@ PROGRAMS: dict[str, Program] = {p.name: p for p in [
          "coordinates, splines), plain output", "graphviz", "/usr/bin/dot",
          ["-Tplain", "{inputs}/graph-250.dot"], ["-Tplain", "{inputs}/graph-500.dot"],
          ["-Tplain", "{inputs}/graph-900.dot"]),
+    # sfdp, graphviz's force-directed layout of large graphs: a quadtree of
+    # the nodes rebuilt at each step, its nodes, lists and coordinates made
+    # through graphviz's own wrappers (gmalloc, zmalloc) by the million.
+    _deb("sfdp", "graphviz's sfdp laying out the same dependency graph by forces "
+         "(a quadtree of the nodes rebuilt at every step), plain output", "graphviz", "/usr/bin/sfdp",
+         ["-Tplain", "{inputs}/graph-1000.dot"], ["-Tplain", "{inputs}/graph-2000.dot"],
+         ["-Tplain", "{inputs}/graph-5000.dot"]),
     _deb("xmllint", "libxml2's xmllint: xalan's document of orders parsed into a tree and "
          "summed by an XPath query", "libxml2-utils", "/usr/bin/xmllint",
          ["--xpath", XPATH, "{inputs}/orders-1000.xml"], ["--xpath", XPATH, "{inputs}/orders-4000.xml"],

@@ -23,7 +23,7 @@ def test_every_program_of_the_three_suites_is_there():
     assert [p.name for p in suite.select("ptrdist")] == ["ft", "ks", "bc", "yacr2", "anagram"]
     assert [p.name for p in suite.select("mallocbench")] == ["espresso", "cfrac"]
     assert [p.name for p in suite.select("debian")] == ["xalan", "povray", "lua", "python3", "perl", "gawk",
-                                                       "sqlite3", "git", "dot", "xmllint", "cppcheck"]
+                                                       "sqlite3", "git", "dot", "sfdp", "xmllint", "cppcheck"]
     assert len(suite.select("public")) == len(suite.PROGRAMS)
 
 
