@@ -123,29 +123,19 @@ static __attribute__((noinline)) uint32_t through_wrappers(const corral_dync_sit
 /* The common case first, in a function of its own with no chain to
  * record and nothing to save, with this thread's stack bounds as they are
  * kept (no call for them): wrapper frames of known sizes below a plain
- * site that knows this chain already, the same steps as the loop above.
+ * site that knows this chain already, the settled ways' short walk
+ * (settled.h), the same steps as the loop above.
  * Safe mode takes this on every allocation through a wrapper: 116
  * instructions each on runtime/tests/safe_churn.c when it always took the
  * loop above. */
 uint32_t _corral_dyn_context_through_wrappers(const corral_dync_site_t *s, uintptr_t ret0, void *fp0) {
   const corral_thread_stack_t *ts = &_corral_thread_stack;
-  const corral_dync_site_t *at = s;
-  uintptr_t cfa = (uintptr_t)fp0 + 16;
   uint64_t below = _corral_dync_below(ret0);
-  if ((uintptr_t)fp0 >= ts->lo)
-    for (unsigned depth = 1; at && depth < DYNC_MAX_CHAIN; depth++) {
-      uint32_t frame = __atomic_load_n(&at->frame, __ATOMIC_RELAXED);
-      cfa += frame;
-      if (!frame || cfa > ts->hi) break;            /* hi is 0 until the bounds are known */
-      uintptr_t ret = *(const uintptr_t *)(cfa - 8);
-      at = _corral_dync_site(&_corral_dyn_settled.table, ret);
-      if (at && at->kind == DYNC_SITE_PLAIN) {
-        uint32_t id;
-        if (_corral_dync_tail(at, below, &id) >= 0) return id;
-        break;
-      }
-      below = _corral_dync_below_then(below, ret);
-    }
+  if ((uintptr_t)fp0 >= ts->lo) {
+    const corral_dync_site_t *top = _corral_dyn_walk_wrappers(s, (uintptr_t)fp0 + 16, &below, ts->hi);
+    uint32_t id;
+    if (top && _corral_dync_tail(top, below, &id) >= 0) return id;
+  }
   return through_wrappers(s, ret0, fp0);
 }
 

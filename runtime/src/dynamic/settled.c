@@ -28,18 +28,9 @@ static inline uint64_t tail_word(const corral_dync_site_t *s, uint64_t below) {
  * frame, keeps its few instructions. */
 static __attribute__((noinline)) uint64_t deeper_word(const corral_dync_site_t *s, uint64_t below, uintptr_t up,
                                                       uintptr_t cfa) {
-  const corral_thread_stack_t *stack = &_corral_thread_stack;
-  for (unsigned depth = 2; depth < DYNC_MAX_CHAIN; depth++) {
-    below = _corral_dync_below_then(below, up);
-    uint32_t frame = __atomic_load_n(&s->frame, __ATOMIC_RELAXED);
-    if (!frame || cfa + frame > stack->hi) return 0;
-    cfa += frame;
-    up = *(const uintptr_t *)(cfa - 8);
-    s = _corral_dync_site(&_corral_dyn_settled.table, up);
-    if (!s) return 0;
-    if (s->kind == DYNC_SITE_PLAIN) return tail_word(s, below);
-  }
-  return 0;
+  below = _corral_dync_below_then(below, up);
+  const corral_dync_site_t *top = _corral_dyn_walk_wrappers(s, cfa, &below, _corral_thread_stack.hi);
+  return top ? tail_word(top, below) : 0;
 }
 
 /* The decision for a call inside a wrapper, s the site of its return

@@ -99,6 +99,28 @@ CORRAL_INLINE int _corral_dyn_settled_way(size_t size, uint32_t pool, void **blo
   return CORRAL_DYN_POPPED;
 }
 
+/* The settled ways' short walk through wrapper frames: from wrapper site
+ * s, whose call's callee has its CFA at cfa (for frame 0, the entry
+ * point's), each wrapper frame's return address is one load at its
+ * remembered frame size, up to the first site outside every wrapper,
+ * which it returns; *below folds in the wrapper frames' return addresses
+ * on the way (_corral_dync_below_then). NULL where a frame size or a site
+ * is not known yet, or the walk would leave the stack below hi (0 until
+ * the thread's bounds are known). */
+CORRAL_INLINE const corral_dync_site_t *_corral_dyn_walk_wrappers(const corral_dync_site_t *s, uintptr_t cfa,
+                                                                  uint64_t *below, uintptr_t hi) {
+  for (unsigned depth = 1; depth < DYNC_MAX_CHAIN; depth++) {
+    uint32_t frame = __atomic_load_n(&s->frame, __ATOMIC_RELAXED);
+    cfa += frame;
+    if (!frame || cfa > hi) return NULL;
+    uintptr_t ret = *(const uintptr_t *)(cfa - 8);
+    s = _corral_dync_site(&_corral_dyn_settled.table, ret);
+    if (!s || s->kind == DYNC_SITE_PLAIN) return s;
+    *below = _corral_dync_below_then(*below, ret);
+  }
+  return NULL;
+}
+
 /* The decision for a call inside a wrapper, s the site of its return
  * address ret and cfa the entry point's CFA (the program's stack pointer
  * before its call): frame 1's return address is one load at the wrapper's

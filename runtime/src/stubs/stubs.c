@@ -796,6 +796,15 @@ int _corral_call_takes_slot(uintptr_t ret)
   return dynamic_call_kind(ret, &kind) == CORRAL_STUB_OK;
 }
 
+/* `set` if it is written, within reach of ret, on a page that sealed,
+ * and has a stub left; *in_reach is set when it is all but the last. */
+static slot_set_t *free_stubs(slot_set_t *set, uintptr_t ret, int *in_reach)
+{
+  if (!set->first || !reaches((uintptr_t)set->first, ret) || page_of((uintptr_t)set->first)->failed) return NULL;
+  *in_reach = 1;
+  return set->used < SLOTS_PER_KIND ? set : NULL;
+}
+
 corral_stub_refusal_t _corral_point_at_slot(uintptr_t ret, uint64_t word, unsigned *slot)
 {
   unsigned kind;
@@ -804,14 +813,9 @@ corral_stub_refusal_t _corral_point_at_slot(uintptr_t ret, uint64_t word, unsign
   if (kind == NONE_KINDS) return CORRAL_STUB_OTHER_CALLEE;   /* its call leads to a stub already */
   slot_set_t *set = NULL;
   int in_reach = 0;
-  for (unsigned i = 0; i < n_none + n_carved && !set; i++) {
-    slot_set_t *s = i < n_none ? &slot_sets[i][kind] : &carved[i - n_none];
-    if (!s->first || (i >= n_none && carved_kind[i - n_none] != kind) || !reaches((uintptr_t)s->first, ret) ||
-        page_of((uintptr_t)s->first)->failed)
-      continue;
-    in_reach = 1;
-    if (s->used < SLOTS_PER_KIND) set = s;
-  }
+  for (unsigned i = 0; i < n_none && !set; i++) set = free_stubs(&slot_sets[i][kind], ret, &in_reach);
+  for (unsigned i = 0; i < n_carved && !set; i++)
+    if (carved_kind[i] == kind) set = free_stubs(&carved[i], ret, &in_reach);
   if (!set) set = carve_slots(ret, kind);
   if (!set) return in_reach ? CORRAL_STUB_NO_SLOT_LEFT : CORRAL_STUB_OUT_OF_REACH;
   unsigned k = set->slot0 + set->used;
