@@ -10,7 +10,12 @@
  * the first window's start and before its end; with `built`, the list is
  * made first and then only read, its pool in use but making nothing; with
  * `sparse`, the list's first 300 nodes are made first and then it grows
- * by a node every 64th round, too rarely for its samples alone to tell; with
+ * by a node every 64th round, too rarely for its samples alone to tell;
+ * `trickle` is the same with a node every 2048th round, one in 4096
+ * forwarded requests, too few to pay for their lookups; with `other`, a
+ * second thread grows a list of its own, first by 300 nodes, then by a
+ * node for each round of the main thread's, which forwards, so that only
+ * the pool's samples show it; with
  * `direct`, the list is built first by a direct malloc call of its own
  * (which dynamic mode points at its pool's slot), then only read while the
  * scratch objects come and go, then grown by 5,000 more nodes in
@@ -29,6 +34,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,6 +153,33 @@ static void *thread_rounds(void *arg) {
   return NULL;
 }
 
+/* `other`: 300 nodes before the main thread's rounds start (its pool
+ * exists by then), a node for each round it posts, the main thread
+ * waiting for it to catch up every 64 rounds (else the scheduler could
+ * leave it behind for a whole window), then the sum of the list, freed. */
+static sem_t round_done, other_started, other_caught_up;
+static long other_rounds;
+
+static void *other_list(void *arg) {
+  struct node *list = NULL;
+  long sum = 0;
+  for (long i = 0; i < 300; i++) list = grow(list, -i);
+  sem_post(&other_started);
+  for (long i = 0; i < other_rounds; i++) {
+    while (sem_wait(&round_done) != 0) continue;
+    list = grow(list, i);
+    if (i % 64 == 63) sem_post(&other_caught_up);
+  }
+  while (list) {
+    struct node *next = list->next;
+    sum += list->value;
+    free(list);
+    list = next;
+  }
+  *(long *)arg = sum;
+  return NULL;
+}
+
 /* Four threads' scratch rounds, then a child's; the sum of all. */
 static long rounds_in_threads(long rounds) {
   pthread_t t[4];
@@ -176,7 +209,8 @@ static long rounds_in_threads(long rounds) {
 
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "drop";
-  int keep = !strcmp(mode, "keep"), late = !strcmp(mode, "late"), sparse = !strcmp(mode, "sparse");
+  int keep = !strcmp(mode, "keep"), late = !strcmp(mode, "late"), trickle = !strcmp(mode, "trickle");
+  int sparse = !strcmp(mode, "sparse") || trickle;
   int direct = !strcmp(mode, "direct");
   by_realloc = !strcmp(mode, "realloc");
   long rounds = argc > 2 ? atol(argv[2]) : 400000, sum = 0;
@@ -186,10 +220,29 @@ int main(int argc, char **argv) {
   if (direct)
     for (long i = 0; i < rounds / 4; i++) list = grow_direct(list, i);
   int threads = !strcmp(mode, "threads");      /* its rounds run in the threads only */
+  pthread_t other;
+  long other_sum = 0;
+  if (!strcmp(mode, "other")) {
+    other_rounds = rounds;
+    if (sem_init(&round_done, 0, 0) != 0 || sem_init(&other_started, 0, 0) != 0 ||
+        sem_init(&other_caught_up, 0, 0) != 0 ||
+        pthread_create(&other, NULL, other_list, &other_sum) != 0)
+      exit(2);
+    while (sem_wait(&other_started) != 0) continue;
+  }
   for (long i = 0; i < (threads ? 0 : rounds); i++) {
     sum += scratch_a(i) + scratch_b(i);
+    if (other_rounds) {
+      sem_post(&round_done);
+      if (i % 64 == 63)
+        while (sem_wait(&other_caught_up) != 0) continue;
+    }
     if (late && i >= 4000) sum += scratch_c(i);
-    if ((keep && i % 4 == 0) || (sparse && i % 64 == 0)) list = grow(list, i);
+    if ((keep && i % 4 == 0) || (sparse && i % (trickle ? 2048 : 64) == 0)) list = grow(list, i);
+  }
+  if (other_rounds) {
+    pthread_join(other, NULL);
+    sum += other_sum;
   }
   if (direct) list = grow_late(list);
   for (struct node *n = list; n; n = n->next) sum += n->value;

@@ -4,9 +4,9 @@
  * every request: the settled ways look its site up before they forward.
  * Each thread counts the requests it forwards on a settled way (or, while
  * statistics send every request the full way, for a context given back);
- * after a window of them it asks, under the lock, whether any pool in
- * use made objects and whether a context appeared since it last asked.
- * The window starts at 16384 and doubles at each ask that finds either,
+ * after a window of them it asks, under the lock, whether the pools in
+ * use made objects at a rate that pays for those requests' lookups (ask,
+ * below) and whether a context appeared since it last asked. The window starts at 16384 and doubles at each ask that finds either,
  * up to CORRAL_DYN_BACK_OFF: a program whose contexts all appeared early
  * steps aside early, one that keeps showing new ones is watched longer.
  * If neither, nothing is left for dynamic mode to decide that it has not
@@ -31,29 +31,28 @@
 /* The contexts there were when this thread last asked. */
 static __thread uint32_t contexts_then __attribute__((tls_model("initial-exec")));
 
-/* What the pools in use had made, and this thread's own pooled
- * allocations, when it last asked. */
-static __thread uint64_t made_then __attribute__((tls_model("initial-exec")));
+/* The pools' sampled objects, and this thread's own pooled allocations
+ * (own_pooled), when it last asked. */
+static __thread uint64_t sampled_then __attribute__((tls_model("initial-exec")));
 static __thread uint64_t mine_then __attribute__((tls_model("initial-exec")));
 
 /* Under the lock: whether some context's pool is still in use, other
  * than one kept only for packing tighter behind the lookup (packing_only,
- * give_back.c), which stepping aside gives back; and in `made`, their
- * samples, which grow as they make objects (about 1 in DYN_EAGER_EVERY of
- * a new pool's first, then 1 in DYN_STEADY_EVERY). */
-static int a_pool_is_in_use(uint64_t *made) {
+ * give_back.c), which stepping aside gives back. */
+static int a_pool_is_in_use(void) {
   DYN_ASSERT_LOCKED();
   uint32_t total = __atomic_load_n(&_corral_dyn_settled.table.context_count, __ATOMIC_ACQUIRE);
-  int in_use = 0;
-  *made = 0;
   for (uint32_t i = 0; i < total; i++) {
     const dyn_ctx_t *root = &_corral_dyn.ctx[_corral_dynm_find(&_corral_dyn.merge, i)];
-    if (__atomic_load_n(&root->group, __ATOMIC_RELAXED) < 0 || root->packing_only) continue;
-    in_use = 1;
-    *made += __atomic_load_n(&_corral_dyn.ctx[i].checks, __ATOMIC_RELAXED);
+    if (__atomic_load_n(&root->group, __ATOMIC_RELAXED) >= 0 && !root->packing_only) return 1;
   }
-  return in_use;
+  return 0;
 }
+
+/* The pooled allocations this thread has made on settled ways and on
+ * the full way once eager sampling was over: every steady interval it was
+ * given, less what is left of the current one. */
+static uint64_t own_pooled(void) { return _corral_dyn_steady_given - _corral_dyn_countdown; }
 
 /* The entry points' dynamic gates close; gates that are not dynamic
  * (statistics count every request) stay as they are. When all four were
@@ -87,22 +86,33 @@ static __thread uint32_t window_now __attribute__((tls_model("initial-exec")));
 static __thread uint32_t window_left __attribute__((tls_model("initial-exec")));
 
 /* Under the lock: whether dynamic mode steps aside now, and if not, how
- * long this thread waits before it asks again. */
+ * long this thread waits before it asks again. The pools in use are busy
+ * while they make at least one object per DYN_FORWARDS_PER_POOLED
+ * requests forwarded: the ones the window counted each paid the lookup,
+ * and a trickle of pooled objects below that rate cannot earn back what
+ * the lookups cost (graphviz's sfdp: three pools taking their eager
+ * samples from a few hundred objects over two million forwards kept
+ * every request's lookup for 87% of the run). What they made is the
+ * larger of two counts: this thread's own objects from settled pools,
+ * exactly, and the pools' samples, each weighed by the objects it stands
+ * for (_corral_dyn.pooled_sampled, which sees other threads and a new
+ * pool's full way too). */
 static void ask(size_t limit, int first) {
   uint32_t now = __atomic_load_n(&_corral_dyn_settled.table.context_count, __ATOMIC_ACQUIRE);
-  uint64_t made;
-  int in_use = a_pool_is_in_use(&made);
-  /* This thread's own allocations from settled pools, each of which the
-   * countdown counts: exactly seen, where other threads' and a new pool's
-   * show only in their samples. */
-  uint64_t mine = (uint64_t)_corral_dyn_steady_taken << 32 | _corral_dyn_countdown;
-  if (!first && now == contexts_then && (!in_use || (made == made_then && mine == mine_then))) {
+  int in_use = a_pool_is_in_use();
+  uint64_t sampled = _corral_dyn.pooled_sampled;
+  uint64_t mine = own_pooled();
+  uint64_t made = sampled - sampled_then, own = mine - mine_then;
+  if (own > made) made = own;
+  int busy = in_use && made * DYN_FORWARDS_PER_POOLED >= window_now;
+  if (!first && now == contexts_then && !busy) {
     _corral_dyn.backed_off = 1;
     _corral_dyn_give_back_packing_only();
     int forwards_all = close_gates();
     _corral_dyn_calls_to_none();
-    _corral_note(1, "dynamic: no pool made objects and no new context appeared in %u forwarded requests; "
-                 "the allocator underneath serves everything from now on", window_now);
+    _corral_note(1, "dynamic: no new context appeared and the pools made under one object per %u forwarded "
+                 "requests in the last %u; the allocator underneath serves everything from now on",
+                 DYN_FORWARDS_PER_POOLED, window_now);
     if (forwards_all && _corral_options.dyn_bypass) {
       _corral_dyn.bypassing = 1;
       _corral_dyn_bypass(_corral_modules_current());
@@ -111,7 +121,7 @@ static void ask(size_t limit, int first) {
     window_now = (uint32_t)(2 * (size_t)window_now < limit ? 2 * (size_t)window_now : limit);
   }
   contexts_then = now;
-  made_then = made;
+  sampled_then = sampled;
   mine_then = mine;
 }
 

@@ -35,6 +35,11 @@
 #define DYN_SMALL_BYTES   4096             /* a live set under a page has nothing to lay out */
 #define DYN_SLOT_REFUSED  UINT32_MAX
 #define DYN_FORWARD_EVERY 256              /* 1 in this many forwarded requests per thread is attributed */
+/* Pools in use that make fewer than one object per this many forwarded
+ * requests do not keep dynamic mode on (back_off.c): each forward pays a
+ * lookup of 20 to 100 instructions, and one small object laid out well
+ * saves a few misses at most. */
+#define DYN_FORWARDS_PER_POOLED 256
 
 /* Per context: what decides its pool. Written on the slow path, or racily
  * (relaxed counters) where a lost update only delays a decision. */
@@ -88,6 +93,10 @@ typedef struct dyn_state_s {
   /* statistics (relaxed) */
   uint64_t walks, frames_walked, samples, samples_skipped, words_read, links_seen, sample_cycles;
   uint64_t pools_refused;
+  /* Objects the pools in use made, as their samples tell: DYN_EAGER_EVERY
+   * for each eager sample, DYN_STEADY_EVERY for each steady one. Stepping
+   * aside compares it between asks (back_off.c). */
+  uint64_t pooled_sampled;
   uint64_t calls_to_none;                /* calls of given-back sites pointed at the none way */
   uint64_t calls_to_pool;                /* calls of pooled sites pointed at a slot stub */
   uint32_t slotted[CORRAL_DYN_SLOTS];    /* contexts whose call has a slot */

@@ -96,7 +96,7 @@ static void maybe_sample(dyn_ctx_t *c, uint32_t id, size_t size) {
     return;
   } else {
     _corral_dyn_countdown = next_interval(DYN_STEADY_EVERY);
-    _corral_dyn_steady_taken++;
+    _corral_dyn_steady_given += _corral_dyn_countdown;
   }
   _corral_dyn_sample_ctx = id;
   _corral_dyn_sample_size = (uint32_t)size;

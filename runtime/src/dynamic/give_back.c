@@ -240,6 +240,8 @@ void _corral_dyn_judge_pool(uint32_t id, void *p, uint32_t size) {
   size_t object = chunk->block_size ? chunk->block_size : _corral_granules(size) * CORRAL_GRANULE;
   dyn_ctx_t *c = &_corral_dyn.ctx[id];
   c->checks++;
+  if (!_corral_dyn.ctx[_corral_dynm_find(&_corral_dyn.merge, id)].packing_only)
+    _corral_dyn.pooled_sampled += c->checks <= DYN_EAGER_SAMPLES ? DYN_EAGER_EVERY : DYN_STEADY_EVERY;
   if (remote * 2 > chunk->counted_allocs) c->remote_heavy++;
   if (chunk->live * object < DYN_SMALL_BYTES) c->small++;
   if (c->checks == DYN_EAGER_SAMPLES && c->small == c->checks && chunk->live * 4 < chunk->counted_allocs) {

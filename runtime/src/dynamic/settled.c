@@ -10,7 +10,7 @@
 #include "heap.h"
 
 __thread uint32_t _corral_dyn_countdown __attribute__((tls_model("initial-exec"))) = DYN_STEADY_EVERY;
-__thread uint32_t _corral_dyn_steady_taken __attribute__((tls_model("initial-exec")));
+__thread uint64_t _corral_dyn_steady_given __attribute__((tls_model("initial-exec"))) = DYN_STEADY_EVERY;
 /* 0: the first forward arms the window (back_off.c). */
 __thread uint32_t _corral_dyn_idle __attribute__((tls_model("initial-exec")));
 corral_dyn_settled_t _corral_dyn_settled;

@@ -51,9 +51,9 @@ extern corral_dyn_settled_t _corral_dyn_settled;
 /* Pooled allocations this thread may still take on a settled way before
  * the full way takes a sample (full_way.c schedules it, sampling.h). */
 extern __thread uint32_t _corral_dyn_countdown __attribute__((tls_model("initial-exec")));
-/* Steady samples this thread scheduled: with the countdown, whether it
- * made any pooled object since it last looked (back_off.c). */
-extern __thread uint32_t _corral_dyn_steady_taken __attribute__((tls_model("initial-exec")));
+/* The countdown's intervals this thread was given, summed: less the
+ * countdown, the pooled allocations it made (back_off.c). */
+extern __thread uint64_t _corral_dyn_steady_given __attribute__((tls_model("initial-exec")));
 
 /* Requests this thread may still forward on a settled way before the
  * full way takes one: it attributes that one to its context, and asks now
