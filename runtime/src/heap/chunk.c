@@ -449,6 +449,7 @@ corral_chunk_t *_corral_chunk_replace(corral_heap_t *h, unsigned pool, int may_a
   int adopted;
   if (!(c = _corral_chunk_acquire(h, pool, may_adopt, &adopted))) return NULL;
   h->cur[pool] = c;
+  h->used[pool / 64] |= 1ull << (pool % 64);
   if (adopted) {
     _corral_chunk_drain(c, 0);
     c->drained_owned = 0;

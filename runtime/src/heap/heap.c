@@ -24,15 +24,17 @@ static int exit_key_ok;
  * Its held chunks, and a fork's torn chunks, are only retired. */
 static void retire_all(corral_heap_t *h, int torn)
 {
-  for (unsigned pool = 0; pool < CORRAL_POOLS; pool++) {
-    if (h->cur[pool]) {
-      corral_chunk_t *c = h->cur[pool];
-      h->cur[pool] = NULL;
-      c->torn |= (uint32_t)torn;
-      _corral_chunk_retire(c, !torn);
+  for (unsigned w = 0; w < sizeof h->used / sizeof *h->used; w++)
+    for (uint64_t bits = h->used[w]; bits; bits &= bits - 1) {
+      unsigned pool = w * 64 + (unsigned)__builtin_ctzll(bits);
+      if (h->cur[pool]) {
+        corral_chunk_t *c = h->cur[pool];
+        h->cur[pool] = NULL;
+        c->torn |= (uint32_t)torn;
+        _corral_chunk_retire(c, !torn);
+      }
+      _corral_chunk_retire_held(h, pool, (uint32_t)torn);
     }
-    _corral_chunk_retire_held(h, pool, (uint32_t)torn);
-  }
 }
 
 /* pthread key destructor. A later destructor of the program may allocate
