@@ -6,9 +6,10 @@
  * statistics send every request the full way, for a context given back);
  * after a window of them it asks, under the lock, whether the pools in
  * use made objects at a rate that pays for those requests' lookups (ask,
- * below) and whether a context appeared since it last asked. The window starts at 16384 and doubles at each ask that finds either,
- * up to CORRAL_DYN_BACK_OFF: a program whose contexts all appeared early
- * steps aside early, one that keeps showing new ones is watched longer.
+ * below) and whether a context appeared since it last asked. The window
+ * starts at 16384 and doubles at each ask that finds either, up to
+ * CORRAL_DYN_BACK_OFF: a program whose contexts all appeared early steps
+ * aside early, one that keeps showing new ones is watched longer.
  * If neither, nothing is left for dynamic mode to decide that it has not
  * decided against: the entry points' dynamic gates close, so that every
  * request goes to the allocator underneath at the bare preload's cost, and
