@@ -239,8 +239,9 @@ void _corral_dyn_judge_pool(uint32_t id, void *p, uint32_t size) {
   uint64_t remote = chunk->drained + (uint64_t)(undrained > 0 ? undrained : 0);
   size_t object = chunk->block_size ? chunk->block_size : _corral_granules(size) * CORRAL_GRANULE;
   dyn_ctx_t *c = &_corral_dyn.ctx[id];
+  uint32_t root = _corral_dynm_find(&_corral_dyn.merge, id);   /* nothing below merges */
   c->checks++;
-  if (!_corral_dyn.ctx[_corral_dynm_find(&_corral_dyn.merge, id)].packing_only)
+  if (!_corral_dyn.ctx[root].packing_only)
     _corral_dyn.pooled_sampled += c->checks <= DYN_EAGER_SAMPLES ? DYN_EAGER_EVERY : DYN_STEADY_EVERY;
   if (remote * 2 > chunk->counted_allocs) c->remote_heavy++;
   if (chunk->live * object < DYN_SMALL_BYTES) c->small++;
@@ -249,7 +250,7 @@ void _corral_dyn_judge_pool(uint32_t id, void *p, uint32_t size) {
     return;
   }
   if (c->checks > DYN_EAGER_SAMPLES) {
-    int g = _corral_dyn.ctx[_corral_dynm_find(&_corral_dyn.merge, id)].group;
+    int g = _corral_dyn.ctx[root].group;
     if (g >= 0) _corral_dyn.steady_by_size[g][__builtin_ctzll(_corral_dyn_size_bit(size))]++;
   }
   if (c->checks == DYN_EAGER_SAMPLES) {
@@ -257,7 +258,6 @@ void _corral_dyn_judge_pool(uint32_t id, void *p, uint32_t size) {
       give_back(id, DYN_GIVEN_BACK_AS_BASE);
       return;
     }
-    uint32_t root = _corral_dynm_find(&_corral_dyn.merge, id);
     if (_corral_next_keeps_classes() && reached_by_lookup(root) && laid_out_as_base(id, 0, 0))
       _corral_dyn.ctx[root].packing_only = 1;
   }
