@@ -167,12 +167,25 @@ static int reaches(uintptr_t a, uintptr_t b)
   return d > -REACH + PAGE && d < REACH - PAGE;
 }
 
+/* Neighbourhoods (1 MiB-aligned bases) where map_near found no room for
+ * `bytes`: not searched again for as much or more. A library loaded into
+ * a hole between large mappings (corral's chunk ranges, safe mode's
+ * large-block range, another allocator's arenas) has nothing free within
+ * reach, and every later dlopen prepared stubs for it again: 512 failed
+ * mmaps a search, 18 thousand in a start of dot in safe mode, which took
+ * it from 11 to 22 ms. Space freed around it later is not looked for. */
+#define MAX_CROWDED 64
+static struct { uintptr_t base; size_t bytes; } crowded[MAX_CROWDED];
+static unsigned n_crowded;
+
 /* `bytes` of fresh memory with protection `prot`, all within reach of
  * `near`: hints stepping away from it by 1 MiB, below first (where PIE
  * executables leave room). */
 static uint8_t *map_near(uintptr_t near, size_t bytes, int prot)
 {
   uintptr_t base = near & ~(uintptr_t)0xfffff;
+  for (unsigned i = 0; i < n_crowded; i++)
+    if (crowded[i].base == base && bytes >= crowded[i].bytes) return NULL;
   for (int i = 1; i <= 512; i++) {
     uintptr_t step = (uintptr_t)((i + 1) / 2) << 20;
     uintptr_t hint = i & 1 ? base - step : base + step;
@@ -180,6 +193,10 @@ static uint8_t *map_near(uintptr_t near, size_t bytes, int prot)
     if (p == MAP_FAILED) continue;
     if (reaches((uintptr_t)p, near) && reaches((uintptr_t)p + bytes, near)) return p;
     munmap(p, bytes);            /* an old kernel took the hint as a hint */
+  }
+  if (n_crowded < MAX_CROWDED) {
+    crowded[n_crowded].base = base;
+    crowded[n_crowded++].bytes = bytes;
   }
   return NULL;
 }
