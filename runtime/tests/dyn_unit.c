@@ -240,22 +240,35 @@ static void test_sites_and_chains(void) {
   }
   CHECK(last == DYNC_NONE && t.context_count == 64 && t.full > 0);
   CHECK(_corral_dync_find_chain(&t, &a) == ia);
+  /* the near tables take the first entries; the far ones the rest */
+  CHECK(t.site_slots == 16 && t.far_site_slots == 128 && t.site_count == 1 && t.far_site_count == 0);
+  CHECK(t.chain_slots == 32 && t.chain_count == 8 && t.far_chain_count == 56);
   for (uintptr_t i = 0; i < 200; i++) _corral_dync_add_site(&t, 0x600000 + i * 8, DYNC_SITE_PLAIN);
-  CHECK(t.site_count * 4 <= t.site_slots * 3);
+  CHECK(t.site_count * 4 == t.site_slots && t.far_site_count * 4 == t.far_site_slots * 3);
   CHECK(_corral_dync_site(&t, 0x401000) == s);
-  /* every site added is found, those whose first slot another took too,
-   * and one never added is not */
-  int found = 0, displaced = 0;
+  /* every site added is found, in the table it went to, those whose
+   * first slot another took too, and one never added is not */
+  int found = 0, displaced = 0, far = 0;
   for (uintptr_t i = 0; i < 200; i++) {
     uintptr_t addr = 0x600000 + i * 8;
     const corral_dync_site_t *x = _corral_dync_site(&t, addr);
     if (!x) continue;
     found++;
     CHECK(x->addr == addr && x->kind == DYNC_SITE_PLAIN);
-    displaced += x != &t.sites[_corral_dync_site_slot(&t, addr)];
+    if (x >= t.far_sites && x < t.far_sites + t.far_site_slots) {
+      far++;
+      displaced += x != &t.far_sites[(addr * 0x9e3779b97f4a7c15ull) >> t.far_site_shift];
+    } else {
+      displaced += x != &t.sites[_corral_dync_site_slot(&t, addr)];
+    }
   }
-  CHECK(found == (int)t.site_count - 1 && displaced > 0);
+  CHECK(found == (int)(t.site_count + t.far_site_count) - 1 && far == (int)t.far_site_count && displaced > 0);
   CHECK(_corral_dync_site(&t, 0x700000) == NULL);
+  /* chains in either index are found */
+  for (int i = 0; i < 62; i++) {
+    corral_dync_chain_t x = chain_of(3, 0x500000 + (uintptr_t)i * 0x10000);
+    CHECK(_corral_dync_find_chain(&t, &x) == (uint32_t)i + 2);
+  }
   free(tmem);
 }
 

@@ -12,6 +12,16 @@
  * shrink, and are read without locks: a writer fills an entry, then publishes
  * its key with a release store; a reader that misses takes the slow path,
  * which serialises writers with the caller's lock and looks again.
+ *
+ * Each comes in two levels: a near table an eighth of the far one's size
+ * (16,384 sites, 1 MiB), which takes every entry until it is a quarter
+ * full, then the far one (131,072 sites, 8 MiB). Hashing spreads entries
+ * over every page of a table: with the far table alone, each of a
+ * program's first few hundred sites faulted in a page of its own, twice
+ * (the lookup's read maps the zero page, the insertion copies it, with a
+ * TLB shootdown while other threads run); the near table's 256 pages
+ * fill up sooner. An entry never moves, so the pointers lookups return
+ * stay valid.
  */
 #ifndef CORRAL_DYNAMIC_CONTEXT_H
 #define CORRAL_DYNAMIC_CONTEXT_H
@@ -60,11 +70,16 @@ typedef struct dync_chain_s {
 } corral_dync_chain_t;
 
 typedef struct dync_s {
-  corral_dync_site_t *sites;             /* site_slots entries */
+  corral_dync_site_t *sites;             /* the near table: site_slots entries */
   uint32_t site_slots, site_count;
   uint32_t site_shift;            /* 64 - log2(site_slots): a site's first slot is its hash's top bits */
-  uint32_t *chain_index;          /* chain_slots entries: context id + 1, 0 = empty */
-  uint32_t chain_slots;
+  corral_dync_site_t *far_sites;         /* the far table: far_site_slots entries */
+  uint32_t far_site_slots, far_site_count;
+  uint32_t far_site_shift;
+  uint32_t *chain_index;          /* near: chain_slots entries: context id + 1, 0 = empty */
+  uint32_t chain_slots, chain_count;
+  uint32_t *far_chain_index;      /* far: far_chain_slots entries */
+  uint32_t far_chain_slots, far_chain_count;
   corral_dync_chain_t *chains;           /* [max_contexts]: the chain of each context id */
   uint32_t max_contexts, context_count;
   uint64_t full;                  /* lookups refused because a table was full */
@@ -74,21 +89,35 @@ size_t _corral_dync_bytes(uint32_t max_contexts);
 /* Lay the tables out in `mem` (zeroed, _corral_dync_bytes long). */
 void _corral_dync_init(corral_dync_t *t, void *mem, uint32_t max_contexts);
 
-/* A site's first slot: the top bits of its Fibonacci hash. */
+/* A site's first slot in the near table: the top bits of its Fibonacci hash. */
 static inline size_t _corral_dync_site_slot(const corral_dync_t *t, uintptr_t addr) {
   return (size_t)((addr * 0x9e3779b97f4a7c15ull) >> t->site_shift);
 }
 
+/* The far table's part of _corral_dync_site: once the near table has
+ * filled, the sites found later. Inline too, so that a lookup's caller
+ * makes no call either way (dynamic mode's malloc keeps no frame). */
+static inline const corral_dync_site_t *_corral_dync_far_site(const corral_dync_t *t, uintptr_t addr) {
+  if (__builtin_expect(__atomic_load_n(&t->far_site_count, __ATOMIC_ACQUIRE) == 0, 1)) return NULL;
+  size_t at = (size_t)((addr * 0x9e3779b97f4a7c15ull) >> t->far_site_shift);
+  for (;;) {
+    uintptr_t k = __atomic_load_n(&t->far_sites[at].addr, __ATOMIC_ACQUIRE);
+    if (k == addr) return &t->far_sites[at];
+    if (k == 0) return NULL;
+    at = (at + 1) & (t->far_site_slots - 1);
+  }
+}
+
 /* Lock-free: the site entry of `addr`, or NULL if not known yet. Every
  * dynamic and safe allocation takes it, so the first probe is a multiply,
- * a shift and a compare. The probe always ends: the table is never more
+ * a shift and a compare. The probe always ends: each table is never more
  * than 3/4 full (_corral_dync_add_site). */
 static inline const corral_dync_site_t *_corral_dync_site(const corral_dync_t *t, uintptr_t addr) {
   size_t at = _corral_dync_site_slot(t, addr);
   for (;;) {
     uintptr_t k = __atomic_load_n(&t->sites[at].addr, __ATOMIC_ACQUIRE);
     if (__builtin_expect(k == addr, 1)) return &t->sites[at];
-    if (k == 0) return NULL;
+    if (k == 0) return _corral_dync_far_site(t, addr);
     at = (at + 1) & (t->site_slots - 1);
   }
 }
