@@ -147,3 +147,23 @@ def test_the_runtime_tables_are_kept_off_huge_pages(tmp_path):
                           env=h.corral_env("glibc", dynamic=1))
     # sites, chains and contexts alone take more than 16 MiB (dynamic_init.c)
     assert int(done.stdout.split()[1]) >= 16, done.stdout
+
+
+def test_chunks_are_made_usable_in_growing_steps(tmp_path):
+    """A run that pools 100 MiB of objects makes the chunks it carves
+    usable (mprotect) in steps that double, up to 64 chunks: 7 calls for
+    100 chunks, where it made one call a chunk. Safe mode carves a chunk
+    per site and size class, and dot's start took 550 calls so."""
+    import subprocess
+    exe = h.build(tmp_path, "core_commit", flags=("-rdynamic",))
+    count = 1600000
+    plain = subprocess.run([str(exe), str(count)], capture_output=True, text=True, check=True)
+    assert plain.stdout.startswith("commits 0 mib 0 "), plain.stdout
+    done = subprocess.run([str(exe), str(count)], capture_output=True, text=True,
+                          env=h.corral_env("glibc", random_pools=1))
+    assert done.returncode == 0, done.stdout + done.stderr
+    commits, mib = int(done.stdout.split()[1]), int(done.stdout.split()[3])
+    assert done.stdout.endswith(plain.stdout.split(" sum ")[1]), (done.stdout, plain.stdout)
+    # 1.6 M objects of 64 bytes: about 100 chunks of 1 MiB, in steps of 1, 2, 4, ... 64
+    assert 98 <= mib <= 1 + 2 + 4 + 8 + 16 + 32 + 64 + 64, done.stdout
+    assert commits <= 8, done.stdout

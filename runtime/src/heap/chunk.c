@@ -22,6 +22,12 @@ uintptr_t _corral_range_min = UINTPTR_MAX, _corral_range_max;
 
 /* Under _corral_heap_lock. */
 static size_t range_carved;                      /* chunks carved from the last range */
+/* Chunks of the last range made usable, ahead of range_carved: each
+ * commit takes twice the chunks of the one before, up to COMMIT_MOST, so
+ * that a program that carves hundreds of chunks (safe mode: a pool per
+ * site and size class) makes a dozen mprotects, not one each. */
+static size_t range_committed, commit_next = 1;
+#define COMMIT_MOST 64
 static corral_chunk_t *spare_chunks;             /* empty, resident */
 static size_t spare_count;
 static corral_chunk_t *purged_chunks;            /* empty, given back to the OS */
@@ -75,7 +81,7 @@ static int add_range(void)
   _corral_os_unmap((char *)lo + size, (uintptr_t)raw + cs - lo);
   _corral_range_lo[n] = lo;
   _corral_range_carved[n] = 0;       /* grows as chunks are carved */
-  range_carved = 0;
+  range_carved = range_committed = 0;
   /* Lower the filter before the range is published: a pointer of the new
    * range must never be mistaken for the next allocator's. */
   if (lo < _corral_range_min) __atomic_store_n(&_corral_range_min, lo, __ATOMIC_RELEASE);
@@ -109,7 +115,17 @@ static corral_chunk_t *take_empty_chunk(void)
     n = atomic_load(&_corral_range_count);
   }
   uintptr_t base = _corral_range_lo[n - 1] + range_carved * cs;
-  if (_corral_os_commit((void *)base, cs) != 0) return NULL;
+  if (range_carved == range_committed) {
+    size_t ahead = commit_next < per_range - range_carved ? commit_next : per_range - range_carved;
+    /* Where every writable byte counts against a commit limit
+     * (overcommit_memory=2), a large step may fail where one chunk fits. */
+    if (_corral_os_commit((void *)base, ahead * cs) != 0) {
+      ahead = 1;
+      if (_corral_os_commit((void *)base, cs) != 0) return NULL;
+    }
+    range_committed += ahead;
+    if (commit_next < COMMIT_MOST) commit_next *= 2;
+  }
   range_carved++;
   /* Publish the carved end only now, so a stray pointer is never read from
    * PROT_NONE memory (_corral_chunk_of checks against it). */
