@@ -167,3 +167,22 @@ def test_chunks_are_made_usable_in_growing_steps(tmp_path):
     # 1.6 M objects of 64 bytes: about 100 chunks of 1 MiB, in steps of 1, 2, 4, ... 64
     assert 98 <= mib <= 1 + 2 + 4 + 8 + 16 + 32 + 64 + 64, done.stdout
     assert commits <= 8, done.stdout
+
+
+def test_lightly_used_empty_chunks_stay_resident(tmp_path):
+    """Spares are counted by the pages they touched: a thread that makes
+    a few objects in each of 12 pools and exits leaves 12 empty chunks a
+    page or two used, which all stay resident under the default budget
+    (4 chunks' worth), where 8 of them were purged one by one (each a TLB
+    shootdown); 64 MiB made and freed after still goes back to the OS."""
+    import subprocess
+    exe = h.build(tmp_path, "core_spare", flags=("-rdynamic",))
+    done = subprocess.run([str(exe), "12"], capture_output=True, text=True, env=h.corral_env("glibc", random_pools=1))
+    assert done.returncode == 0, done.stdout + done.stderr
+    light, heavy = (int(line.split()[1]) for line in done.stdout.splitlines())
+    assert light == 0, done.stdout
+    assert heavy >= 56, done.stdout
+    # no budget: every empty chunk goes back
+    done = subprocess.run([str(exe), "12"], capture_output=True, text=True,
+                          env=h.corral_env("glibc", random_pools=1, max_spare=0))
+    assert done.returncode == 0 and int(done.stdout.split()[1]) >= 4, done.stdout

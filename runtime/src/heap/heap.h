@@ -79,6 +79,7 @@ typedef struct corral_chunk_s {
   uint32_t torn;                           /* owned by a thread a fork left behind: a pop or push it
                                               was in the middle of may be half done (debug.c) */
   uint32_t held;                           /* on its owner's held list (chunk.c, "Held chunks") */
+  char *touched_end;                       /* empty and resident: the end of the pages its uses touched (lock) */
   /* any thread: written by every remote free */
   _Alignas(64) _Atomic(uintptr_t) remote;  /* stack of objects freed by other threads, | CORRAL_REMOTE_COUNTED */
   atomic_long balance;                     /* counted remote frees minus drained; retired: + CORRAL_RETIRED - live */
