@@ -257,9 +257,9 @@ static void test_sites_and_chains(void) {
     CHECK(x->addr == addr && x->kind == DYNC_SITE_PLAIN);
     if (x >= t.far_sites && x < t.far_sites + t.far_site_slots) {
       far++;
-      displaced += x != &t.far_sites[(addr * 0x9e3779b97f4a7c15ull) >> t.far_site_shift];
+      displaced += x != &t.far_sites[_corral_dync_first_slot(addr, t.far_site_shift)];
     } else {
-      displaced += x != &t.sites[_corral_dync_site_slot(&t, addr)];
+      displaced += x != &t.sites[_corral_dync_first_slot(addr, t.site_shift)];
     }
   }
   CHECK(found == (int)(t.site_count + t.far_site_count) - 1 && far == (int)t.far_site_count && displaced > 0);

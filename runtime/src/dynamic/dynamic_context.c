@@ -52,10 +52,9 @@ void _corral_dync_init(corral_dync_t *t, void *mem, uint32_t max_contexts) {
   t->max_contexts = max_contexts;
 }
 
-/* An empty slot for addr in a table of `slots` entries whose first probe
- * is the top bits of the hash past `shift`. */
+/* An empty slot for addr in one of the two site tables. */
 static corral_dync_site_t *empty_site(corral_dync_site_t *table, uint32_t slots, uint32_t shift, uintptr_t addr) {
-  size_t at = (size_t)((addr * 0x9e3779b97f4a7c15ull) >> shift);
+  size_t at = _corral_dync_first_slot(addr, shift);
   while (table[at].addr != 0) at = (at + 1) & (slots - 1);
   return &table[at];
 }
@@ -63,22 +62,20 @@ static corral_dync_site_t *empty_site(corral_dync_site_t *table, uint32_t slots,
 corral_dync_site_t *_corral_dync_add_site(corral_dync_t *t, uintptr_t addr, uint32_t kind) {
   corral_dync_site_t *known = (corral_dync_site_t *)_corral_dync_site(t, addr);
   if (known) return known;
-  corral_dync_site_t *s;
-  if (near_has_room(t->site_count, t->site_slots)) {
-    s = empty_site(t->sites, t->site_slots, t->site_shift, addr);
-  } else if (has_room(t->far_site_count, t->far_site_slots)) {
-    s = empty_site(t->far_sites, t->far_site_slots, t->far_site_shift, addr);
-  } else {
+  int near = near_has_room(t->site_count, t->site_slots);
+  if (!near && !has_room(t->far_site_count, t->far_site_slots)) {
     t->full++;
     return NULL;
   }
+  corral_dync_site_t *s = near ? empty_site(t->sites, t->site_slots, t->site_shift, addr)
+                               : empty_site(t->far_sites, t->far_site_slots, t->far_site_shift, addr);
   s->kind = kind;
   s->ctx = DYNC_NONE;
   s->frame = 0;
   __atomic_store_n(&s->addr, addr, __ATOMIC_RELEASE);
   /* Counted only once published: a reader that sees the far count
    * probes a table where the entry is. */
-  if (s >= t->sites && s < t->sites + t->site_slots) t->site_count++;
+  if (near) t->site_count++;
   else __atomic_store_n(&t->far_site_count, t->far_site_count + 1, __ATOMIC_RELEASE);
   return s;
 }

@@ -89,37 +89,35 @@ size_t _corral_dync_bytes(uint32_t max_contexts);
 /* Lay the tables out in `mem` (zeroed, _corral_dync_bytes long). */
 void _corral_dync_init(corral_dync_t *t, void *mem, uint32_t max_contexts);
 
-/* A site's first slot in the near table: the top bits of its Fibonacci hash. */
-static inline size_t _corral_dync_site_slot(const corral_dync_t *t, uintptr_t addr) {
-  return (size_t)((addr * 0x9e3779b97f4a7c15ull) >> t->site_shift);
+/* A site's first slot in a table of 2^(64 - shift) entries: the top bits
+ * of its Fibonacci hash. */
+static inline size_t _corral_dync_first_slot(uintptr_t addr, uint32_t shift) {
+  return (size_t)((addr * 0x9e3779b97f4a7c15ull) >> shift);
 }
 
-/* The far table's part of _corral_dync_site: once the near table has
- * filled, the sites found later. Inline too, so that a lookup's caller
- * makes no call either way (dynamic mode's malloc keeps no frame). */
-static inline const corral_dync_site_t *_corral_dync_far_site(const corral_dync_t *t, uintptr_t addr) {
-  if (__builtin_expect(__atomic_load_n(&t->far_site_count, __ATOMIC_ACQUIRE) == 0, 1)) return NULL;
-  size_t at = (size_t)((addr * 0x9e3779b97f4a7c15ull) >> t->far_site_shift);
+/* Lock-free: the entry of `addr` in one of the two site tables, or NULL.
+ * The probe always ends: neither table is ever more than 3/4 full
+ * (_corral_dync_add_site). */
+static inline const corral_dync_site_t *_corral_dync_site_in(const corral_dync_site_t *table, uint32_t slots,
+                                                              uint32_t shift, uintptr_t addr) {
+  size_t at = _corral_dync_first_slot(addr, shift);
   for (;;) {
-    uintptr_t k = __atomic_load_n(&t->far_sites[at].addr, __ATOMIC_ACQUIRE);
-    if (k == addr) return &t->far_sites[at];
+    uintptr_t k = __atomic_load_n(&table[at].addr, __ATOMIC_ACQUIRE);
+    if (__builtin_expect(k == addr, 1)) return &table[at];
     if (k == 0) return NULL;
-    at = (at + 1) & (t->far_site_slots - 1);
+    at = (at + 1) & (slots - 1);
   }
 }
 
 /* Lock-free: the site entry of `addr`, or NULL if not known yet. Every
  * dynamic and safe allocation takes it, so the first probe is a multiply,
- * a shift and a compare. The probe always ends: each table is never more
- * than 3/4 full (_corral_dync_add_site). */
+ * a shift and a compare; the far table only once the near one has
+ * filled. All inline, so that a lookup's caller makes no call (dynamic
+ * mode's malloc keeps no frame). */
 static inline const corral_dync_site_t *_corral_dync_site(const corral_dync_t *t, uintptr_t addr) {
-  size_t at = _corral_dync_site_slot(t, addr);
-  for (;;) {
-    uintptr_t k = __atomic_load_n(&t->sites[at].addr, __ATOMIC_ACQUIRE);
-    if (__builtin_expect(k == addr, 1)) return &t->sites[at];
-    if (k == 0) return _corral_dync_far_site(t, addr);
-    at = (at + 1) & (t->site_slots - 1);
-  }
+  const corral_dync_site_t *s = _corral_dync_site_in(t->sites, t->site_slots, t->site_shift, addr);
+  if (__builtin_expect(s != NULL, 1) || __atomic_load_n(&t->far_site_count, __ATOMIC_ACQUIRE) == 0) return s;
+  return _corral_dync_site_in(t->far_sites, t->far_site_slots, t->far_site_shift, addr);
 }
 
 /* The running hash of a chain's frames below a site: started at frame 0,
