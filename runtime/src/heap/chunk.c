@@ -225,23 +225,23 @@ static int keep_resident(corral_chunk_t *c)
   return 1;
 }
 
-/* Under the lock: whether the empty chunk c stays resident as a spare.
- * Spares may hold max_spare chunks' worth of touched pages, however many
- * chunks that takes: a thread that exits after a short life leaves a
+/* Under the lock: the empty chunk c kept resident as a spare, if the
+ * spares' budget has room for it; 0 if not. Spares may hold max_spare
+ * chunks' worth of touched pages, however many chunks that takes: a
+ * thread that exits after a short life leaves a
  * dozen chunks with a page or two used each, and purging each costs a
  * TLB shootdown (dot's fontconfig threads: ten purges, 0.3 ms of a 12 ms
  * start). A chunk touched throughout counts whole, as before. */
 static int keep_spare(corral_chunk_t *c)
 {
-  char *end = c->touched_end;
-  if (c->bump > end) end = c->bump;
-  if (c->batch_end > end) end = c->batch_end;
-  if (c->blocks && c->blocks + c->limit > end) end = c->blocks + c->limit;
+  char *end = c->bump > c->touched_end ? c->bump : c->touched_end;   /* fresh space is linked or bumped below it */
   size_t touched = (size_t)(end - (char *)c);                 /* the colour gap before c is never used */
   if (spare_bytes + touched > (size_t)_corral_options.max_spare * _corral_layout.chunk_size) return 0;
   c->touched_end = end;
   spare_bytes += touched;
   spare_count++;
+  c->next = spare_chunks;
+  spare_chunks = c;
   return 1;
 }
 
@@ -264,10 +264,7 @@ static void release_locked(corral_chunk_t *c)
     c->next = kept[pool];
     kept[pool] = c;
     chunks_kept++;
-  } else if (keep_spare(c)) {
-    c->next = spare_chunks;
-    spare_chunks = c;
-  } else {
+  } else if (!keep_spare(c)) {
     _corral_os_purge((void *)_corral_chunk_base(c), _corral_layout.chunk_size);
     c->next = purged_chunks;
     purged_chunks = c;
