@@ -240,40 +240,70 @@ static void test_sites_and_chains(void) {
   }
   CHECK(last == DYNC_NONE && t.context_count == 64 && t.full > 0);
   CHECK(_corral_dync_find_chain(&t, &a) == ia);
-  /* the near tables take the first entries; the far ones the rest */
-  CHECK(t.site_slots == 16 && t.far_site_slots == 128 && t.site_count == 1 && t.far_site_count == 0);
-  CHECK(t.chain_slots == 32 && t.chain_count == 8 && t.far_chain_count == 56);
-  for (uintptr_t i = 0; i < 200; i++) _corral_dync_add_site(&t, 0x600000 + i * 8, DYNC_SITE_PLAIN);
-  CHECK(t.site_count * 4 == t.site_slots && t.far_site_count * 4 == t.far_site_slots * 3);
-  CHECK(_corral_dync_site(&t, 0x401000) == s);
-  /* every site added is found, in the table it went to, those whose
-   * first slot another took too, and one never added is not */
-  int found = 0, displaced = 0, far = 0;
+  /* the chain index grew from 16 slots to 64 to 128 on the way (past an
+   * eighth full), and kept every chain */
+  for (int i = 0; i < 62; i++) {
+    corral_dync_chain_t x = chain_of(3, 0x500000 + (uintptr_t)i * 0x10000);
+    CHECK(_corral_dync_find_chain(&t, &x) == (uint32_t)i + 2);
+  }
+  CHECK((t.chain_table & DYNC_TABLE_BITS) == 7 && t.grown == 2);
+  free(tmem);
+}
+
+static uint32_t site_slots(const corral_dync_t *t) {
+  uint32_t shift;
+  _corral_dync_sites(t, &shift);
+  return (uint32_t)1 << (64 - shift);
+}
+
+/* The sites' table starts at 16 slots, grows to 64 past an eighth full
+ * and to 128, its largest, which fills to 3/4. Growing moves every entry
+ * with all it has learnt. */
+static void test_site_table_grows(void) {
+  corral_dync_t t;
+  void *tmem = calloc(1, _corral_dync_bytes(64));
+  _corral_dync_init(&t, tmem, 64);
+  CHECK(site_slots(&t) == 16);
+  corral_dync_site_t *s = _corral_dync_add_site(&t, 0x401000, DYNC_SITE_WRAPPER);
+  s->ctx = 5;
+  s->frame = 48;
+  s->fast = 0x1234;
+  _corral_dync_set_tail(s, 0xabcd00000000ull, 7);
+  s->tail_fast[1] = 0x99;
+  _corral_dync_add_site(&t, 0x600000, DYNC_SITE_PLAIN);
+  CHECK(site_slots(&t) == 16 && t.site_count == 2);
+  _corral_dync_add_site(&t, 0x600008, DYNC_SITE_PLAIN);
+  CHECK(site_slots(&t) == 64 && t.site_count == 3 && t.grown == 1);
+  const corral_dync_site_t *moved = _corral_dync_site(&t, 0x401000);
+  uint32_t id = DYNC_NONE;
+  CHECK(moved && moved != s && moved->kind == DYNC_SITE_WRAPPER && moved->ctx == 5 && moved->frame == 48);
+  CHECK(moved->fast == 0x1234 && _corral_dync_tail(moved, 0xabcd00000000ull, &id) == 1 && id == 7);
+  CHECK(moved->tail_fast[1] == 0x99);
+  /* the old table is left as it was: a reader holding an entry reads on */
+  CHECK(s->addr == 0x401000 && s->ctx == 5);
+  for (uintptr_t i = 2; i < 200; i++) _corral_dync_add_site(&t, 0x600000 + i * 8, DYNC_SITE_PLAIN);
+  CHECK(site_slots(&t) == 128 && t.site_count * 4 == 128 * 3 && t.full > 0 && t.grown == 2);
+  /* every site added is found, those whose first slot another took too,
+   * and one never added is not */
+  uint32_t shift;
+  const corral_dync_site_t *table = _corral_dync_sites(&t, &shift);
+  int found = 0, displaced = 0;
   for (uintptr_t i = 0; i < 200; i++) {
     uintptr_t addr = 0x600000 + i * 8;
     const corral_dync_site_t *x = _corral_dync_site(&t, addr);
     if (!x) continue;
     found++;
-    CHECK(x->addr == addr && x->kind == DYNC_SITE_PLAIN);
-    if (x >= t.far_sites && x < t.far_sites + t.far_site_slots) {
-      far++;
-      displaced += x != &t.far_sites[_corral_dync_first_slot(addr, t.far_site_shift)];
-    } else {
-      displaced += x != &t.sites[_corral_dync_first_slot(addr, t.site_shift)];
-    }
+    CHECK(x->addr == addr && x->kind == DYNC_SITE_PLAIN && x >= table && x < table + 128);
+    displaced += x != &table[_corral_dync_first_slot(addr, shift)];
   }
-  CHECK(found == (int)(t.site_count + t.far_site_count) - 1 && far == (int)t.far_site_count && displaced > 0);
-  CHECK(_corral_dync_site(&t, 0x700000) == NULL);
-  /* chains in either index are found */
-  for (int i = 0; i < 62; i++) {
-    corral_dync_chain_t x = chain_of(3, 0x500000 + (uintptr_t)i * 0x10000);
-    CHECK(_corral_dync_find_chain(&t, &x) == (uint32_t)i + 2);
-  }
+  CHECK(found == (int)t.site_count - 1 && displaced > 0);
+  CHECK(_corral_dync_site(&t, 0x401000) != NULL && _corral_dync_site(&t, 0x700000) == NULL);
   free(tmem);
 }
 
 int main(void) {
   test_sites_and_chains();
+  test_site_table_grows();
   test_parse_good();
   test_parse_bad();
   test_relocate_and_find();

@@ -221,15 +221,37 @@ def test_a_pool_given_back_as_remote_keeps_its_neighbour(tmp_path, base):
     assert stats["dynamic"]["unpooled_why"] == ["remote"], stats["dynamic"]
 
 
-@pytest.mark.parametrize("name", ["dyn_threads", "dyn_prodcons"])
+def test_tables_grow_while_threads_use_them(tmp_path):
+    """4,096 call sites, half through a wrapper, reached by 4 threads in
+    orders of their own: the site table grows twice and the chain index
+    with it while threads learn sites, wrapper frames and tails and
+    publish settled words. Every site stays known (one context each, none
+    refused for a full table), pools are made and used, and the output is
+    the program's own. Dynamic mode may step aside once a thread's
+    window sees only sites others found first; this test keeps it on, so
+    that every site is learnt."""
+    done, stats = _same_output(build(tmp_path, "dyn_many_sites", ("-O0", "-pthread")), tmp_path,
+                               env={"CORRAL_DYN_BACK_OFF": "0"})
+    d = stats["dynamic"]
+    assert d["contexts_seen"] >= 4096 and d["table_full"] == 0
+    assert d["sites_seen"] >= 4096 + 1          # every site, and the wrapper's call
+    assert d["tables_grown"] >= 4               # sites: 1,024 -> 4,096 -> 16,384; chains likewise
+    assert d["pools"] >= 1 and int(series(done.stderr)["sites"]["pooled"]) > 0
+
+
+@pytest.mark.parametrize("name", ["dyn_threads", "dyn_prodcons", "dyn_many_sites"])
 def test_threads_under_the_debug_build(tmp_path, name):
     """The debug build asserts dynamic mode's invariants (a pool's context
     owns it, a settled word names a pool that exists, the slow way holds
     the lock) and the heap's on every request: threads sharing and
-    handing over pooled objects, and fork."""
+    handing over pooled objects, and fork; tables growing under threads
+    (kept on to the end, as in test_tables_grow_while_threads_use_them)."""
     from corral import launch, paths
-    prog = build(tmp_path, name, ("-O2", "-pthread"))
+    many = name == "dyn_many_sites"
+    prog = build(tmp_path, name, ("-O0" if many else "-O2", "-pthread"))
     env = launch.environment(base="glibc", extra=launch.dynamic_extra(str(prog)))
+    if many:
+        env["CORRAL_DYN_BACK_OFF"] = "0"
     env["LD_PRELOAD"] = env["LD_PRELOAD"].replace(str(paths.RUNTIME_LIB), str(paths.RUNTIME_DEBUG_LIB))
     assert str(paths.RUNTIME_DEBUG_LIB) in env["LD_PRELOAD"]
     plain = run_plain(prog)

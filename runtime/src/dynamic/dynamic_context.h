@@ -13,15 +13,23 @@
  * its key with a release store; a reader that misses takes the slow path,
  * which serialises writers with the caller's lock and looks again.
  *
- * Each comes in two levels: a near table an eighth of the far one's size
- * (16,384 sites, 1 MiB), which takes every entry until it is a quarter
- * full, then the far one (131,072 sites, 8 MiB). Hashing spreads entries
- * over every page of a table: with the far table alone, each of a
- * program's first few hundred sites faulted in a page of its own, twice
- * (the lookup's read maps the zero page, the insertion copies it, with a
- * TLB shootdown while other threads run); the near table's 256 pages
- * fill up sooner. An entry never moves, so the pointers lookups return
- * stay valid.
+ * Each starts small and grows fourfold, up to the size a full program
+ * needs (131,072 sites in 8 MiB): while it is not at that size it grows
+ * once an eighth full; at that size it fills to 3/4. Hashing spreads entries over every
+ * page of a table, and each page a program reaches costs two faults (the
+ * lookup's read maps the zero page, the insertion copies it, with a TLB
+ * shootdown while other threads run); a table sized to the program's
+ * sites keeps that to a few pages, and its hot entries to a few TLB
+ * entries. Growing copies every entry into the larger table, then
+ * publishes it: the table's address and its shift are one word, so that
+ * a reader never pairs one table with another's size. An older table is
+ * never unmapped or written again by the table code, so an entry pointer
+ * a reader holds stays readable; a lock-free store through one (a frame
+ * size, a tail, a fast word, a context) made while the table grows may
+ * be lost, and is learnt again as it was the first time. Every such word
+ * is a cache of what the full way decides (settled.h), and a settled word
+ * left behind is one the epoch or its finality already vouches for; none
+ * is the only record of a decision.
  */
 #ifndef CORRAL_DYNAMIC_CONTEXT_H
 #define CORRAL_DYNAMIC_CONTEXT_H
@@ -69,19 +77,21 @@ typedef struct dync_chain_s {
   uint32_t wrapped;               /* 1 if the walk stopped at DYNC_MAX_CHAIN inside wrappers */
 } corral_dync_chain_t;
 
+/* A table's address (64-byte aligned) and, in the low 6 bits, its shift
+ * (sites: 64 - log2 of its slots) or its log2 of slots (chains). */
+#define DYNC_TABLE_BITS ((uintptr_t)63)
+
 typedef struct dync_s {
-  corral_dync_site_t *sites;             /* the near table: site_slots entries */
-  uint32_t site_slots, site_count;
-  uint32_t site_shift;            /* 64 - log2(site_slots): a site's first slot is its hash's top bits */
-  corral_dync_site_t *far_sites;         /* the far table: far_site_slots entries */
-  uint32_t far_site_slots, far_site_count;
-  uint32_t far_site_shift;
-  uint32_t *chain_index;          /* near: chain_slots entries: context id + 1, 0 = empty */
-  uint32_t chain_slots, chain_count;
-  uint32_t *far_chain_index;      /* far: far_chain_slots entries */
-  uint32_t far_chain_slots, far_chain_count;
+  uintptr_t site_table;           /* sites' table | shift; release-stored whole */
+  uint32_t site_count;
+  uint32_t site_slots_most;       /* the largest table's slots */
+  uintptr_t chain_table;          /* chain index | log2 slots: context id + 1, 0 = empty */
+  uint32_t chain_slots_most;
   corral_dync_chain_t *chains;           /* [max_contexts]: the chain of each context id */
-  uint32_t max_contexts, context_count;
+  uint32_t max_contexts, context_count;   /* every context is in the chain index */
+  char *next_site_table;          /* where the next larger sites' table goes */
+  char *next_chain_table;         /* the same for the chain index */
+  uint32_t grown;                 /* tables outgrown, both kinds */
   uint64_t full;                  /* lookups refused because a table was full */
 } corral_dync_t;
 
@@ -95,29 +105,28 @@ static inline size_t _corral_dync_first_slot(uintptr_t addr, uint32_t shift) {
   return (size_t)((addr * 0x9e3779b97f4a7c15ull) >> shift);
 }
 
-/* Lock-free: the entry of `addr` in one of the two site tables, or NULL.
- * The probe always ends: neither table is ever more than 3/4 full
- * (_corral_dync_add_site). */
-static inline const corral_dync_site_t *_corral_dync_site_in(const corral_dync_site_t *table, uint32_t slots,
-                                                              uint32_t shift, uintptr_t addr) {
+/* The sites' table now, and its shift. */
+static inline corral_dync_site_t *_corral_dync_sites(const corral_dync_t *t, uint32_t *shift) {
+  uintptr_t w = __atomic_load_n(&t->site_table, __ATOMIC_ACQUIRE);
+  *shift = (uint32_t)(w & DYNC_TABLE_BITS);
+  return (corral_dync_site_t *)(w & ~DYNC_TABLE_BITS);
+}
+
+/* Lock-free: the site entry of `addr`, or NULL if not known yet. Every
+ * dynamic and safe allocation takes it, so the first probe is a load, a
+ * multiply, a shift and a compare. All inline, so that a lookup's caller
+ * makes no call (dynamic mode's malloc keeps no frame). The probe always
+ * ends: no table is ever more than 3/4 full (_corral_dync_add_site). */
+static inline const corral_dync_site_t *_corral_dync_site(const corral_dync_t *t, uintptr_t addr) {
+  uint32_t shift;
+  const corral_dync_site_t *table = _corral_dync_sites(t, &shift);
   size_t at = _corral_dync_first_slot(addr, shift);
   for (;;) {
     uintptr_t k = __atomic_load_n(&table[at].addr, __ATOMIC_ACQUIRE);
     if (__builtin_expect(k == addr, 1)) return &table[at];
     if (k == 0) return NULL;
-    at = (at + 1) & (slots - 1);
+    at = (at + 1) & (UINT64_MAX >> shift);
   }
-}
-
-/* Lock-free: the site entry of `addr`, or NULL if not known yet. Every
- * dynamic and safe allocation takes it, so the first probe is a multiply,
- * a shift and a compare; the far table only once the near one has
- * filled. All inline, so that a lookup's caller makes no call (dynamic
- * mode's malloc keeps no frame). */
-static inline const corral_dync_site_t *_corral_dync_site(const corral_dync_t *t, uintptr_t addr) {
-  const corral_dync_site_t *s = _corral_dync_site_in(t->sites, t->site_slots, t->site_shift, addr);
-  if (__builtin_expect(s != NULL, 1) || __atomic_load_n(&t->far_site_count, __ATOMIC_ACQUIRE) == 0) return s;
-  return _corral_dync_site_in(t->far_sites, t->far_site_slots, t->far_site_shift, addr);
 }
 
 /* The running hash of a chain's frames below a site: started at frame 0,
@@ -154,7 +163,8 @@ static inline void _corral_dync_set_tail(corral_dync_site_t *s, uint64_t below, 
 
 /* Writers (under the caller's lock) -------------------------------------- */
 
-/* Record the kind of a site (idempotent); NULL if the table is full. */
+/* Record the kind of a site (idempotent); NULL if the table is full. The
+ * entry returned holds until the next site is added: that may move it. */
 corral_dync_site_t *_corral_dync_add_site(corral_dync_t *t, uintptr_t addr, uint32_t kind);
 
 /* The context id of `chain`, creating it if new; DYNC_NONE if full. Sets

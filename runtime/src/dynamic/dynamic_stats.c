@@ -103,6 +103,8 @@ static const corral_stat_t *stats_gather(unsigned *n) {
     CORRAL_STAT("pools", U32, &_corral_dyn.pools),
     CORRAL_STAT("pools_refused", U64, &_corral_dyn.pools_refused),
     CORRAL_STAT("table_full", U64, &_corral_dyn_settled.table.full),
+    CORRAL_STAT("sites_seen", U32, &_corral_dyn_settled.table.site_count),
+    CORRAL_STAT("tables_grown", U32, &_corral_dyn_settled.table.grown),
     CORRAL_STAT("walks", U64, &_corral_dyn.walks),
     CORRAL_STAT("frames_walked", U64, &_corral_dyn.frames_walked),
     CORRAL_STAT_OBJECT_OF("sampling", 6),
