@@ -4,11 +4,14 @@
  *   in_handler -> allocate -> malloc        group 0 (a clause two frames deep)
  *   direct_alloc -> malloc                  group 1 (frame 0 decides)
  *   anything else -> allocate -> malloc     ungrouped
- * Built with -DGETATTR_FAILS, pthread_getattr_np fails: no stack bounds, so
- * no walk is safe and group 0 is never chosen; frame 0 still decides.
- * A makecontext coroutine allocates too: its stack is neither the thread's
- * nor an alternate signal stack, so it is not walked (ungrouped), past the
- * runtime's budget of sigaltstack queries for such a thread. */
+ * Built with -DGETATTR_FAILS, pthread_getattr_np fails: threads have no
+ * stack bounds, so no walk is safe there and group 0 is never chosen in
+ * them; frame 0 still decides. The initial thread's bounds come from the
+ * loader and the stack limit, not from glibc, and its walks go on.
+ * A makecontext coroutine allocates too, in a thread and then in the
+ * initial thread: its stack is neither the thread's nor an alternate
+ * signal stack, so it is not walked (ungrouped), past the runtime's budget
+ * of sigaltstack queries for such a thread. */
 #define IDENT_CHECK_DEFINE
 #include "ident_check.h"
 
@@ -26,10 +29,11 @@ int pthread_getattr_np(pthread_t thread, pthread_attr_t *attr)
   (void)attr;
   return ENOSYS;
 }
-static const int deep_group = -1;
+static const int threads_deep_group = -1;
 #else
-static const int deep_group = 0;
+static const int threads_deep_group = 0;
 #endif
+static int deep_group;                /* this round's thread's: 0 in the initial thread */
 
 #define KEPT 64
 static volatile int calls_done;
@@ -122,6 +126,7 @@ static void *thread_main(void *arg)
   (void)arg;
   for (int r = 0; r < 20; r++) {
     pthread_mutex_lock(&one_at_a_time);
+    deep_group = threads_deep_group;
     rounds(10);
     pthread_mutex_unlock(&one_at_a_time);
   }
@@ -138,6 +143,7 @@ int main(void)
   sigaction(SIGUSR1, &on_alt, NULL);
   sigaction(SIGUSR2, &on_own, NULL);
   pthread_mutex_lock(&one_at_a_time);
+  deep_group = 0;
   rounds(500);
   pthread_mutex_unlock(&one_at_a_time);
   pthread_t threads[3];
@@ -147,6 +153,9 @@ int main(void)
    * asking for its alternate signal stack (docs/identification.md) */
   pthread_create(&threads[0], NULL, coroutine_thread, NULL);
   pthread_join(threads[0], NULL);
+  /* and in the initial thread, whose bounds come from the loader: the
+   * coroutine's stack lies outside them, and is not walked either */
+  run_coroutine();
   for (unsigned i = 0; i < KEPT; i++) {
     unsigned char *p = kept[i];
     if (p && p[0] != p[1]) bad_contents++;

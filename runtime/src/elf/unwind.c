@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <string.h>
 
 #include "internal.h"
@@ -43,22 +44,54 @@ static __attribute__((noinline)) int alternate_stack(uintptr_t sp, corral_unwind
   return 1;
 }
 
+/* The loader's record of where the initial thread's stack held argc: every
+ * frame of that thread lies below it. */
+extern void *__libc_stack_end;
+
+/* The initial thread's stack, when sp is on it, without asking glibc:
+ * for that thread pthread_getattr_np reads all of /proc/self/maps (75 us
+ * of a 3 ms `git log -1`). The kernel lays mappings out at least 128 MiB
+ * and the stack's limit at exec time below the stack's top (mm/util.c,
+ * mmap_base: the gap is at least 128 MiB more than the stack's random
+ * offset), so [top - min(limit, 128 MiB), top) holds no one else's memory
+ * but what a program maps at a fixed address, even where it raised its
+ * limit since. A stack that grows deeper than that, an unlimited limit,
+ * or an sp outside the range (a signal stack, a coroutine's) takes
+ * glibc's answer, or none, as before. */
+#define INITIAL_STACK_MOST ((uintptr_t)128 << 20)
+static int initial_stack(uintptr_t sp, uintptr_t *lo, uintptr_t *hi)
+{
+  uintptr_t top = (uintptr_t)__libc_stack_end;
+  struct rlimit limit;
+  if (!top || sp >= top || getrlimit(RLIMIT_STACK, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return -1;
+  uintptr_t depth = limit.rlim_cur < INITIAL_STACK_MOST ? (uintptr_t)limit.rlim_cur : INITIAL_STACK_MOST;
+  if (top - sp >= depth) return -1;
+  *lo = top - depth;
+  *hi = top;
+  return 0;
+}
+
 int _corral_unwind_stack(uintptr_t sp, corral_unwind_stack_t *stack)
 {
   if (CORRAL_UNLIKELY(thread_stack.state != STACK_KNOWN)) {
     if (thread_stack.state != STACK_UNKNOWN) return -1;
     thread_stack.state = STACK_LOOKING;      /* the malloc calls below see this */
-    pthread_attr_t attr;
-    void *addr;
-    size_t size;
-    int ok = pthread_getattr_np(pthread_self(), &attr) == 0;
-    if (ok) {
-      ok = pthread_attr_getstack(&attr, &addr, &size) == 0;
-      pthread_attr_destroy(&attr);
+    uintptr_t lo, hi;
+    if (initial_stack(sp, &lo, &hi) != 0) {
+      pthread_attr_t attr;
+      void *addr;
+      size_t size;
+      int ok = pthread_getattr_np(pthread_self(), &attr) == 0;
+      if (ok) {
+        ok = pthread_attr_getstack(&attr, &addr, &size) == 0;
+        pthread_attr_destroy(&attr);
+      }
+      if (!ok) { thread_stack.state = STACK_FAILED; return -1; }
+      lo = (uintptr_t)addr;
+      hi = (uintptr_t)addr + size;
     }
-    if (!ok) { thread_stack.state = STACK_FAILED; return -1; }
-    thread_stack.lo = (uintptr_t)addr;
-    thread_stack.hi = (uintptr_t)addr + size;
+    thread_stack.lo = lo;
+    thread_stack.hi = hi;
     thread_stack.state = STACK_KNOWN;
   }
   if (CORRAL_UNLIKELY(sp < thread_stack.lo || sp >= thread_stack.hi)) return alternate_stack(sp, stack);
