@@ -1,11 +1,15 @@
 /* A library with no room for stubs within reach (test_identify_stubs.py):
- * every gap within 640 MiB of CROWDED_AT is mapped away before the library
+ * every gap within AROUND of CROWDED_AT is mapped away before the library
  * linked there is loaded with dlopen, and then a second library (any
  * small one) is loaded. Dynamic mode prepares stubs beside each module
- * at every dlopen; the crowded one must be searched for room once, not
- * at each later dlopen. The program is linked without PIE, so that the
- * loader maps a library at the address it was linked at (glibc uses a
- * library's own addresses only then).
+ * at every dlopen. With AROUND at 640 MiB (the default) nothing is free
+ * within reach: the crowded library must be searched for room once, not
+ * at each later dlopen. Built with a small AROUND (-DAROUND_MIB=8), room
+ * lies just past the filled stretch, and the first dlopen's searches
+ * (stubs, slot sets, spare room) must step out past it once, not each.
+ * The program is linked without PIE, so that the loader maps a library
+ * at the address it was linked at (glibc uses a library's own addresses
+ * only then).
  *
  * This executable's mmap takes the runtime's calls (it is exported:
  * -rdynamic) and counts the address probes (MAP_FIXED_NOREPLACE) near
@@ -24,7 +28,10 @@
 #include <unistd.h>
 
 #define MIB ((uintptr_t)1 << 20)
-#define AROUND (640 * MIB)
+#ifndef AROUND_MIB
+#define AROUND_MIB 640
+#endif
+#define AROUND (AROUND_MIB * MIB)
 
 static uintptr_t crowded_lo = CROWDED_AT, crowded_hi = CROWDED_AT + 64 * 1024;
 static long failed_near;

@@ -169,6 +169,22 @@ def test_chunks_are_made_usable_in_growing_steps(tmp_path):
     assert commits <= 8, done.stdout
 
 
+def test_a_range_leaves_no_hole_beside_it(tmp_path):
+    """A range of chunks is reserved a chunk larger than it is used, for
+    alignment; what is left over stays reserved, so the run of mappings
+    around a pooled object spans the whole reservation. Given back, it
+    left holes of under a chunk beside the range, where the loader put
+    small libraries with no room for their stubs within reach (dot in
+    safe mode: 512 failed probes a search)."""
+    import subprocess
+    exe = h.build(tmp_path, "core_range_edges")
+    reserve, chunk = 64 << 20, 1 << 20
+    done = subprocess.run([str(exe)], capture_output=True, text=True,
+                          env=h.corral_env("glibc", random_pools=1, reserve=reserve))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert int(done.stdout.split()[1]) >= reserve + chunk, done.stdout
+
+
 def test_lightly_used_empty_chunks_stay_resident(tmp_path):
     """Spares are counted by the pages they touched: a thread that makes
     a few objects in each of 12 pools and exits leaves 12 empty chunks a

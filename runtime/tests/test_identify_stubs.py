@@ -234,3 +234,26 @@ def test_a_library_with_no_room_within_reach_is_searched_once(tmp_path, mode):
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout == "crowded-first 512\ncrowded-again 0\n", done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("mode", ["DYNAMIC", "SAFE"])
+def test_searches_for_room_start_where_the_last_one_found_it(tmp_path, mode):
+    """stubs_crowded.c built with a stretch of 16 MiB mapped away around
+    the library: its dlopen searches for room three times (stubs, slot
+    sets, spare room). The first steps out past the stretch, one failed
+    probe per MiB on either side (at most 18); the others start right
+    after what it found. Before, each stepped out again: 45 failed probes
+    here, 45 in a start of `git log`, 54 in one of dot."""
+    lib = compile_c(tmp_path / "libcrowded.so", [HERE / "stubs_crowded_lib.c"],
+                    ["-O1", f"-Wl,-Ttext-segment={CROWDED_AT:#x}"], shared=True)
+    other = compile_c(tmp_path / "libother.so", [HERE / "plan_plugin.c"], ["-O1"], shared=True)
+    prog = compile_c(tmp_path / "stubs_nearby", [HERE / "stubs_crowded.c"],
+                     ["-O1", "-rdynamic", f"-DCROWDED_AT={CROWDED_AT:#x}", "-DAROUND_MIB=8"],
+                     pie=False, libs=["-ldl"])
+    bare = subprocess.run([prog, lib, other], capture_output=True, text=True)
+    assert bare.returncode == 0 and bare.stdout == "crowded-first 0\ncrowded-again 0\n", bare.stdout + bare.stderr
+    done = subprocess.run([prog, lib, other], env=corral_env("mimalloc", **{f"CORRAL_{mode}": 1}),
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    first, again = (int(line.split()[1]) for line in done.stdout.splitlines())
+    assert 8 <= first <= 18 and again == 0, done.stdout + done.stderr

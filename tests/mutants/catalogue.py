@@ -168,6 +168,16 @@ MUTANTS = [
            "    if (initial_stack(sp, &lo, &hi) != 0) {\n",
            "    if (1) {\n",
            "the initial thread's bounds come from pthread_getattr_np, which reads all of /proc/self/maps"),
+    Mutant("stub-search-starts-afresh", "runtime/src/stubs/stubs.c",
+           "  for (unsigned i = 0; i < n_found; i++) {\n",
+           "  for (unsigned i = 0; i < 0; i++) {\n",
+           "every search for stub room near a module steps out past its neighbours again (45 failed mmaps in a start of git)"),
+    Mutant("range-alignment-leftover-given-back", "runtime/src/heap/chunk.c",
+           "  uintptr_t lo = ((uintptr_t)raw + cs - 1) & _corral_layout.chunk_mask;\n",
+           "  uintptr_t lo = ((uintptr_t)raw + cs - 1) & _corral_layout.chunk_mask;\n"
+           "  if (lo > (uintptr_t)raw) _corral_os_unmap(raw, lo - (uintptr_t)raw);\n"
+           "  _corral_os_unmap((char *)lo + size, (uintptr_t)raw + cs - lo);\n",
+           "holes of under a chunk beside a range take small libraries, with no room for their stubs within reach"),
     Mutant("sites-left-behind-when-table-grows", "runtime/src/dynamic/dynamic_context.c",
            "    if (!addr) continue;\n",
            "    if (addr) continue;\n",

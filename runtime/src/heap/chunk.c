@@ -68,7 +68,12 @@ void _corral_layout_init(void)
   chunk_key_seed = _corral_rdtsc() * 0x9e3779b97f4a7c15ull;
 }
 
-/* A new range, aligned to the chunk size (reserve one chunk more, trim). */
+/* A new range, aligned to the chunk size: one chunk more is reserved, and
+ * what alignment leaves over at either end stays reserved, unused. Given
+ * back, it left holes under a chunk beside the next large reservation
+ * (safe mode's large blocks), where the loader put small libraries that a
+ * later dlopen brought in, with nothing free within a call's reach for
+ * their stubs (docs/identification.md, "Stubs"). */
 static int add_range(void)
 {
   unsigned n = atomic_load(&_corral_range_count);
@@ -77,8 +82,6 @@ static int add_range(void)
   char *raw = _corral_os_reserve(size + cs);
   if (!raw) return -1;
   uintptr_t lo = ((uintptr_t)raw + cs - 1) & _corral_layout.chunk_mask;
-  if (lo > (uintptr_t)raw) _corral_os_unmap(raw, lo - (uintptr_t)raw);
-  _corral_os_unmap((char *)lo + size, (uintptr_t)raw + cs - lo);
   _corral_range_lo[n] = lo;
   _corral_range_carved[n] = 0;       /* grows as chunks are carved */
   range_carved = range_committed = 0;
