@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 from stderr_check import assert_expected_warnings
@@ -16,16 +17,21 @@ ROOT = HERE.parent.parent
 
 # Frame-pointer build with real frames for every wrapper layer (no sibling
 # calls), and a plain -O2 build: no frame pointers, layers 2 and 3 become
-# tail jumps, so the walk goes through the CFI rules.
+# tail jumps, so the walk goes through the CFI rules. The third keeps frame
+# pointers and has no unwind tables for its own code: the walk steps by
+# frame pointers where no CFI rule is found.
 BUILDS = {
     "fp": ["-O2", "-fno-omit-frame-pointer", "-fno-optimize-sibling-calls"],
     "O2": ["-O2"],
+    "fp-nocfi": ["-O2", "-fno-omit-frame-pointer", "-fno-optimize-sibling-calls",
+                 "-fno-asynchronous-unwind-tables", "-fno-unwind-tables"],
 }
 
 
 def build(tmp_path, name, flags=("-O2",), extra=()):
     """Compiles runtime/tests/NAME.c (gcc) or NAME.cc (g++)."""
-    out = tmp_path / f"{name}-{'-'.join(f.strip('-') for f in flags)}"
+    # short: a group's name holds the program's, and is cut at 96 characters
+    out = tmp_path / f"{name}-{zlib.crc32(' '.join(flags).encode()):08x}"
     source = HERE / f"{name}.c"
     compiler = "gcc"
     if not source.exists():

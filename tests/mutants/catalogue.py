@@ -178,6 +178,10 @@ MUTANTS = [
            "  if (lo > (uintptr_t)raw) _corral_os_unmap(raw, lo - (uintptr_t)raw);\n"
            "  _corral_os_unmap((char *)lo + size, (uintptr_t)raw + cs - lo);\n",
            "holes of under a chunk beside a range take small libraries, with no room for their stubs within reach"),
+    Mutant("walk-without-cfi-stops", "runtime/src/elf/unwind.c",
+           "  return how != UNWIND_STOP ? how : step_by_fp(stack, f);\n",
+           "  return how;\n",
+           "a wrapper built without unwind tables ends dynamic mode's walk, and its callers share one context"),
     Mutant("sites-left-behind-when-table-grows", "runtime/src/dynamic/dynamic_context.c",
            "    if (!addr) continue;\n",
            "    if (addr) continue;\n",

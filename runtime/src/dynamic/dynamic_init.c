@@ -5,6 +5,8 @@
  * read from the options and the none-way stubs prepared before the mode
  * is switched on; for safe mode, its slot stubs. The fork hooks hold the
  * lock across fork, so that the child's tables are whole. */
+#include <sys/mman.h>
+
 #include "dynamic.h"
 
 #include "dynamic_context.h"
@@ -20,6 +22,24 @@
 
 dyn_state_t _corral_dyn;
 
+/* The first site table and chain index (64 and 8 KiB) made resident now,
+ * in one call each: a program with a dozen sites touches every page of
+ * them, each first by a lookup's read (mapping the zero page) and then by
+ * an insertion's store (copying it), two faults a page. A kernel before
+ * 5.14 refuses MADV_POPULATE_WRITE, and the pages fault in as before. */
+static void populate(uintptr_t at, size_t bytes) {
+  uintptr_t lo = at & ~(uintptr_t)4095, hi = (at + bytes + 4095) & ~(uintptr_t)4095;
+  madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
+}
+
+static void populate_first_tables(const corral_dync_t *t) {
+  uint32_t shift;
+  uintptr_t sites = (uintptr_t)_corral_dync_sites(t, &shift);
+  populate(sites, ((size_t)1 << (64 - shift)) * sizeof(corral_dync_site_t));
+  uintptr_t chains = __atomic_load_n(&t->chain_table, __ATOMIC_RELAXED);
+  populate(chains & ~DYNC_TABLE_BITS, ((size_t)1 << (chains & DYNC_TABLE_BITS)) * sizeof(uint32_t));
+}
+
 int _corral_dyn_contexts_init(const char *who) {
   if (_corral_dyn.tables_on) return 0;
   void *tables = _corral_os_map(_corral_dync_bytes(DYN_MAX_CONTEXTS));
@@ -30,6 +50,7 @@ int _corral_dyn_contexts_init(const char *who) {
     return -1;
   }
   _corral_dync_init(&_corral_dyn_settled.table, tables, DYN_MAX_CONTEXTS);
+  populate_first_tables(&_corral_dyn_settled.table);
   _corral_dynm_init(&_corral_dyn.merge, merge, DYN_MAX_CONTEXTS, DYN_MERGE_SLOTS);
   _corral_unwind_init();
   const corral_module_table_t *t = _corral_modules_current();

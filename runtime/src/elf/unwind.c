@@ -205,6 +205,8 @@ int _corral_unwind_step_cached(const corral_module_table_t *t, const corral_unwi
 
 int _corral_unwind_step(const corral_module_table_t *t, const corral_unwind_stack_t *stack, corral_unwind_frame_t *f)
 {
-  const corral_module_t *none = NULL;
-  return _corral_unwind_step_cached(t, stack, f, &none);
+  const corral_module_t *m = _corral_module_of(t, f->pc);
+  if (!m) return UNWIND_STOP;
+  int how = step_by_cfi(m, stack, f);
+  return how != UNWIND_STOP ? how : step_by_fp(stack, f);
 }

@@ -100,14 +100,21 @@ int _corral_unwind_stack(uintptr_t sp, corral_unwind_stack_t *stack);
  * __builtin_frame_address(0). Returns -1 if fp0 is not on the stack. */
 int _corral_unwind_start(void *ret0, void *fp0, const corral_unwind_stack_t *stack, corral_unwind_frame_t *f);
 
-/* Moves *f one frame outward (f->pc becomes the caller's return address).
- * Returns UNWIND_BY_FP or UNWIND_BY_CFI, or UNWIND_STOP at the end of the
- * stack, on an unknown module or on a frame that fails validation. */
+/* Moves *f one frame outward (f->pc becomes the caller's return address)
+ * by the frame's CFI rule (cached), or by its frame pointer where the
+ * module has no rule for it. Returns UNWIND_BY_FP or UNWIND_BY_CFI, or
+ * UNWIND_STOP at the end of the stack, on an unknown module or on a frame
+ * that fails validation. For walks made once per call chain (dynamic and
+ * safe mode's): it never asks whether a module keeps frame pointers, which
+ * reads 256 of its FDEs the first time (a start of `git log -1` spent
+ * 60 us on it, faulting in the unwind tables of every module walked). */
 int _corral_unwind_step(const corral_module_table_t *t, const corral_unwind_stack_t *stack, corral_unwind_frame_t *f);
 
-/* Same, with *module caching the module of the previous pc (NULL at the
- * start of a walk): consecutive frames are mostly in one module, and this
- * saves the module search on most steps. */
+/* The step of walks made on every allocation (plan mode's): by frame
+ * pointers, faster, through a module that keeps them throughout (asked
+ * once per module), else by CFI rules. *module caches the module of the
+ * previous pc (NULL at the start of a walk): consecutive frames are
+ * mostly in one module, and this saves the module search on most steps. */
 int _corral_unwind_step_cached(const corral_module_table_t *t, const corral_unwind_stack_t *stack,
                                corral_unwind_frame_t *f, const corral_module_t **module);
 
