@@ -173,6 +173,25 @@ static void test_type2_one_field_two_pools(void) {
   CHECK(_corral_dynm_find(&m, 5) == 4 && _corral_dynm_find(&m, 6) == 6);
 }
 
+/* The evidence tables start at 16 slots and grow to 64 and 256 as keys
+ * come: what a key gathered before stays with it. */
+static void test_evidence_survives_the_tables_growing(void) {
+  fresh(64);
+  _corral_dynm_note_size(&m, 1, 16);
+  _corral_dynm_note_size(&m, 4, 8);
+  _corral_dynm_note_size(&m, 5, 8);
+  corral_dynm_merge_t out;
+  CHECK(m.fields.slots == 16 && m.pairs.slots == 16);
+  CHECK(_corral_dynm_observe(&m, 1, 0, 4, &out) == 0);
+  CHECK(_corral_dynm_observe(&m, 1, 0, 4, &out) == 0);
+  CHECK(_corral_dynm_observe(&m, 1, 0, 4, &out) == 0);
+  for (uint32_t k = 1; k <= 100; k++) CHECK(_corral_dynm_observe(&m, 1, 8 * k, 9 + k % 50, &out) == 0);
+  CHECK(m.fields.slots == 256 && m.fields.count == 101 && m.dropped == 0);
+  CHECK(_corral_dynm_observe(&m, 1, 0, 5, &out) == 0);
+  CHECK(_corral_dynm_observe(&m, 1, 0, 5, &out) == 1);
+  CHECK(out.type == 2 && out.into == 4 && out.from == 5 && out.evidence == 5);
+}
+
 static void test_merged_source_pools_share_fields(void) {
   /* DPA Fig. 4: h1 and h3 merge (type I), then h2 and h4, pointed to from
    * offset 0 of h1 and of h3 respectively, merge as type II. */
@@ -311,6 +330,7 @@ int main(void) {
   test_no_merge_of_different_sizes_or_self();
   test_mixed_size_pools_never_merge();
   test_type2_one_field_two_pools();
+  test_evidence_survives_the_tables_growing();
   test_merged_source_pools_share_fields();
   test_chains_of_merges_find_one_root();
   printf("dyn_unit: %d checks, %d failed\n", checks, failures);

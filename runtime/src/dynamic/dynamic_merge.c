@@ -4,15 +4,35 @@
 
 #include <string.h>
 
+/* The first table's slots: a 64th of the largest, at least 16. */
+static uint32_t first_slots(uint32_t slots) { return slots / 64 < 16 ? (slots < 16 ? slots : 16) : slots / 64; }
+static uint32_t next_slots(uint32_t n, uint32_t slots) { return n * 4 < slots ? n * 4 : slots; }
+
+/* Slots of every table one kind of evidence may use, the first to the largest. */
+static size_t all_slots(uint32_t slots) {
+  size_t total = 0;
+  for (uint32_t n = first_slots(slots);; n = next_slots(n, slots)) {
+    total += n;
+    if (n == slots) return total;
+  }
+}
+
 size_t _corral_dynm_bytes(uint32_t contexts, uint32_t slots) {
-  return 2 * (size_t)contexts * sizeof(uint32_t) + 2 * (size_t)slots * sizeof(corral_dynm_slot_t);
+  return 2 * (size_t)contexts * sizeof(uint32_t) + 2 * all_slots(slots) * sizeof(corral_dynm_slot_t);
+}
+
+static char *evidence_init(corral_dynm_evidence_t *e, char *p, uint32_t slots) {
+  e->table = (corral_dynm_slot_t *)p;
+  e->slots = first_slots(slots);
+  e->next = e->table + e->slots;
+  return p + all_slots(slots) * sizeof(corral_dynm_slot_t);
 }
 
 void _corral_dynm_init(corral_dynm_t *m, void *mem, uint32_t contexts, uint32_t slots) {
   memset(m, 0, sizeof *m);
   char *p = mem;
-  m->pairs = (corral_dynm_slot_t *)p;  p += (size_t)slots * sizeof(corral_dynm_slot_t);
-  m->fields = (corral_dynm_slot_t *)p; p += (size_t)slots * sizeof(corral_dynm_slot_t);
+  p = evidence_init(&m->pairs, p, slots);
+  p = evidence_init(&m->fields, p, slots);
   m->parent = (uint32_t *)p;    p += (size_t)contexts * sizeof(uint32_t);
   m->size = (uint32_t *)p;
   m->contexts = contexts;
@@ -56,18 +76,48 @@ static int same_shape(const corral_dynm_t *m, uint32_t a, uint32_t b) {
    roots simply stop being looked up)
 --------------------------------------------------------------------------- */
 
-static corral_dynm_slot_t *slot_for(corral_dynm_t *m, corral_dynm_slot_t *table, uint64_t key) {
+/* Where `key` is in one table, or the empty slot it takes; NULL after 64
+ * probes. */
+static corral_dynm_slot_t *probe(corral_dynm_slot_t *table, uint32_t slots, uint64_t key) {
   uint64_t h = key * 0x9e3779b97f4a7c15ull;
-  uint32_t mask = m->slots - 1;
-  for (uint32_t i = 0, at = (uint32_t)(h >> 32) & mask; i < 64; i++, at = (at + 1) & mask) {
-    if (table[at].key == key) return &table[at];
-    if (table[at].key == 0) {
-      table[at].key = key;
-      return &table[at];
+  uint32_t mask = slots - 1;
+  for (uint32_t i = 0, at = (uint32_t)(h >> 32) & mask; i < 64; i++, at = (at + 1) & mask)
+    if (table[at].key == key || table[at].key == 0) return &table[at];
+  return NULL;
+}
+
+/* Every slot into the next larger table. */
+static void grow(corral_dynm_evidence_t *e, uint32_t largest) {
+  uint32_t n = next_slots(e->slots, largest);
+  corral_dynm_slot_t *table = e->next;
+  e->count = 0;
+  for (uint32_t i = 0; i < e->slots; i++) {
+    if (!e->table[i].key) continue;
+    corral_dynm_slot_t *s = probe(table, n, e->table[i].key);
+    if (s) {
+      *s = e->table[i];
+      e->count++;
     }
   }
-  m->dropped++;
-  return NULL;
+  e->table = table;
+  e->slots = n;
+  e->next = table + n;
+}
+
+static corral_dynm_slot_t *slot_for(corral_dynm_t *m, corral_dynm_evidence_t *e, uint64_t key) {
+  corral_dynm_slot_t *s = probe(e->table, e->slots, key);
+  if (s && s->key == key) return s;
+  if (e->slots < m->slots && (e->count + 1) * 2 > e->slots) {
+    grow(e, m->slots);
+    s = probe(e->table, e->slots, key);
+  }
+  if (!s) {
+    m->dropped++;
+    return NULL;
+  }
+  s->key = key;
+  e->count++;
+  return s;
 }
 
 static int merge(corral_dynm_t *m, uint32_t a, uint32_t b, int type, uint32_t evidence, corral_dynm_merge_t *out) {
@@ -84,14 +134,14 @@ static int merge(corral_dynm_t *m, uint32_t a, uint32_t b, int type, uint32_t ev
 
 static int observe_link(corral_dynm_t *m, uint32_t a, uint32_t b, corral_dynm_merge_t *out) {
   uint32_t lo = a < b ? a : b, hi = a < b ? b : a;
-  corral_dynm_slot_t *s = slot_for(m, m->pairs, ((uint64_t)lo << 32 | hi) + 1);
+  corral_dynm_slot_t *s = slot_for(m, &m->pairs, ((uint64_t)lo << 32 | hi) + 1);
   if (!s) return 0;
   if (++s->count[0] < DYNM_EVIDENCE) return 0;
   return merge(m, a, b, 1, s->count[0], out);
 }
 
 static int observe_field(corral_dynm_t *m, uint32_t src, uint32_t offset, uint32_t dst, corral_dynm_merge_t *out) {
-  corral_dynm_slot_t *s = slot_for(m, m->fields, ((uint64_t)src << 32 | offset) + 1);
+  corral_dynm_slot_t *s = slot_for(m, &m->fields, ((uint64_t)src << 32 | offset) + 1);
   if (!s) return 0;
   /* Slots may name pools that were merged since: fold them first. */
   for (int k = 0; k < 2; k++)
