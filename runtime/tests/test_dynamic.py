@@ -221,6 +221,18 @@ def test_a_pool_given_back_as_remote_keeps_its_neighbour(tmp_path, base):
     assert stats["dynamic"]["unpooled_why"] == ["remote"], stats["dynamic"]
 
 
+def test_the_program_path_is_read_only_when_a_name_needs_it(tmp_path):
+    """dyn_exe_path.c counts the runtime's reads of /proc/self/exe (its own
+    readlink, exported): a run that names nothing reads it never, where
+    every start read it once (20-40 us); the statistics, which name a
+    group after the program, still get its name."""
+    prog = build(tmp_path, "dyn_exe_path", ("-O2", "-rdynamic"))
+    done, stats = run_dynamic(prog, (), tmp_path)
+    _ok(done)
+    assert series(done.stderr)["exe"] == {"reads": "0"}, done.stderr
+    assert stats["groups"][0]["name"].startswith(f"dyn0 <- {prog.name}+0x"), stats["groups"]
+
+
 def test_tables_grow_while_threads_use_them(tmp_path):
     """4,096 call sites, half through a wrapper, reached by 4 threads in
     orders of their own: the site table grows twice and the chain index

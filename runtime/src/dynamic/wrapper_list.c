@@ -62,7 +62,7 @@ static void relocate_wrappers(const corral_module_table_t *t) {
     for (size_t k = 0; k < t->count; k++) {
       const corral_module_t *lm = &t->modules[k];
       int same = m->buildid ? strcmp(m->buildid, lm->buildid) == 0
-                            : strcmp(_corral_basename(m->path), _corral_basename(lm->path)) == 0;
+                            : strcmp(_corral_basename(m->path), _corral_basename(_corral_module_path(lm))) == 0;
       if (!same) continue;
       m->bias = lm->bias;
       m->loaded = 1;

@@ -57,14 +57,38 @@ static void read_buildid(const struct dl_phdr_info *info, char *hex)
 static void read_path(const struct dl_phdr_info *info, char *path, int is_main)
 {
   path[0] = 0;
-  if (!is_main) {
-    strncpy(path, info->dlpi_name, MODULE_PATH_MAX - 1);
-    path[MODULE_PATH_MAX - 1] = 0;
-    return;
-  }
-  /* dl_iterate_phdr names the main program "". */
+  if (is_main) return;               /* dl_iterate_phdr names it "": _corral_module_path */
+  strncpy(path, info->dlpi_name, MODULE_PATH_MAX - 1);
+  path[MODULE_PATH_MAX - 1] = 0;
+}
+
+/* The main program's path, read from /proc/self/exe the first time a name
+ * or a match asks for it: most runs never do, and the read cost 20-40 us
+ * of every start (the kernel builds the path of the link). 0 unread, 1
+ * being read, 2 read; a thread that finds it being read reads its own
+ * copy rather than wait (a fork may have left the reader behind). */
+static char main_path[MODULE_PATH_MAX];
+static int main_path_state;
+static __thread char main_path_mine[MODULE_PATH_MAX] __attribute__((tls_model("initial-exec")));
+
+static void read_link(char *path)
+{
   ssize_t n = readlink("/proc/self/exe", path, MODULE_PATH_MAX - 1);
   path[n > 0 ? n : 0] = 0;
+}
+
+const char *_corral_module_path(const corral_module_t *m)
+{
+  if (!m->is_main) return m->path;
+  int state = __atomic_load_n(&main_path_state, __ATOMIC_ACQUIRE);
+  if (state == 2) return main_path;
+  if (state == 0 && __atomic_compare_exchange_n(&main_path_state, &state, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+    read_link(main_path);
+    __atomic_store_n(&main_path_state, 2, __ATOMIC_RELEASE);
+    return main_path;
+  }
+  read_link(main_path_mine);
+  return main_path_mine;
 }
 
 typedef struct scan_s {
@@ -105,6 +129,7 @@ static int add_module(struct dl_phdr_info *info, size_t size, void *data)
   m->bias = info->dlpi_addr;
   read_buildid(info, m->buildid);
   read_path(info, m->path, is_main);
+  m->is_main = (uint8_t)is_main;
   if (is_main || m->path[0]) {
     m->keeps_frame_pointers = CORRAL_FP_UNKNOWN;
     scan->table->count++;
@@ -183,7 +208,7 @@ size_t _corral_address_name(uintptr_t addr, char *buf, size_t len)
 {
   const corral_module_table_t *t = _corral_modules_current();
   const corral_module_t *m = t ? _corral_module_of(t, addr) : NULL;
-  int n = m ? snprintf(buf, len, "%s+%#lx", _corral_basename(m->path), (unsigned long)(addr - m->bias))
+  int n = m ? snprintf(buf, len, "%s+%#lx", _corral_basename(_corral_module_path(m)), (unsigned long)(addr - m->bias))
             : snprintf(buf, len, "%#lx", (unsigned long)addr);
   return n < 0 ? 0 : (size_t)n < len ? (size_t)n : len - 1;
 }

@@ -26,8 +26,9 @@ typedef struct corral_module_s {
   uintptr_t relro_lo, relro_hi;     /* PT_GNU_RELRO: read-only once relocated; empty if none */
   uintptr_t data_lo, data_hi;       /* writable PT_LOAD segments */
   uint8_t keeps_frame_pointers;     /* CORRAL_FP_*: looked at on the first walk through the module */
+  uint8_t is_main;                  /* the main program: its path is "", see _corral_module_path */
   char buildid[MODULE_BUILDID_MAX + 1];   /* lower-case hex, "" if none */
-  char path[MODULE_PATH_MAX];       /* the main program's comes from /proc/self/exe */
+  char path[MODULE_PATH_MAX];       /* the loader's name for it */
 } corral_module_t;
 
 typedef struct module_table_s {
@@ -39,6 +40,10 @@ typedef struct module_table_s {
 /* Rescans the loaded modules and publishes the new table (NULL if the memory
  * for it could not be mapped). Call outside malloc only. */
 const corral_module_table_t *_corral_modules_scan(void);
+
+/* A module's file path: the loader's name, or for the main program the
+ * target of /proc/self/exe, read once, when first asked. */
+const char *_corral_module_path(const corral_module_t *m);
 
 /* The published table, or NULL before the first scan. */
 const corral_module_table_t *_corral_modules_current(void);

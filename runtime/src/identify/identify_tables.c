@@ -30,7 +30,7 @@ int _corral_plan_bind(const corral_plan_t *plan, const corral_module_table_t *mo
     const corral_module_t *named = NULL;          /* loaded under the planned file name */
     for (size_t k = 0; k < modules->count && !b->loaded[i]; k++) {
       const corral_module_t *m = &modules->modules[k];
-      int same_name = strcmp(_corral_basename(m->path), pm->basename) == 0;
+      int same_name = strcmp(_corral_basename(_corral_module_path(m)), pm->basename) == 0;
       if (pm->buildid ? strcmp(pm->buildid, m->buildid) == 0 : same_name) {
         b->loaded[i] = 1;
         b->bias[i] = m->bias;
@@ -43,7 +43,7 @@ int _corral_plan_bind(const corral_plan_t *plan, const corral_module_table_t *mo
       if (first_stale < 0) {
         first_stale = (int)i;
         snprintf(err, errlen, "module %u (%s) is build-id %s, plan expects %s",
-                 i, named->path, named->buildid[0] ? named->buildid : "none", pm->buildid);
+                 i, _corral_module_path(named), named->buildid[0] ? named->buildid : "none", pm->buildid);
       }
     }
   }
