@@ -33,16 +33,21 @@ static size_t spare_count, spare_bytes;        /* spares, and the bytes their us
 static corral_chunk_t *purged_chunks;            /* empty, given back to the OS */
 static corral_chunk_t *retired[CORRAL_POOLS];
 /* Safe mode: empty chunks kept for the pool that held them, which alone may
- * use their addresses again (docs/safe.md). The last safe_resident ones
- * released keep their pages (kept_resident), so that a pool that empties a
- * chunk and fills it again does not fault its pages in each time; the
- * others are purged. The ring lists the resident ones oldest first: the
- * oldest is purged to make room. An entry whose chunk was taken since (its
- * flag cleared) is spent. */
+ * use their addresses again (docs/safe.md). The last ones released keep
+ * their pages (kept_resident), up to safe_resident chunks' worth of the
+ * pages their uses touched, so that a pool that empties a chunk and fills
+ * it again does not fault its pages in each time; the others are purged.
+ * Counted by touched pages, as spares are: a thread that exits leaves a
+ * chunk per site and size class, a page or two used in each, and each
+ * purge is a TLB shootdown (dot's start: 75 purges, 1.6 ms). The ring
+ * lists the resident ones oldest first: the oldest is purged to make
+ * room. An entry whose chunk was taken since (its flag cleared) is
+ * spent. */
 static corral_chunk_t *kept[CORRAL_POOLS];
-#define RESIDENT_RING 64
+#define RESIDENT_RING 512
 static corral_chunk_t *resident_ring[RESIDENT_RING];
 static unsigned resident_first, resident_count;
+static size_t resident_bytes;                    /* pages touched by the resident ones */
 static uint8_t pool_used[CORRAL_POOLS];
 static unsigned pools_used, chunks_kept;
 static uint64_t group_chunks[CORRAL_MAX_GROUPS], group_peak_chunks[CORRAL_MAX_GROUPS];
@@ -206,24 +211,38 @@ void _corral_chunk_drain(corral_chunk_t *c, uintptr_t counted)
   _corral_debug_check_chunk(c);
 }
 
+/* The end of the pages an empty chunk's uses touched: fresh space is
+ * linked or bumped below its bump pointer, and touched_end keeps the
+ * furthest of earlier uses while its pages stayed (a purge zeroes it). */
+static char *touched_end_of(corral_chunk_t *c)
+{
+  return c->bump > c->touched_end ? c->bump : c->touched_end;
+}
+
 /* Under the lock, safe mode: whether the empty chunk c may keep its pages,
- * a slot in the ring made for it by purging the oldest resident chunk
- * when the ring is full. A purged chunk's header page reads zero but the
- * link it is kept by, which is written back. */
+ * room in the budget made for it by purging the oldest resident chunks. A
+ * purged chunk's header page reads zero but the link it is kept by, which
+ * is written back. */
 static int keep_resident(corral_chunk_t *c)
 {
-  unsigned budget = _corral_options.safe_resident < RESIDENT_RING ? (unsigned)_corral_options.safe_resident : RESIDENT_RING;
-  if (budget == 0) return 0;
-  if (resident_count == budget) {
+  size_t budget = (size_t)_corral_options.safe_resident * _corral_layout.chunk_size;
+  char *end = touched_end_of(c);
+  size_t touched = (size_t)(end - (char *)c);      /* the colour gap before c is never used */
+  if (touched > budget) return 0;
+  while (resident_count == RESIDENT_RING || resident_bytes + touched > budget) {
     corral_chunk_t *old = resident_ring[resident_first];
     resident_first = (resident_first + 1) % RESIDENT_RING;
     resident_count--;
     if (old->kept_resident) {            /* still kept: otherwise taken since, and its entry spent */
       corral_chunk_t *next = old->next;
+      resident_bytes -= (size_t)(old->touched_end - (char *)old);
+      old->kept_resident = 0;
       _corral_os_purge((void *)_corral_chunk_base(old), _corral_layout.chunk_size);
       old->next = next;
     }
   }
+  c->touched_end = end;
+  resident_bytes += touched;
   resident_ring[(resident_first + resident_count++) % RESIDENT_RING] = c;
   return 1;
 }
@@ -237,7 +256,7 @@ static int keep_resident(corral_chunk_t *c)
  * start). A chunk touched throughout counts whole, as before. */
 static int keep_spare(corral_chunk_t *c)
 {
-  char *end = c->bump > c->touched_end ? c->bump : c->touched_end;   /* fresh space is linked or bumped below it */
+  char *end = touched_end_of(c);
   size_t touched = (size_t)(end - (char *)c);                 /* the colour gap before c is never used */
   if (spare_bytes + touched > (size_t)_corral_options.max_spare * _corral_layout.chunk_size) return 0;
   c->touched_end = end;
@@ -319,6 +338,7 @@ corral_chunk_t *_corral_chunk_acquire(corral_heap_t *h, unsigned pool, int may_a
     chunks_kept--;
     if (c->kept_resident) {
       c->kept_resident = 0;
+      resident_bytes -= (size_t)(c->touched_end - (char *)c);
       /* A mixed chunk's lists and bitmaps hold the old objects, as a spare's do */
       if (_corral_group_mixed[g]) memset(c->free_lists, 0, _corral_layout.header - sizeof *c);
     }

@@ -1,0 +1,69 @@
+/* Safe mode's resident empty chunks (test_core_heap.py): a thread makes
+ * three objects at each of 256 call sites (in safe mode a pool, and a
+ * chunk, each), frees them and exits; then the main thread makes and
+ * frees 64 MiB of objects at one site. Prints how many whole chunks went
+ * back to the OS (madvise(MADV_DONTNEED) of 1 MiB or more) after each.
+ * This executable's madvise takes the runtime's calls (-rdynamic); built
+ * with -O0 so that no call site is merged with another. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static long purges;
+
+int madvise(void *addr, size_t len, int advice)
+{
+  long r = syscall(SYS_madvise, addr, len, advice);
+  if (r == 0 && advice == MADV_DONTNEED && len >= (1u << 20)) __atomic_add_fetch(&purges, 1, __ATOMIC_RELAXED);
+  if (r < 0) {
+    errno = (int)-r;
+    return -1;
+  }
+  return 0;
+}
+
+#define SITES 256
+#define SITE(k) case (k): return malloc(48);
+#define S4(k) SITE(k) SITE((k) + 1) SITE((k) + 2) SITE((k) + 3)
+#define S16(k) S4(k) S4((k) + 4) S4((k) + 8) S4((k) + 12)
+#define S64(k) S16(k) S16((k) + 16) S16((k) + 32) S16((k) + 48)
+
+static void *alloc_at(int k)
+{
+  switch (k) {
+    S64(0) S64(64) S64(128) S64(192)
+  }
+  abort();
+}
+
+static void *light(void *arg)
+{
+  (void)arg;
+  void *p[SITES][3];
+  for (int k = 0; k < SITES; k++)
+    for (int i = 0; i < 3; i++) memset(p[k][i] = alloc_at(k), 1, 48);
+  for (int k = 0; k < SITES; k++)
+    for (int i = 0; i < 3; i++) free(p[k][i]);
+  return NULL;
+}
+
+int main(void)
+{
+  pthread_t t;
+  pthread_create(&t, NULL, light, NULL);
+  pthread_join(t, NULL);
+  printf("light %ld\n", purges);
+  long n = (64l << 20) / 64;
+  char **p = malloc((size_t)n * sizeof *p);
+  for (long i = 0; i < n; i++) memset(p[i] = malloc(64), 2, 64);
+  for (long i = 0; i < n; i++) free(p[i]);
+  free(p);
+  printf("heavy %ld\n", purges);
+  return 0;
+}
