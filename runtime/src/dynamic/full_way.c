@@ -33,8 +33,10 @@ static int create_pool(uint32_t id) {
       _corral_dynm_note_size(&_corral_dyn.merge, root, c->size);
       c->eager_left = DYN_EAGER_SAMPLES;
       c->eager_tick = DYN_EAGER_EVERY;
-      __atomic_store_n(&_corral_dyn.ctx[root].group, g, __ATOMIC_RELEASE);
+      /* The pool counted before any reader can find it: a word or a group
+       * read lock-free names a pool that exists. */
       __atomic_store_n(&_corral_dyn.pools, _corral_dyn.pools + 1, __ATOMIC_RELEASE);
+      __atomic_store_n(&_corral_dyn.ctx[root].group, g, __ATOMIC_RELEASE);
       CORRAL_ASSERT(_corral_dyn.ctx[_corral_dyn.group_owner[g]].group == g && g < DYN_MAX_POOLS);
     } else {
       _corral_dyn.pools_refused++;
