@@ -195,12 +195,13 @@ def test_safe_mode_keeps_lightly_used_empty_chunks_resident(tmp_path):
     no budget every empty chunk goes back."""
     import subprocess
     exe = h.build(tmp_path, "core_safe_resident", flags=("-O0", "-rdynamic", "-pthread"))
-    done = subprocess.run([str(exe)], capture_output=True, text=True, env=h.corral_env("glibc", safe=1))
+    done = subprocess.run([str(exe)], capture_output=True, text=True, env=h.corral_env("glibc", safe=1), timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
     light, heavy = (int(line.split()[1]) for line in done.stdout.splitlines())
     assert light == 0, done.stdout
     assert heavy >= 200, done.stdout
-    done = subprocess.run([str(exe)], capture_output=True, text=True, env=h.corral_env("glibc", safe=1, safe_resident=0))
+    done = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60,
+                          env=h.corral_env("glibc", safe=1, safe_resident=0))
     assert done.returncode == 0 and int(done.stdout.split()[1]) == 256, done.stdout
 
 

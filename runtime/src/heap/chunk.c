@@ -228,8 +228,7 @@ static int keep_resident(corral_chunk_t *c)
   size_t budget = (size_t)_corral_options.safe_resident * _corral_layout.chunk_size;
   char *end = touched_end_of(c);
   size_t touched = (size_t)(end - (char *)c);      /* the colour gap before c is never used */
-  if (touched > budget) return 0;
-  while (resident_count == RESIDENT_RING || resident_bytes + touched > budget) {
+  while (resident_count > 0 && (resident_count == RESIDENT_RING || resident_bytes + touched > budget)) {
     corral_chunk_t *old = resident_ring[resident_first];
     resident_first = (resident_first + 1) % RESIDENT_RING;
     resident_count--;
@@ -241,6 +240,7 @@ static int keep_resident(corral_chunk_t *c)
       old->next = next;
     }
   }
+  if (resident_bytes + touched > budget) return 0;
   c->touched_end = end;
   resident_bytes += touched;
   resident_ring[(resident_first + resident_count++) % RESIDENT_RING] = c;
