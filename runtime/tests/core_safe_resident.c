@@ -2,7 +2,9 @@
  * three objects at each of 256 call sites (in safe mode a pool, and a
  * chunk, each), frees them and exits; then the main thread makes and
  * frees 64 MiB of objects at one site. Prints how many whole chunks went
- * back to the OS (madvise(MADV_DONTNEED) of 1 MiB or more) after each.
+ * back to the OS (madvise(MADV_DONTNEED) of 1 MiB or more) after each,
+ * and whether a pool that took its kept chunk back before the 64 MiB
+ * still holds its objects after them (no purge reached that chunk).
  * This executable's madvise takes the runtime's calls (-rdynamic); built
  * with -O0 so that no call site is merged with another. */
 #define _GNU_SOURCE
@@ -53,17 +55,43 @@ static void *light(void *arg)
   return NULL;
 }
 
+/* A pool that empties its first chunk (kept resident) and fills again
+ * takes that chunk back, live objects in it: no later purge may reach it. */
+#define REFILL ((1 << 20) / 32 * 3 / 2)
+static char *refill[REFILL];
+
+__attribute__((noipa)) static char *refill_alloc(void)
+{
+  return malloc(32);
+}
+
+static void refill_pool(void)
+{
+  for (int i = 0; i < REFILL; i++) refill[i] = refill_alloc();
+  for (int i = 0; i < REFILL; i++) free(refill[i]);
+  for (int i = 0; i < REFILL; i++) memset(refill[i] = refill_alloc(), 0x3c, 32);
+}
+
+static int refill_intact(void)
+{
+  for (int i = 0; i < REFILL; i++)
+    if (refill[i][0] != 0x3c || refill[i][31] != 0x3c) return 0;
+  return 1;
+}
+
 int main(void)
 {
   pthread_t t;
   pthread_create(&t, NULL, light, NULL);
   pthread_join(t, NULL);
   printf("light %ld\n", purges);
+  refill_pool();
   long n = (64l << 20) / 64;
   char **p = malloc((size_t)n * sizeof *p);
   for (long i = 0; i < n; i++) memset(p[i] = malloc(64), 2, 64);
   for (long i = 0; i < n; i++) free(p[i]);
   free(p);
   printf("heavy %ld\n", purges);
+  printf("refilled %s\n", refill_intact() ? "intact" : "lost");
   return 0;
 }
