@@ -8,27 +8,12 @@
  * This executable's madvise takes the runtime's calls (-rdynamic); built
  * with -O0 so that no call site is merged with another. */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
-static long purges;
-
-int madvise(void *addr, size_t len, int advice)
-{
-  long r = syscall(SYS_madvise, addr, len, advice);
-  if (r == 0 && advice == MADV_DONTNEED && len >= (1u << 20)) __atomic_add_fetch(&purges, 1, __ATOMIC_RELAXED);
-  if (r < 0) {
-    errno = (int)-r;
-    return -1;
-  }
-  return 0;
-}
+#include "chunk_purges.h"
 
 #define SITES 256
 #define SITE(k) case (k): return malloc(48);
@@ -86,11 +71,7 @@ int main(void)
   pthread_join(t, NULL);
   printf("light %ld\n", purges);
   refill_pool();
-  long n = (64l << 20) / 64;
-  char **p = malloc((size_t)n * sizeof *p);
-  for (long i = 0; i < n; i++) memset(p[i] = malloc(64), 2, 64);
-  for (long i = 0; i < n; i++) free(p[i]);
-  free(p);
+  make_and_free_64_mib();
   printf("heavy %ld\n", purges);
   printf("refilled %s\n", refill_intact() ? "intact" : "lost");
   return 0;

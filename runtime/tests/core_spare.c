@@ -6,27 +6,12 @@
  * runtime's calls (-rdynamic).
  * Usage: core_spare SIZES */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
-static long purges;
-
-int madvise(void *addr, size_t len, int advice)
-{
-  long r = syscall(SYS_madvise, addr, len, advice);
-  if (r == 0 && advice == MADV_DONTNEED && len >= (1u << 20)) __atomic_add_fetch(&purges, 1, __ATOMIC_RELAXED);
-  if (r < 0) {
-    errno = (int)-r;
-    return -1;
-  }
-  return 0;
-}
+#include "chunk_purges.h"
 
 static long sizes;
 
@@ -48,11 +33,7 @@ int main(int argc, char **argv)
   pthread_create(&t, NULL, light, NULL);
   pthread_join(t, NULL);
   printf("light %ld\n", purges);
-  long n = (64l << 20) / 64;
-  char **p = malloc((size_t)n * sizeof *p);
-  for (long i = 0; i < n; i++) memset(p[i] = malloc(64), 2, 64);
-  for (long i = 0; i < n; i++) free(p[i]);
-  free(p);
+  make_and_free_64_mib();
   printf("heavy %ld\n", purges);
   return 0;
 }
