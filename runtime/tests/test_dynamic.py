@@ -5,6 +5,7 @@ the wrapper list the runtime loads; programs ask corral_group_of where each
 object landed, and the statistics say what was pooled and merged. Each runs
 as a user would (malloc's short way) and with statistics (the full way)."""
 
+import json
 import os
 import subprocess
 import sys
@@ -270,6 +271,29 @@ def test_threads_under_the_debug_build(tmp_path, name):
     done = subprocess.run([str(prog)], env=env, capture_output=True, text=True, timeout=120)
     assert "invariant broken" not in done.stderr, done.stderr
     assert (done.returncode, done.stdout) == (plain.returncode, plain.stdout), done.stderr
+
+
+def test_threads_racing_for_a_new_context_and_its_pool(tmp_path):
+    """Four threads meet a new site at once and run the same scratch loop,
+    under the debug build with its race windows widened
+    (CORRAL_DEBUG_WIDEN): each thread that finds the context another thread
+    has just interned reads a whole record (no pool until one is made),
+    and the pool, given back as small by whichever thread made it, is not
+    made again by the threads that had counted their way to making it
+    before the give-back. One pool, given back once, in every run."""
+    from corral import launch, paths
+    prog = build(tmp_path, "dyn_race", ("-O2", "-pthread"))
+    plain = run_plain(prog)
+    for run in range(3):
+        out = tmp_path / f"stats{run}.json"
+        env = launch.environment(base="glibc", stats=str(out), extra=launch.dynamic_extra(str(prog)))
+        env["LD_PRELOAD"] = env["LD_PRELOAD"].replace(str(paths.RUNTIME_LIB), str(paths.RUNTIME_DEBUG_LIB))
+        env["CORRAL_DEBUG_WIDEN"] = "5000"
+        done = subprocess.run([str(prog)], env=env, capture_output=True, text=True, timeout=60)
+        assert "invariant broken" not in done.stderr, done.stderr
+        assert (done.returncode, done.stdout) == (0, plain.stdout), done.stderr
+        d = json.loads(out.read_text())["dynamic"]
+        assert (d["pools"], d["unpooled_why"]) == (1, ["small"]), d
 
 
 @pytest.mark.parametrize("stubs", [1, 0])

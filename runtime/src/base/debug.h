@@ -24,6 +24,16 @@ void _corral_debug_fail(const char *file, int line, const char *what) __attribut
 #define CORRAL_ASSERT(e) ((void)0)
 #endif
 
+/* A race window that the tests widen: with CORRAL_DEBUG_WIDEN=N the debug
+ * build pauses a random 0 to N microseconds here, so that another thread
+ * runs through what it would otherwise only rarely fit in between. */
+#if CORRAL_DEBUG
+void _corral_debug_widen(void);
+#define CORRAL_WIDEN() _corral_debug_widen()
+#else
+#define CORRAL_WIDEN() ((void)0)
+#endif
+
 struct corral_chunk_s;
 /* The owner's view of a whole chunk: its lists hold block starts below the
  * handed-out limit, and live + |free| + |local_free| blocks is every block

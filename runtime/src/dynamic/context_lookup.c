@@ -40,9 +40,13 @@ static uint32_t intern(const corral_dync_chain_t *chain) {
   if (id != DYNC_NONE) return id;
   int created;
   _corral_dyn_lock();
-  id = _corral_dync_intern(&_corral_dyn_settled.table, chain, &created);
-  if (created) {
-    dyn_ctx_t *c = &_corral_dyn.ctx[id];
+  /* The record the chain would get is made before the chain is published:
+   * another thread finds a chain lock-free the moment it is interned, and
+   * must not take a record still zero for one whose pool 0 exists. An
+   * entry past the count is nobody's, whether or not this chain takes it. */
+  uint32_t next = _corral_dyn_settled.table.context_count;
+  if (next < _corral_dyn_settled.table.max_contexts) {
+    dyn_ctx_t *c = &_corral_dyn.ctx[next];
     c->group = -1;
     c->gave_back = -1;
     /* named after the outermost wrapper: layer3 says more than the xmalloc inside it */
@@ -50,6 +54,9 @@ static uint32_t intern(const corral_dync_chain_t *chain) {
         chain->depth > 1 ? _corral_dynw_find(&_corral_dyn.wrappers, chain->frames[chain->depth - 2]) : NULL;
     c->via = w ? w->name : NULL;
   }
+  id = _corral_dync_intern(&_corral_dyn_settled.table, chain, &created);
+  CORRAL_ASSERT(!created || id == next);
+  CORRAL_WIDEN();                /* other threads find the new chain meanwhile */
   _corral_dyn_unlock();
   return id;
 }

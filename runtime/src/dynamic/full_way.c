@@ -26,7 +26,10 @@ static int create_pool(uint32_t id) {
   _corral_dyn_lock();
   uint32_t root = _corral_dynm_find(&_corral_dyn.merge, id);
   int g = _corral_dyn.ctx[root].group;
-  if (g < 0) {
+  /* Not a pool given back while this thread counted its way here: its
+   * count, read before the give-back, may have overwritten the mark that
+   * says never again (the caller marks it again). */
+  if (g < 0 && _corral_dyn.ctx[root].gave_back < 0) {
     if (_corral_dyn.pools < DYN_MAX_POOLS) {
       g = (int)_corral_dyn.pools;
       _corral_dyn.group_owner[g] = (int)root;
@@ -132,6 +135,7 @@ int _corral_dyn_identify(void *ret0, void *fp0, size_t size) {
     }
     __atomic_store_n(&c->allocs, ++n, __ATOMIC_RELAXED);
     if (n < _corral_dyn.min_objects) return -1;
+    CORRAL_WIDEN();       /* another thread may make this pool and give it back meanwhile */
     g = create_pool(id);
     if (g < 0) {
       __atomic_store_n(&c->allocs, UINT32_MAX, __ATOMIC_RELAXED);

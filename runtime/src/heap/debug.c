@@ -1,15 +1,30 @@
-/* The debug build's whole-chunk check and its failure report (debug.h). */
+/* The debug build's whole-chunk check, its failure report and its race
+ * window widener (debug.h). */
 #include "debug.h"
 
 #include <stdlib.h>
+#include <time.h>
 
 #include "heap.h"
+#include "internal.h"
 
 #if CORRAL_DEBUG
 void _corral_debug_fail(const char *file, int line, const char *what)
 {
   _corral_fdprintf(2, "corral: debug: invariant broken at %s:%d: %s\n", file, line, what);
   abort();
+}
+
+void _corral_debug_widen(void)
+{
+  static __thread uint64_t x;
+  uint32_t most = (uint32_t)_corral_options.debug_widen;
+  if (!most) return;
+  if (!x) x = _corral_rdtsc() | 1;
+  x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+  long us = (long)((x >> 33) % (most + 1));
+  struct timespec t = { us / 1000000, (us % 1000000) * 1000 };
+  nanosleep(&t, NULL);
 }
 
 /* Elements of a block list, each checked to be a block start of c; aborts on
