@@ -186,27 +186,40 @@ static unsigned n_crowded;
 #define MAX_FOUND 16
 static uintptr_t found[MAX_FOUND];
 static unsigned n_found;
+/* Where the kernel last placed room it chose (0: not asked yet): a
+ * module out of reach of it (a PIE executable, far below the mmap area)
+ * is not worth asking for. */
+static uintptr_t kernel_chose;
 
+/* `bytes` at hint (MAP_FIXED_NOREPLACE), or with hint 0 where the kernel
+ * chooses; kept if within reach of near, and remembered as found: where
+ * the next room is likely, after it, or below it where the kernel chose
+ * (it hands out the mmap area from the top down). */
 static uint8_t *map_at(uintptr_t hint, uintptr_t near, size_t bytes, int prot)
 {
-  void *p = mmap((void *)hint, bytes, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+  int flags = MAP_PRIVATE | MAP_ANONYMOUS | (hint ? MAP_FIXED_NOREPLACE : 0);
+  void *p = mmap((void *)hint, bytes, prot, flags, -1, 0);
   if (p == MAP_FAILED) return NULL;
+  if (!hint) kernel_chose = (uintptr_t)p;
   if (reaches((uintptr_t)p, near) && reaches((uintptr_t)p + bytes, near)) {
-    uintptr_t end = (uintptr_t)p + bytes;
+    uintptr_t next = hint ? (uintptr_t)p + bytes : (uintptr_t)p - bytes;
     unsigned i = 0;
-    while (i < n_found && !reaches(found[i], end)) i++;
+    while (i < n_found && !reaches(found[i], next)) i++;
     if (i == n_found && n_found < MAX_FOUND) n_found++;
-    if (i < n_found) found[i] = end;      /* the last room found in each stretch of reach */
+    if (i < n_found) found[i] = next;     /* the last room found in each stretch of reach */
     return p;
   }
-  munmap(p, bytes);            /* an old kernel took the hint as a hint */
+  munmap(p, bytes);            /* out of reach, or an old kernel took the hint as a hint */
   return NULL;
 }
 
 /* `bytes` of fresh memory with protection `prot`, all within reach of
- * `near`: right after room found before within reach, else hints
- * stepping away from it by 1 MiB, below first (where PIE executables
- * leave room). */
+ * `near`: beside room found before within reach; else where the kernel
+ * chooses, which for a library is just below the lowest mapping of the
+ * mmap area, where the libraries sit packed, all within reach (libc's
+ * neighbourhood in a start of `git log` took 13 failed probes before the
+ * stepping below got past them); else hints stepping away from near by
+ * 1 MiB, below first (where PIE executables leave room). */
 static uint8_t *map_near(uintptr_t near, size_t bytes, int prot)
 {
   for (unsigned i = 0; i < n_found; i++) {
@@ -216,6 +229,8 @@ static uint8_t *map_near(uintptr_t near, size_t bytes, int prot)
   uintptr_t base = near & ~(uintptr_t)0xfffff;
   for (unsigned i = 0; i < n_crowded; i++)
     if (crowded[i].base == base && bytes >= crowded[i].bytes) return NULL;
+  uint8_t *chosen = !kernel_chose || reaches(kernel_chose, near) ? map_at(0, near, bytes, prot) : NULL;
+  if (chosen) return chosen;
   for (int i = 1; i <= 512; i++) {
     uintptr_t step = (uintptr_t)((i + 1) / 2) << 20;
     uint8_t *p = map_at(i & 1 ? base - step : base + step, near, bytes, prot);
@@ -476,18 +491,32 @@ static corral_stub_refusal_t patch_call(uintptr_t ret, const uint8_t *stub, int 
 }
 
 /* Seals this batch's pages executable, with unwind information, so that no
- * call ever reaches a page that is not. A page that fails is marked. */
+ * call ever reaches a page that is not: pages side by side (room found
+ * beside room) in one call, each call a flush of every thread's TLB. A
+ * run that fails is marked. */
 static void seal_pages(void)
 {
   for (unsigned i = 0; i < npages; i++) {
     stub_page_t *pg = &pages[i];
     if (pg->sealed) continue;
-    pg->sealed = 1;
-    if (mprotect(pg->code, PAGE, PROT_READ | PROT_EXEC) != 0) {
-      pg->failed = 1;
-      continue;
+    uintptr_t lo = (uintptr_t)pg->code, hi = lo + PAGE;
+    for (int grew = 1; grew;) {            /* the run of unsealed pages around it */
+      grew = 0;
+      for (unsigned j = i + 1; j < npages; j++) {
+        uintptr_t at = (uintptr_t)pages[j].code;
+        if (pages[j].sealed || (at != hi && at + PAGE != lo)) continue;
+        if (at == hi) hi += PAGE; else lo = at;
+        grew = 1;
+      }
     }
-    register_unwind(pg);
+    int failed = mprotect((void *)lo, hi - lo, PROT_READ | PROT_EXEC) != 0;
+    for (unsigned j = i; j < npages; j++) {
+      stub_page_t *q = &pages[j];
+      if (q->sealed || (uintptr_t)q->code < lo || (uintptr_t)q->code >= hi) continue;
+      q->sealed = 1;
+      q->failed = failed;
+      if (!failed) register_unwind(q);
+    }
   }
 }
 
