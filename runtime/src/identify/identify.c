@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "identify.h"
 #include "next.h"
+#include "replay_store.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -343,6 +344,7 @@ void _corral_ident_init(void)
   corral_unwind_stack_t stack;
   _corral_unwind_stack((uintptr_t)__builtin_frame_address(0), &stack);
   pthread_atfork(NULL, NULL, child_after_fork);
+  _corral_replay_store_init();
   if (relocate(modules) == 0) {
     _corral_ident.loaded = 1;
     _corral_ident.group_count = plan->group_limit;

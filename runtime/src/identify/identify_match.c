@@ -8,6 +8,7 @@
 #include "identify_state.h"
 #include "identify_tables.h"
 #include "internal.h"
+#include "replay_store.h"
 #include "stub_decide.h"
 #include "unwind.h"
 
@@ -143,17 +144,20 @@ typedef struct replay_s {
   uintptr_t at[UNWIND_TRACE_MAX], word[UNWIND_TRACE_MAX];
 } replay_t;
 
-static __thread replay_t replays[REPLAY_SETS][REPLAY_WAYS] __attribute__((tls_model("initial-exec")));
+#define REPLAY_BYTES (sizeof(replay_t) * REPLAY_SETS * REPLAY_WAYS)
+/* This thread's sets: _corral_thread_replays (replay_store.h). */
 static __thread unsigned replay_victim __attribute__((tls_model("initial-exec")));
 
-static inline replay_t *replay_set(uintptr_t ret0, uintptr_t fp0)
+static inline replay_t *replay_set(replay_t *all, uintptr_t ret0, uintptr_t fp0)
 {
-  return replays[((ret0 ^ (fp0 >> 4)) * 0x9E3779B97F4A7C15ull) >> 60];
+  return all + (((ret0 ^ (fp0 >> 4)) * 0x9E3779B97F4A7C15ull) >> 60) * REPLAY_WAYS;
 }
 
 static inline int replay(const corral_ident_tables_t *t, uintptr_t ret0, uintptr_t fp0, int *group)
 {
-  const replay_t *set = replay_set(ret0, fp0);
+  replay_t *all = _corral_thread_replays;
+  if (!all) return 0;
+  const replay_t *set = replay_set(all, ret0, fp0);
   for (unsigned w = 0; w < REPLAY_WAYS; w++) {
     const replay_t *r = &set[w];
     if (r->ret0 != ret0 || r->fp0 != fp0 || r->tables != t) continue;
@@ -168,15 +172,25 @@ static inline int replay(const corral_ident_tables_t *t, uintptr_t ret0, uintptr
   return 0;
 }
 
+/* An exited thread's block, before another thread takes it: no entry
+ * matches a ret0 of 0, and remember() fills one whole before it sets it. */
+static void forget_all(void *block)
+{
+  replay_t *all = block;
+  for (unsigned i = 0; i < REPLAY_SETS * REPLAY_WAYS; i++) all[i].ret0 = 0;
+}
+
 /* Reads in the trace were validated against this thread's stack by the
- * walk, and a thread's stack stays mapped while it runs (a new thread on a
- * reused stack starts with zeroed replays), so replaying them later from the
- * same thread cannot fault. */
+ * walk, and a thread's stack stays mapped while it runs (a thread's block
+ * starts with no walk, also one an exited thread handed back), so replaying
+ * them later from the same thread cannot fault. */
 static void remember(const corral_ident_tables_t *t, uintptr_t ret0, uintptr_t fp0, const corral_unwind_trace_t *trace,
                      int group, const renotes_t *renotes)
 {
   if (trace->n > UNWIND_TRACE_MAX) return;
-  replay_t *r = &replay_set(ret0, fp0)[replay_victim++ % REPLAY_WAYS];
+  replay_t *all = _corral_thread_replays;
+  if (!all && !(all = _corral_replay_block(REPLAY_BYTES, forget_all))) return;
+  replay_t *r = &replay_set(all, ret0, fp0)[replay_victim++ % REPLAY_WAYS];
   r->ret0 = 0;                     /* invalid while being filled (a signal may allocate) */
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
   for (unsigned i = 0; i < trace->n; i++) {
