@@ -17,6 +17,14 @@ static inline void _corral_lock(corral_lock_t *l)
   while (atomic_flag_test_and_set_explicit(&l->held, memory_order_acquire)) sched_yield();
 }
 
+/* The lock if it is free, without waiting: 1 when taken. Where the holder
+ * may be this very thread (a signal handler inside malloc), waiting would
+ * never end. */
+static inline int _corral_trylock(corral_lock_t *l)
+{
+  return !atomic_flag_test_and_set_explicit(&l->held, memory_order_acquire);
+}
+
 static inline void _corral_unlock(corral_lock_t *l)
 {
   atomic_flag_clear_explicit(&l->held, memory_order_release);

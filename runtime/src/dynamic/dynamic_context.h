@@ -18,11 +18,11 @@
  * once an eighth full; at that size it fills to 3/4. Hashing spreads
  * entries over every page of a table, and each page a program reaches
  * costs two faults (the lookup's read maps the zero page, the insertion
- * copies it, with a TLB shootdown while other threads run); a table
- * sized to the program's sites keeps that to a few pages, and its hot
- * entries to a few TLB entries. Growing copies every entry into the larger table, then
- * publishes it: the table's address and its shift are one word, so that
- * a reader never pairs one table with another's size. An older table is
+ * copies it, with a TLB shootdown while other threads run); a table sized
+ * to the program's sites keeps that to a few pages, and its hot entries to
+ * a few TLB entries. Growing copies every entry into the larger table,
+ * then publishes it: the table's address and its shift are one word, so
+ * that a reader never pairs one table with another's size. An older table is
  * never unmapped or written again by the table code, so an entry pointer
  * a reader holds stays readable; a lock-free store through one (a frame
  * size, a tail, a fast word, a context) made while the table grows may

@@ -135,7 +135,7 @@ CORRAL_INLINE void _corral_dyn_lock(void) {
   DYN_HOLDER(DYN_ME);
 }
 CORRAL_INLINE int _corral_dyn_trylock(void) {
-  if (atomic_flag_test_and_set_explicit(&_corral_dyn.lock.held, memory_order_acquire)) return 0;
+  if (!_corral_trylock(&_corral_dyn.lock)) return 0;
   DYN_HOLDER(DYN_ME);
   return 1;
 }

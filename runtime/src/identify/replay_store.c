@@ -43,7 +43,7 @@ void _corral_replay_store_init(void)
 
 void *_corral_replay_block(size_t bytes, void (*forget)(void *))
 {
-  if (!key_ok || atomic_flag_test_and_set_explicit(&lock.held, memory_order_acquire)) return NULL;
+  if (!key_ok || !_corral_trylock(&lock)) return NULL;
   spare_t *b = spares;
   if (b) spares = b->next;
   _corral_unlock(&lock);
