@@ -623,11 +623,12 @@ def test_a_call_is_pointed_at_the_none_way_while_another_thread_runs_it(tmp_path
     """Two threads run the same scratch loop; whichever samples the pool
     gives it back and repoints the call while the other may be running it:
     one aligned 8-byte store when the displacement lies within one word;
-    left alone (its lookup kept) when it spans two. So too when glibc
-    believes the process has one thread (`hidden`): the runtime counts the
-    threads itself. With one thread (`alone`) a displacement across two
-    words is written as well. Either way every late object is unpooled and
-    the output is the program's own."""
+    behind a self-loop, with every core synchronized, when it spans two
+    (`guarded_patches`; the call was pointed at its slot stub before). So too when glibc believes the process has one
+    thread (`hidden`): the runtime counts the threads itself. With one
+    thread (`alone`) a displacement across two words is written directly.
+    Either way every late object is unpooled and the output is the
+    program's own."""
     for pad in range(8):
         prog = build(tmp_path, "dyn_small", ("-O2", "-pthread", f"-DPAD={pad}"))
         disp = _threads_call_displacement(prog)
@@ -641,7 +642,11 @@ def test_a_call_is_pointed_at_the_none_way_while_another_thread_runs_it(tmp_path
     assert done.stdout == plain.stdout
     assert series(done.stderr)["last"] == {"scratch_pooled": "0"}
     assert stats["dynamic"]["unpooled_why"] == ["small"]
-    assert stats["dynamic"]["calls_to_none"] == (0 if torn and mode != "alone" else 1)
+    d = stats["dynamic"]
+    assert d["calls_to_none"] == 1
+    # the pooled site's call was pointed at its slot stub first, then at
+    # the none way: each a patch of the one call
+    assert d["guarded_patches"] == (d["calls_to_pool"] + d["calls_to_none"] if torn and mode != "alone" else 0), d
 
 
 def test_aligned_requests_take_the_fast_way_aligned(tmp_path):

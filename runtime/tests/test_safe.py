@@ -416,3 +416,43 @@ def test_safe_mode_frees_another_threads_blocks_on_the_short_way(programs, tmp_p
     assert n["_corral_free_remote"] >= count, n
     assert n["_corral_chunk_drain"] >= count // 256, n
     assert n["free_checked"] + n["_corral_group_free_slow"] <= 8, n
+
+
+def _torn_call(tmp_path):
+    """safe_torn built with the nops that put its call's displacement
+    across two aligned 8-byte words, and that displacement's offset from
+    torn_loop."""
+    for pad in range(8):
+        exe = h.build(tmp_path, "safe_torn", flags=(f"-DPAD={pad}",))
+        text = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(exe)], capture_output=True, text=True,
+                              check=True).stdout
+        head, body = text.split(" <torn_loop>:\n", 1)
+        start = int(head.rsplit("\n", 1)[1], 16)
+        call = next(line for line in body.split("\n\n", 1)[0].splitlines() if "call" in line and "malloc" in line)
+        disp = int(call.split(":")[0], 16) + 1
+        if disp // 8 != (disp + 3) // 8:
+            return exe, disp - start
+    pytest.fail("no padding puts the call's displacement across two words")
+
+
+@pytest.mark.parametrize("lib", ["normal", "debug"])
+def test_a_call_across_two_words_gets_its_slot_while_threads_run_it_and_fork(tmp_path, lib):
+    """A site of its own whose call's displacement spans two words is
+    pointed at its slot stub on its first request while two more threads
+    run that call and a fourth keeps forking children that run it: the
+    call is held in a self-loop while it is written, every thread and child
+    gets through it with its sums right, and no child is forked while the
+    loop is there (under the debug build, its window widened up to 20 ms,
+    three runs; a child caught in the loop would never end)."""
+    exe, offset = _torn_call(tmp_path)
+    plain = run(exe, hex(offset), env=h.corral_env(lib=None))
+    assert plain.stdout == "pointed elsewhere: no\nsums: right\nchildren failed: 0\n", plain.stderr
+    for _ in range(1 if lib == "normal" else 3):
+        if lib == "normal":
+            env = safe_env(exe)
+        else:
+            env = safe_env(exe, lib=paths.RUNTIME_DEBUG_LIB, debug_widen="20000")
+        done = run(exe, hex(offset), env=env)
+        assert "invariant broken" not in done.stderr, done.stderr
+        assert (done.returncode, done.stdout) == (0, "pointed elsewhere: yes\nsums: right\nchildren failed: 0\n"), \
+            (done.returncode, done.stdout, done.stderr[-2000:])

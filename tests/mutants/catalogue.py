@@ -109,7 +109,12 @@ MUTANTS = [
     Mutant("one-thread-never-alone", "runtime/src/stubs/stubs.c",
            "  return st.st_nlink == 3;\n",
            "  return 0;\n",
-           "with one thread, a call whose displacement spans two words keeps its lookup"),
+           "with one thread, a call whose displacement spans two words is written behind a self-loop it "
+           "does not need"),
+    Mutant("torn-call-refused-while-threads-run", "runtime/src/stubs/stubs.c",
+           "  if (torn && !alone && !core_sync_ready()) return CORRAL_STUB_TORN;\n",
+           "  if (torn && !alone) return CORRAL_STUB_TORN;\n",
+           "while threads run, a call whose displacement spans two words keeps its lookup"),
     Mutant("stub-renote-dropped", "runtime/src/identify/identify_match.c",
            "    if (t->stub_installed && on == 0) renote(t, f.pc, f.sp - 8, &renotes);\n",
            "",

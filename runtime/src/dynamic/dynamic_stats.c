@@ -14,6 +14,7 @@
 #include "heap.h"
 #include "internal.h"
 #include "modules.h"
+#include "stubs.h"
 #include "settled.h"
 #include "stats_table.h"
 
@@ -67,6 +68,7 @@ static unsigned contexts_pooled(void) {
 static struct {
   size_t wrappers;
   unsigned contexts_pooled;
+  uint64_t guarded_patches;
 } got;
 
 static void write_merges(int fd) {
@@ -119,11 +121,13 @@ static const corral_stat_t *stats_gather(unsigned *n) {
     CORRAL_STAT_WRITTEN("unpooled_why", write_unpooled_why),
     CORRAL_STAT("calls_to_none", U64, &_corral_dyn.calls_to_none),
     CORRAL_STAT("calls_to_pool", U64, &_corral_dyn.calls_to_pool),
+    CORRAL_STAT("guarded_patches", U64, &got.guarded_patches),
     CORRAL_STAT("backed_off", BOOL, &_corral_dyn.backed_off),
   };
   if (!_corral_modes.dynamic) return NULL;
   got.wrappers = wrappers_in_use();
   got.contexts_pooled = contexts_pooled();
+  got.guarded_patches = _corral_stubs_guarded_patches();
   *n = sizeof fields / sizeof *fields;
   return fields;
 }

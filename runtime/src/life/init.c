@@ -10,6 +10,7 @@
 #include "next.h"
 #include "safe.h"
 #include "stats.h"
+#include "stubs.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -26,10 +27,12 @@ static void fork_prepare(void)
   _corral_dyn_fork_prepare();
   _corral_safe_fork_prepare();
   _corral_heap_fork_prepare();
+  _corral_stubs_fork_prepare();
 }
 
 static void fork_parent(void)
 {
+  _corral_stubs_fork_parent();
   _corral_heap_fork_parent();
   _corral_safe_fork_parent();
   _corral_dyn_fork_parent();
@@ -37,6 +40,7 @@ static void fork_parent(void)
 
 static void fork_child(void)
 {
+  _corral_stubs_fork_child();
   _corral_heap_fork_child();
   _corral_safe_fork_child();
   _corral_dyn_fork_child();

@@ -3,13 +3,19 @@
 #define _GNU_SOURCE
 #include "stubs.h"
 
+#include <linux/membarrier.h>
+#include <pthread.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+#include <valgrind/valgrind.h>
 
 #include "debug.h"
 #include "internal.h"
+#include "lock.h"
 #include "next.h"
 #include "plt.h"
 #include "unwind_cfi.h"
@@ -462,24 +468,109 @@ static int single_threaded(void)
   return st.st_nlink == 3;
 }
 
+/* Writes n bytes at `at` inside the aligned 8-byte word `word` by one
+ * store of the whole word, which an instruction fetch sees whole or not at
+ * all. */
+static void store_in_word(uintptr_t word, uintptr_t at, const void *bytes, size_t n)
+{
+  uint64_t w = __atomic_load_n((uint64_t *)word, __ATOMIC_RELAXED);
+  memcpy((uint8_t *)&w + (at - word), bytes, n);
+  __atomic_store_n((uint64_t *)word, w, __ATOMIC_RELEASE);
+}
+
+/* ---- a call whose displacement spans two words, patched while threads run */
+
+/* Held through a guarded patch (below) and across fork (fork_prepare), so
+ * that no child starts with a call caught in its self-loop. */
+static corral_lock_t window_lock = CORRAL_LOCK_INIT;
+static int core_sync;              /* 1: membarrier can serialize every thread's core; -1: it cannot; 0: not asked */
+static unsigned long guarded_patches;
+
+void _corral_stubs_fork_prepare(void) { _corral_lock(&window_lock); }
+void _corral_stubs_fork_parent(void) { _corral_unlock(&window_lock); }
+void _corral_stubs_fork_child(void) { _corral_unlock(&window_lock); }
+unsigned long _corral_stubs_guarded_patches(void) { return guarded_patches; }
+
+/* Whether this process can have every thread's core serialized (Linux 4.16
+ * and later, unless a sandbox refuses the call). Never under Valgrind: a
+ * thread that met the self-loop would keep running its translation of it,
+ * which Valgrind does not redo for code that a file maps. */
+static int core_sync_ready(void)
+{
+  if (!core_sync)
+    core_sync = !RUNNING_ON_VALGRIND &&
+                syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) == 0 ? 1 : -1;
+  return core_sync > 0;
+}
+
+/* Every other thread of the process runs a serializing instruction before
+ * it goes on: none still holds code fetched before this call. */
+static int sync_cores(void)
+{
+  return syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) == 0;
+}
+
+/* The call at `call` (5 bytes) made to carry displacement rel while other
+ * threads may run it, though the displacement spans two words: no single
+ * store can replace it, and a thread that fetched half of the old call and
+ * half of the new one would jump anywhere. Its first two bytes (the opcode
+ * and the displacement's first byte, which share a word whenever the rest
+ * spans two) become `jmp .` first, so that a thread arriving there waits;
+ * once every core has dropped what it fetched before, the other three
+ * bytes are written, which no thread runs; once every core sees them, the
+ * first two bytes are put back with the new displacement's first byte. So
+ * the Linux kernel patches its own text (with int3, whose handler a
+ * library cannot own), and so HotSpot once patched calls. Signals are
+ * blocked meanwhile: a handler on this thread that reached the call would
+ * wait for itself. 0 when a core could not be synchronized: the call is
+ * then left as it was. */
+static int guarded_patch(uintptr_t call, int32_t rel)
+{
+  static const uint8_t wait_here[2] = {0xeb, 0xfe};   /* jmp . */
+  uint8_t before[5], after[5] = {0xe8};
+  memcpy(before, (const void *)call, 5);
+  memcpy(after + 1, &rel, 4);
+  uintptr_t word = call & ~(uintptr_t)7;
+  CORRAL_ASSERT(call + 2 <= word + 8 && before[0] == 0xe8);
+  sigset_t all, was;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &was);
+  _corral_lock(&window_lock);
+  store_in_word(word, call, wait_here, 2);
+  int ok = sync_cores();
+  if (ok) {
+    CORRAL_WIDEN();
+    memcpy((void *)(call + 2), after + 2, 3);
+    ok = sync_cores();
+    if (!ok) memcpy((void *)(call + 2), before + 2, 3);
+  }
+  store_in_word(word, call, ok ? after : before, 2);
+  if (ok) guarded_patches++;
+  _corral_unlock(&window_lock);
+  pthread_sigmask(SIG_SETMASK, &was, NULL);
+  return ok;
+}
+
 /* Points the call returning to ret at stub. Another thread may be running
  * this code: with more than one thread the displacement is replaced by one
- * aligned 8-byte store, which an instruction fetch sees whole or not at
- * all; a displacement across two such words is then refused. */
+ * aligned 8-byte store where it lies within one word, and through the
+ * guarded way above where it spans two (refused where that cannot be). */
 static corral_stub_refusal_t patch_call(uintptr_t ret, const uint8_t *stub, int alone)
 {
   uintptr_t disp = ret - 4;
   uintptr_t word = disp & ~(uintptr_t)7;
-  if (!alone && disp + 4 > word + 8) return CORRAL_STUB_TORN;
+  int torn = disp + 4 > word + 8;
+  if (torn && !alone && !core_sync_ready()) return CORRAL_STUB_TORN;
   uintptr_t lo = (ret - 5) & ~(uintptr_t)(PAGE - 1), hi = (ret + PAGE - 1) & ~(uintptr_t)(PAGE - 1);
   if (mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE | PROT_EXEC) != 0) return CORRAL_STUB_NOT_WRITABLE;
   int32_t rel = (int32_t)((uintptr_t)stub - ret);
-  if (disp + 4 <= word + 8) {
-    uint64_t w = __atomic_load_n((uint64_t *)word, __ATOMIC_RELAXED);
-    memcpy((uint8_t *)&w + (disp - word), &rel, 4);
-    __atomic_store_n((uint64_t *)word, w, __ATOMIC_RELEASE);
-  } else {
+  if (!torn) {
+    store_in_word(word, disp, &rel, 4);
+  } else if (alone) {
     memcpy((void *)disp, &rel, 4);
+  } else if (!guarded_patch(ret - 5, rel)) {
+    mprotect((void *)lo, hi - lo, PROT_READ | PROT_EXEC);
+    return CORRAL_STUB_TORN;
   }
   mprotect((void *)lo, hi - lo, PROT_READ | PROT_EXEC);
 #if CORRAL_DEBUG

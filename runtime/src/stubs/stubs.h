@@ -37,7 +37,8 @@ typedef enum {
   CORRAL_STUB_NO_TARGET,       /* rel32 leads to neither a function start nor a PLT entry */
   CORRAL_STUB_OUT_OF_REACH,    /* no free memory within 2 GiB of the call */
   CORRAL_STUB_NOT_WRITABLE,    /* the code may not be made writable (mprotect refused) */
-  CORRAL_STUB_TORN,            /* the displacement spans two words: no single store can patch it */
+  CORRAL_STUB_TORN,            /* the displacement spans two words, threads run, and their cores cannot
+                                  be synchronized (membarrier refused, Valgrind): no store can patch it */
   CORRAL_STUB_FRAME0,          /* not needed: the call enters corral, so the site is only ever
                                   frame 0 of an allocation, which the direct table decides */
   CORRAL_STUB_OTHER_CALLEE,    /* pool calls: the call enters no pool way (a wrapper, realloc,
@@ -111,7 +112,10 @@ void _corral_stubs_slots_for_safe_mode(void);
  * entry point's lookup. Writes no stub and registers
  * nothing, so it may run inside malloc (under the caller's lock; one
  * caller at a time with _corral_none_stubs_prepare). While other threads
- * run, a displacement that spans two words is refused (CORRAL_STUB_TORN).
+ * run, a displacement that spans two words is written behind a self-loop
+ * that holds arriving threads for a few microseconds (stubs.c,
+ * guarded_patch), or refused where their cores cannot be synchronized
+ * (CORRAL_STUB_TORN).
  * A call pointed at a slot stub before (its pool was given back after its
  * site settled) is pointed again, at the none stub of the slot's kind; one
  * at a none stub already is refused (CORRAL_STUB_OTHER_CALLEE). */
@@ -152,6 +156,13 @@ typedef struct corral_call_targets_s {
 } corral_call_targets_t;
 void _corral_stubs_set_targets(const corral_call_targets_t *targets);
 corral_bypass_targets_fn _corral_stubs_bypass_targets(void);
+
+/* fork: no fork while a call is held in its self-loop (guarded_patch). */
+void _corral_stubs_fork_prepare(void);
+void _corral_stubs_fork_parent(void);
+void _corral_stubs_fork_child(void);
+/* Calls patched behind a self-loop while other threads ran (statistics). */
+unsigned long _corral_stubs_guarded_patches(void);
 
 #pragma GCC visibility pop
 
