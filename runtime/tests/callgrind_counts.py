@@ -61,3 +61,19 @@ def calls_into(out, object_suffix, names):
         elif line.startswith("calls=") and callee in calls and where.endswith(object_suffix):
             calls[callee] += int(line[6:].split()[0])
     return calls
+
+
+def own_instructions(out, name):
+    """Instructions executed in function `name` itself, not in what it
+    calls, from a file callgrind wrote with --compress-strings=no."""
+    total, fn, skip = 0, None, False
+    for line in out.read_text().splitlines():
+        if skip:
+            skip = False
+        elif line.startswith("fn="):
+            fn = line[3:].strip()
+        elif line.startswith("calls="):
+            skip = True
+        elif fn == name and line[:1] and (line[0].isdigit() or line[0] in "+-*"):
+            total += int(line.split()[-1])
+    return total

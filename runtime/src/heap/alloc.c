@@ -55,11 +55,15 @@ __attribute__((noinline)) void _corral_free_remote(corral_chunk_t *c, void *p)
 {
   CORRAL_ASSERT(c->magic == CORRAL_CHUNK_MAGIC && (!c->block_size || _corral_block_start(c, p)));
   ((uint64_t *)p)[1] = c->key;
-  uintptr_t head = atomic_load_explicit(&c->remote, memory_order_relaxed);
+  CORRAL_ASSERT((uintptr_t)p < CORRAL_REMOTE_ONE);
+  uintptr_t head = atomic_load_explicit(&c->remote, memory_order_relaxed), pushed;
   do {
-    _corral_link_set(p, (void *)(head & ~CORRAL_REMOTE_COUNTED));
-  } while (!atomic_compare_exchange_weak_explicit(&c->remote, &head, (uintptr_t)p | (head & CORRAL_REMOTE_COUNTED),
-                                                  memory_order_release, memory_order_relaxed));
+    _corral_link_set(p, _corral_remote_list(head));
+    uintptr_t length = _corral_remote_length(head);
+    length += length < CORRAL_REMOTE_MANY;
+    pushed = (uintptr_t)p | (head & CORRAL_REMOTE_COUNTED) | length * CORRAL_REMOTE_ONE;
+  } while (!atomic_compare_exchange_weak_explicit(&c->remote, &head, pushed, memory_order_release,
+                                                  memory_order_relaxed));
   /* Count after pushing (see chunk.c): exactly CORRAL_RETIRED means c is
    * retired and this was its last object. */
   if (_corral_remote_counted(head) && atomic_fetch_add_explicit(&c->balance, 1, memory_order_acq_rel) + 1 == CORRAL_RETIRED)

@@ -57,9 +57,18 @@ void *_corral_block_fresh(corral_chunk_t *c)
   return extend(c) ? _corral_block_bump(c) : NULL;
 }
 
-long _corral_block_drain(corral_chunk_t *c, void *list)
+long _corral_block_drain(corral_chunk_t *c, void *list, uintptr_t length)
 {
   if (!list) return 0;
+  /* A free list run dry takes the stack as it is, its length known: a
+   * walk would read each block one more time, every one a line the freeing
+   * thread has just written, in a chain of misses nothing overlaps (the
+   * pops that follow read them anyway, each prefetching the next in safe
+   * mode). Safe mode's links are checked as each block comes round. */
+  if (!c->free && length < CORRAL_REMOTE_MANY) {
+    c->free = list;
+    return (long)length;
+  }
   long n = 1;
   void *last = list, *next;
   if (CORRAL_UNLIKELY(_corral_modes.safe)) {

@@ -86,6 +86,10 @@ static int add_range(void)
   size_t cs = _corral_layout.chunk_size, size = _corral_options.reserve & _corral_layout.chunk_mask;
   char *raw = _corral_os_reserve(size + cs);
   if (!raw) return -1;
+  if ((uintptr_t)raw + size + cs > CORRAL_REMOTE_ONE) {    /* a remote stack's length lives above (heap.h) */
+    _corral_os_unmap(raw, size + cs);
+    return -1;
+  }
   uintptr_t lo = ((uintptr_t)raw + cs - 1) & _corral_layout.chunk_mask;
   _corral_range_lo[n] = lo;
   _corral_range_carved[n] = 0;       /* grows as chunks are carved */
@@ -201,8 +205,8 @@ static void retired_remove(corral_chunk_t *c)
 void _corral_chunk_drain(corral_chunk_t *c, uintptr_t counted)
 {
   uintptr_t head = atomic_exchange_explicit(&c->remote, counted, memory_order_acquire);
-  void *list = (void *)(head & ~CORRAL_REMOTE_COUNTED);
-  long n = c->block_size ? _corral_block_drain(c, list) : _corral_mixed_drain(c, list);
+  void *list = _corral_remote_list(head);
+  long n = c->block_size ? _corral_block_drain(c, list, _corral_remote_length(head)) : _corral_mixed_drain(c, list);
   CORRAL_ASSERT(c->live >= (size_t)n);
   c->live -= (size_t)n;
   c->drained += (uint64_t)n;

@@ -32,6 +32,12 @@
 /* Bit 0 of a chunk's `remote` word: frees pushed now must also be counted
  * in `balance` (set from retirement until the next owner drains). */
 #define CORRAL_REMOTE_COUNTED ((uintptr_t)1)
+/* Bits 48 to 63 of it: how many frees the stack holds, up to
+ * CORRAL_REMOTE_MANY, where the count stays (group memory lies below 2^48:
+ * add_range). So the owner can take a stack as its free list without
+ * walking it (block.c, _corral_block_drain). */
+#define CORRAL_REMOTE_ONE ((uintptr_t)1 << 48)
+#define CORRAL_REMOTE_MANY ((uintptr_t)0xffff)
 #define CORRAL_CHUNK_MAGIC 0x6c6172726f63u   /* "corral" */
 /* Owner of a chunk no thread allocates in: not NULL, so that a thread
  * without a heap never takes the owner's way. */
@@ -492,6 +498,17 @@ static inline __attribute__((always_inline)) int _corral_free_owned(void *p)
   return 0;
 }
 
+/* The stack of a `remote` word, and how many frees it holds
+ * (CORRAL_REMOTE_MANY: that many or more). */
+static inline void *_corral_remote_list(uintptr_t head)
+{
+  return (void *)(head & (CORRAL_REMOTE_ONE - 1) & ~CORRAL_REMOTE_COUNTED);
+}
+static inline uintptr_t _corral_remote_length(uintptr_t head)
+{
+  return head / CORRAL_REMOTE_ONE;
+}
+
 /* Whether a remote free pushed onto `head` is counted in the chunk's balance:
  * while the chunk is retired, so the freer of its last object can tell, and
  * always in dynamic mode, whose samples judge the undrained count. Otherwise
@@ -514,9 +531,10 @@ void _corral_pool_totals(unsigned *pools, unsigned *kept_chunks);
 int _corral_group_of_address(const void *p);
 
 /* Block chunks (block.c): a block from pool's chunks; the drain of c's
- * remote stack. Mixed chunks (mixed.c): the same for any size. */
+ * remote stack, `length` frees long (CORRAL_REMOTE_MANY: unknown). Mixed
+ * chunks (mixed.c): the same for any size. */
 void *_corral_block_alloc(corral_heap_t *h, unsigned pool);
-long _corral_block_drain(corral_chunk_t *c, void *list);
+long _corral_block_drain(corral_chunk_t *c, void *list, uintptr_t length);
 void *_corral_mixed_alloc(corral_heap_t *h, unsigned pool, size_t size, size_t align);
 long _corral_mixed_drain(corral_chunk_t *c, void *list);
 void _corral_mixed_free_local(corral_chunk_t *c, void *p);
