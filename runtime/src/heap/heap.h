@@ -341,14 +341,20 @@ static inline size_t _corral_aligned_size(size_t size, size_t align)
 
 /* Owner: the head of block chunk c's non-empty free list. Word 1 of a
  * handed-out block is cleared: a free that finds the chunk's key there is a
- * double free. */
+ * double free. The next block is prefetched: after a drain the list is
+ * other threads' frees, each block a line another core wrote, and its
+ * miss then overlaps the program's work on this one (xmalloc-test all
+ * pooled, one producer: +5%, 11 alternating rounds; neutral on health,
+ * treeadd and espresso, whose next block is warm). */
 static inline __attribute__((always_inline)) void *_corral_block_pop(corral_chunk_t *c)
 {
   void **p = (void **)c->free;
   CORRAL_ASSERT(c->magic == CORRAL_CHUNK_MAGIC && c->block_size != 0);
   CORRAL_ASSERT(atomic_load_explicit(&c->owner, memory_order_relaxed) == _corral_tls_heap);
   CORRAL_ASSERT(_corral_block_start(c, p));
-  c->free = p[0];
+  void *next = p[0];
+  c->free = next;
+  __builtin_prefetch(next);
   p[1] = NULL;
   c->live++;
   return p;
