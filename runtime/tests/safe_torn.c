@@ -6,7 +6,8 @@
  * self-loop while it writes the call, and no fork may copy that loop.
  * argv[1]: the offset of the displacement from torn_loop (the test reads it
  * with objdump). Prints whether the call now leads elsewhere, whether every
- * thread's sum is right, and how many children ran it and how many failed.
+ * thread's sum is right and how many children failed (stderr: how many
+ * ran).
  * A thread caught in the loop for good ends the run by SIGALRM, a child
  * caught there its own life. */
 #include <pthread.h>

@@ -624,11 +624,11 @@ def test_a_call_is_pointed_at_the_none_way_while_another_thread_runs_it(tmp_path
     gives it back and repoints the call while the other may be running it:
     one aligned 8-byte store when the displacement lies within one word;
     behind a self-loop, with every core synchronized, when it spans two
-    (`guarded_patches`; the call was pointed at its slot stub before). So too when glibc believes the process has one
-    thread (`hidden`): the runtime counts the threads itself. With one
-    thread (`alone`) a displacement across two words is written directly.
-    Either way every late object is unpooled and the output is the
-    program's own."""
+    (`guarded_patches`; the call was pointed at its slot stub before). So
+    too when glibc believes the process has one thread (`hidden`): the
+    runtime counts the threads itself. With one thread (`alone`) a
+    displacement across two words is written directly. Either way every
+    late object is unpooled and the output is the program's own."""
     for pad in range(8):
         prog = build(tmp_path, "dyn_small", ("-O2", "-pthread", f"-DPAD={pad}"))
         disp = _threads_call_displacement(prog)

@@ -14,9 +14,9 @@
 #include "heap.h"
 #include "internal.h"
 #include "modules.h"
-#include "stubs.h"
 #include "settled.h"
 #include "stats_table.h"
+#include "stubs.h"
 
 /* Why a pool was given back, in the order of give_back.h's DYN_GIVEN_BACK_*. */
 static const char *const given_back_names[] = { "remote", "small", "as_base" };

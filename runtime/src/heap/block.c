@@ -63,8 +63,8 @@ long _corral_block_drain(corral_chunk_t *c, void *list, uintptr_t length)
   /* A free list run dry takes the stack as it is, its length known: a
    * walk would read each block one more time, every one a line the freeing
    * thread has just written, in a chain of misses nothing overlaps (the
-   * pops that follow read them anyway, each prefetching the next in safe
-   * mode). Safe mode's links are checked as each block comes round. */
+   * pops that follow read them anyway, each prefetching the next). Safe
+   * mode's links are checked as each block comes round. */
   if (!c->free && length < CORRAL_REMOTE_MANY) {
     c->free = list;
     return (long)length;
