@@ -24,25 +24,30 @@ def calls_of(out, names):
     return calls
 
 
-def instructions_in(out, object_suffix):
-    """Instructions executed in the functions of the object file whose path
-    ends in `object_suffix`, from a file callgrind wrote with
-    --compress-strings=no: each function's own cost lines, not what it
-    calls (a call's line after `calls=` is the callee's cost)."""
-    total, obj, fn_obj, skip = 0, "", "", False
+def _own_costs(out):
+    """(object, function, instructions) of each of a function's own cost
+    lines, from a file callgrind wrote with --compress-strings=no; a call's
+    line after `calls=` is the callee's cost, and is skipped."""
+    obj, fn_obj, fn, skip = "", "", None, False
     for line in out.read_text().splitlines():
         if skip:
             skip = False
         elif line.startswith("ob="):
             obj = line[3:].strip()
         elif line.startswith("fn="):
-            fn_obj = obj
+            fn_obj, fn = obj, line[3:].strip()
         elif line.startswith("calls="):
             skip = True
         elif line[:1] and (line[0].isdigit() or line[0] in "+-*"):
-            if fn_obj.endswith(object_suffix):
-                total += int(line.split()[-1])
-    return total
+            yield fn_obj, fn, int(line.split()[-1])
+
+
+def instructions_in(out, object_suffix):
+    """Instructions executed in the functions of the object file whose path
+    ends in `object_suffix`, from a file callgrind wrote with
+    --compress-strings=no: each function's own cost lines, not what it
+    calls."""
+    return sum(cost for obj, _, cost in _own_costs(out) if obj.endswith(object_suffix))
 
 
 def calls_into(out, object_suffix, names):
@@ -66,14 +71,4 @@ def calls_into(out, object_suffix, names):
 def own_instructions(out, name):
     """Instructions executed in function `name` itself, not in what it
     calls, from a file callgrind wrote with --compress-strings=no."""
-    total, fn, skip = 0, None, False
-    for line in out.read_text().splitlines():
-        if skip:
-            skip = False
-        elif line.startswith("fn="):
-            fn = line[3:].strip()
-        elif line.startswith("calls="):
-            skip = True
-        elif fn == name and line[:1] and (line[0].isdigit() or line[0] in "+-*"):
-            total += int(line.split()[-1])
-    return total
+    return sum(cost for _, fn, cost in _own_costs(out) if fn == name)

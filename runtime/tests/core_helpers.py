@@ -53,3 +53,18 @@ def run(exe, *args, env=None, timeout=120, warnings=()):
 def stats(path):
     with open(path) as f:
         return json.load(f)
+
+
+def malloc_call(exe, function):
+    """(the address of `function` in exe, that of the displacement of its
+    first call to malloc), by objdump."""
+    text = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(exe)], capture_output=True, text=True,
+                          check=True).stdout
+    head, body = text.split(f" <{function}>:\n", 1)
+    call = next(line for line in body.split("\n\n", 1)[0].splitlines() if "call" in line and "malloc" in line)
+    return int(head.rsplit("\n", 1)[1], 16), int(call.split(":")[0], 16) + 1
+
+
+def spans_two_words(address):
+    """Whether the 4 bytes at address cross an aligned 8-byte word."""
+    return address // 8 != (address + 3) // 8

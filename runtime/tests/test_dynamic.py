@@ -13,6 +13,7 @@ import sys
 import pytest
 
 from callgrind_counts import calls_of, instructions_in, run_callgrind
+from core_helpers import malloc_call, spans_two_words
 from dyn_helpers import BUILDS, ROOT, build, groups, run_dynamic, run_plain, series
 
 WRAPPED = ["xmalloc_a", "xmalloc_b", "layer2_a", "layer2_b", "layer3_a", "layer3_b"]
@@ -608,15 +609,6 @@ def test_operator_new_reaches_the_fast_way_past_its_gate(tmp_path):
     assert calls["_corral_new_rest"] + calls["_corral_new_rest_nothrow"] < 6_000, calls
 
 
-def _threads_call_displacement(prog):
-    """Where the displacement of scratch_loop's call to malloc lies."""
-    text = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(prog)], capture_output=True, text=True,
-                          check=True).stdout
-    body = text.split("<scratch_loop>:", 1)[1].split("\n\n", 1)[0]
-    call = next(line for line in body.splitlines() if "call" in line and "malloc" in line)
-    return int(call.split(":")[0], 16) + 1
-
-
 @pytest.mark.parametrize("mode", ["threads", "hidden", "alone"])
 @pytest.mark.parametrize("torn", [False, True])
 def test_a_call_is_pointed_at_the_none_way_while_another_thread_runs_it(tmp_path, torn, mode):
@@ -631,8 +623,8 @@ def test_a_call_is_pointed_at_the_none_way_while_another_thread_runs_it(tmp_path
     late object is unpooled and the output is the program's own."""
     for pad in range(8):
         prog = build(tmp_path, "dyn_small", ("-O2", "-pthread", f"-DPAD={pad}"))
-        disp = _threads_call_displacement(prog)
-        if (disp // 8 != (disp + 3) // 8) == torn:
+        _, disp = malloc_call(prog, "scratch_loop")
+        if spans_two_words(disp) == torn:
             break
     else:
         pytest.fail("no padding puts the call's displacement where the test needs it")

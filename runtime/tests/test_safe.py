@@ -424,13 +424,8 @@ def _torn_call(tmp_path):
     torn_loop."""
     for pad in range(8):
         exe = h.build(tmp_path, "safe_torn", flags=(f"-DPAD={pad}",))
-        text = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(exe)], capture_output=True, text=True,
-                              check=True).stdout
-        head, body = text.split(" <torn_loop>:\n", 1)
-        start = int(head.rsplit("\n", 1)[1], 16)
-        call = next(line for line in body.split("\n\n", 1)[0].splitlines() if "call" in line and "malloc" in line)
-        disp = int(call.split(":")[0], 16) + 1
-        if disp // 8 != (disp + 3) // 8:
+        start, disp = h.malloc_call(exe, "torn_loop")
+        if h.spans_two_words(disp):
             return exe, disp - start
     pytest.fail("no padding puts the call's displacement across two words")
 

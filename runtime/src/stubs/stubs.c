@@ -569,15 +569,12 @@ static corral_stub_refusal_t patch_call(uintptr_t ret, const uint8_t *stub, int 
   uintptr_t lo = (ret - 5) & ~(uintptr_t)(PAGE - 1), hi = (ret + PAGE - 1) & ~(uintptr_t)(PAGE - 1);
   if (mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE | PROT_EXEC) != 0) return CORRAL_STUB_NOT_WRITABLE;
   int32_t rel = (int32_t)((uintptr_t)stub - ret);
-  if (!torn) {
-    store_in_word(word, disp, &rel, 4);
-  } else if (alone) {
-    memcpy((void *)disp, &rel, 4);
-  } else if (!guarded_patch(ret - 5, rel)) {
-    mprotect((void *)lo, hi - lo, PROT_READ | PROT_EXEC);
-    return CORRAL_STUB_TORN;
-  }
+  int written = 1;
+  if (!torn) store_in_word(word, disp, &rel, 4);
+  else if (alone) memcpy((void *)disp, &rel, 4);
+  else written = guarded_patch(ret - 5, rel);
   mprotect((void *)lo, hi - lo, PROT_READ | PROT_EXEC);
+  if (!written) return CORRAL_STUB_TORN;
 #if CORRAL_DEBUG
   int32_t now;                                   /* the call now enters its stub */
   memcpy(&now, (const void *)disp, 4);
