@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int grouped_expected, safe_expected;
+static int grouped_expected, safe_expected, fresh_expected;
 /* Sizes the compiler cannot fold (it may assume a huge malloc fails). */
 static volatile size_t huge = SIZE_MAX, half = SIZE_MAX / 2, two33 = (size_t)1 << 33;
 /* times 4 wraps to 4: only the multiplication check can refuse it */
@@ -210,7 +210,9 @@ static void test_packing(void)
  * already linked (at most 4 KiB of them) are handed out, the block freed
  * last is the next one. */
 /* Under safe mode (EXPECT_SAFE) a block freed at one site is only reused by
- * that site: the same allocations from another site never get it. */
+ * that site: the same allocations from another site never get it. With
+ * its fresh space (EXPECT_FRESH) a block freed while its class frees
+ * little is never reused at all. */
 static void test_reuse(void)
 {
   if (!grouped_expected) return;
@@ -222,7 +224,10 @@ static void test_reuse(void)
     if (i == 0) free(got[0]);
     else if (got[i] == got[0] && found < 0) found = i;
   }
-  CHECK(found >= 0, "freed %p not reused by its site within %d allocations", got[0], N);
+  if (fresh_expected)
+    CHECK(found < 0, "freed %p reused from fresh space", got[0]);
+  else
+    CHECK(found >= 0, "freed %p not reused by its site within %d allocations", got[0], N);
   for (int i = 1; i <= N; i++) free(got[i]);
   void *a = malloc(40);
   free(a);
@@ -242,6 +247,7 @@ int main(void)
 {
   grouped_expected = getenv("EXPECT_GROUPED") && atoi(getenv("EXPECT_GROUPED"));
   safe_expected = getenv("EXPECT_SAFE") && atoi(getenv("EXPECT_SAFE"));
+  fresh_expected = getenv("EXPECT_FRESH") && atoi(getenv("EXPECT_FRESH"));
   if (getenv("MAX_SIZE")) max_size = (size_t)atol(getenv("MAX_SIZE"));
   test_malloc_sizes();
   test_calloc();

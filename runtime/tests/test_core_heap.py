@@ -193,17 +193,18 @@ def test_safe_mode_keeps_lightly_used_empty_chunks_resident(tmp_path):
     them were purged, each a TLB shootdown (dot's start: 75). 64 MiB made
     and freed after still goes back to the OS beyond the budget, never
     reaching a kept chunk its pool took back, and with no budget every
-    empty chunk goes back."""
+    empty chunk goes back. Every block from its site's pool (no fresh
+    space): these are the pools' chunks."""
     import subprocess
     exe = h.build(tmp_path, "core_safe_resident", flags=("-O0", "-rdynamic", "-pthread"))
-    done = subprocess.run([str(exe)], capture_output=True, text=True, env=h.corral_env("glibc", safe=1), timeout=60)
+    done = subprocess.run([str(exe)], capture_output=True, text=True, env=h.corral_env("glibc", safe=1, safe_fresh=0), timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
     light, heavy, refilled = (line.split()[1] for line in done.stdout.splitlines())
     assert int(light) == 0, done.stdout
     assert int(heavy) >= 200, done.stdout
     assert refilled == "intact", done.stdout     # a chunk taken back is out of the budget's reach
     done = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60,
-                          env=h.corral_env("glibc", safe=1, safe_resident=0))
+                          env=h.corral_env("glibc", safe=1, safe_resident=0, safe_fresh=0))
     assert done.returncode == 0 and int(done.stdout.split()[1]) == 256, done.stdout
 
 
@@ -240,7 +241,7 @@ def test_an_empty_free_list_takes_another_threads_frees_without_walking_them(tmp
     count = 4096
     exe = h.build(tmp_path, "safe_churn")
     if mode == "safe":
-        env = {**h.corral_env("glibc"), **dynamic_extra(str(exe), switch="CORRAL_SAFE")}
+        env = {**h.corral_env("glibc", safe_fresh=0), **dynamic_extra(str(exe), switch="CORRAL_SAFE")}
     else:
         env = h.corral_env("glibc", random_pools=4)
     out = tmp_path / "drain.callgrind"

@@ -14,7 +14,9 @@ import core_helpers as h
 from callgrind_counts import calls_of, run_callgrind
 from corral import paths
 
-MODES = {"random pools": {"random_pools": 1}, "safe": {"safe": 1}}
+# Safe mode with every block from its site's pool: these are the pools'
+# chunks (safe mode's fresh space, which holds none: test_safe.py).
+MODES = {"random pools": {"random_pools": 1}, "safe": {"safe": 1, "safe_fresh": 0}}
 
 
 @pytest.fixture(scope="module")

@@ -36,7 +36,14 @@ def programs(tmp_path_factory):
         "misuse": h.build(d, "core_misuse", flags=flags),
         "churn": h.build(d, "safe_churn"),
         "resident": h.build(d, "safe_resident"),
+        "fresh": h.build(d, "safe_fresh", flags=(*flags, "-Wno-use-after-free", "-pthread")),
     }
+
+
+# Every block from its site's pool, none from the fresh space shared by
+# all sites (docs/safe.md, "Fresh space"): for the tests of the pools'
+# own reuse, kept chunks, free-list links and reports that name a site.
+PER_SITE = {"safe_fresh": 0}
 
 
 def safe_env(exe, base="glibc", lib=h.LIB, **options):
@@ -81,7 +88,7 @@ def test_a_wrapper_without_its_list_is_one_site(programs):
     """The wrapper case needs the wrapper list: without it both sites are
     the malloc call inside xmalloc, one pool, and the write lands."""
     exe = programs["uaf"]
-    out = run(exe, "wrapper", env=h.corral_env("glibc", safe=1))
+    out = run(exe, "wrapper", env=h.corral_env("glibc", safe=1, **PER_SITE))
     assert out.stdout == "corrupted\n"
 
 
@@ -98,7 +105,7 @@ REPORTS = {
 def test_bad_free_is_reported_once_with_its_sites_then_aborts(programs, case):
     exe = programs["uaf"]
     lead, allocator, freer = REPORTS[case]
-    out = run(exe, case, env=safe_env(exe))
+    out = run(exe, case, env=safe_env(exe, **PER_SITE))
     assert out.returncode == -signal.SIGABRT, (out.returncode, out.stdout, out.stderr)
     lines = [line for line in out.stderr.splitlines() if line.startswith("corral: safe:")]
     assert len(lines) == 1, out.stderr
@@ -114,7 +121,7 @@ def test_bad_free_is_reported_once_with_its_sites_then_aborts(programs, case):
 def test_safe_abort_off_reports_and_goes_on(programs, case, tmp_path):
     exe = programs["uaf"]
     stats = tmp_path / "stats.json"
-    out = run(exe, case, env=safe_env(exe, safe_abort=0, stats=stats))
+    out = run(exe, case, env=safe_env(exe, safe_abort=0, stats=stats, **PER_SITE))
     assert out.returncode == 0 and out.stdout.startswith("survived"), out.stderr
     assert len(re.findall(r"^corral: safe:", out.stderr, re.M)) == 1, out.stderr
     errors = json.loads(stats.read_text())["safe"]["errors"]
@@ -129,7 +136,7 @@ def test_forged_link_is_caught_when_its_block_comes_back(programs, case):
     of the list that a refill makes (forge), and behind a sound block, where
     the short way pops it (forge-deep)."""
     exe = programs["uaf"]
-    out = run(exe, case, env=safe_env(exe))
+    out = run(exe, case, env=safe_env(exe, **PER_SITE))
     assert out.returncode == -signal.SIGABRT
     assert re.search(r"corral: safe: free-list link overwritten after its block was freed, at 0x[0-9a-f]+ "
                      r"\(a 64-byte block of site\d+ <- safe_uaf\S+ via make_a\)", out.stderr), out.stderr
@@ -206,21 +213,24 @@ def test_kept_large_pages_are_bounded(programs, resident):
     assert out.returncode == 0 and out.stdout == "0 failed\n", out.stdout + out.stderr
 
 
+@pytest.mark.parametrize("fresh", [1, 0])
 @pytest.mark.parametrize("base", h.BASES)
-def test_core_programs_pass_under_safe_mode(programs, base):
+def test_core_programs_pass_under_safe_mode(programs, base, fresh):
     """Every entry point, alignments, huge sizes, realloc across pools and
     to large blocks (core_api, core_new); threads, fork, thread exit. In
     safe mode every small object is grouped, and a freed block comes back
-    to its own site only (core_api's reuse check, EXPECT_SAFE)."""
+    to its own site only (core_api's reuse check, EXPECT_SAFE), or, from
+    the fresh space, to none (EXPECT_FRESH)."""
     for name in ("api", "api_new", "threads", "fork", "thread_exit"):
-        h.run(programs[name], env=safe_env(programs[name], base, EXPECT_GROUPED=1, EXPECT_SAFE=1, MAX_SIZE=65536))
+        h.run(programs[name], env=safe_env(programs[name], base, EXPECT_GROUPED=1, EXPECT_SAFE=1, MAX_SIZE=65536,
+                                           EXPECT_FRESH=fresh, safe_fresh=fresh))
 
 
 def test_safe_max_size_moves_the_boundary_to_large_blocks(programs):
     """CORRAL_SAFE_MAX_SIZE lowered: core_api's sizes and alignments either
     side of it (realloc across the boundary, both ways) land where it says."""
     exe = programs["api"]
-    h.run(exe, env=safe_env(exe, safe_max_size=4096, EXPECT_GROUPED=1, EXPECT_SAFE=1, MAX_SIZE=4096))
+    h.run(exe, env=safe_env(exe, safe_max_size=4096, EXPECT_GROUPED=1, EXPECT_SAFE=1, EXPECT_FRESH=1, MAX_SIZE=4096))
 
 
 def test_core_programs_pass_under_the_debug_build(programs):
@@ -241,7 +251,7 @@ def test_emptied_chunks_keep_their_pages_for_their_pool_up_to_safe_resident(prog
     options = {} if resident is None else {"safe_resident": resident}
     if lib == "debug":
         options["lib"] = h.paths.RUNTIME_DEBUG_LIB
-    out = run(exe, "two", env=safe_env(exe, **options))
+    out = run(exe, "two", env=safe_env(exe, **options, **PER_SITE))
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == [f"first site: {first}", f"second site: {second}",
                                        "first site reuses its chunk: yes"], out.stdout
@@ -278,13 +288,15 @@ def test_statistics_name_each_site(programs, tmp_path):
     assert out.stdout == "intact\n"
     s = json.loads(stats.read_text())
     assert s["mode"] == "safe" and s["safe"]["sites"] >= 2
+    assert [g["name"] for g in s["groups"][:2]] == ["(sites past the last group)", "(fresh space, any site)"]
     by_function = {}
-    for g in s["groups"][1:]:
+    for g in s["groups"][2:]:
         site = re.search(r"<- (\S+\+0x[0-9a-f]+)", g["name"]).group(1)
         by_function[function_at(exe, site)] = g
-    # make_a and make_b are wrappers: the sites are main and fill_others
+    # make_a and make_b are wrappers: the sites are main and fill_others,
+    # whose objects are counted as theirs though fresh space holds them
     assert by_function["main"]["objects"] == 1 and by_function["fill_others"]["objects"] == 4096
-    assert by_function["fill_others"]["peak_resident"] > 0
+    assert s["groups"][1]["peak_resident"] > 0 and s["groups"][1]["objects"] == 0
 
 
 def test_safe_mode_takes_its_short_ways_without_statistics(programs, tmp_path):
@@ -316,7 +328,9 @@ def test_safe_mode_takes_its_short_ways_without_statistics(programs, tmp_path):
     assert n["_corral_group_alloc_slow"] <= 64, n
     assert n["_corral_dyn_context_through_wrappers"] >= 3 * count and n["through_wrappers"] <= 8, n
     stats = tmp_path / "stats.json"
-    done = run_callgrind([programs["churn"], count], {**safe_env(programs["churn"]), "CORRAL_STATS": str(stats)}, out)
+    # per site: a block grown out of fresh space is its realloc's site's
+    done = run_callgrind([programs["churn"], count], {**safe_env(programs["churn"], **PER_SITE),
+                                                      "CORRAL_STATS": str(stats)}, out)
     assert done.returncode == 0 and done.stdout == "checksum 0\n", done.stdout + done.stderr[-2000:]
     n = calls_of(out, names)
     assert n["malloc_safe"] + n["calloc_safe"] == 0 and n["_corral_malloc_rest"] >= 2 * count, n
@@ -332,7 +346,7 @@ def test_a_site_of_its_own_takes_the_short_way_without_a_frame(programs, tmp_pat
     that walks through wrappers."""
     exe = programs["resident"]
     out = tmp_path / "resident.callgrind"
-    done = run_callgrind([exe], safe_env(exe), out)
+    done = run_callgrind([exe], safe_env(exe, **PER_SITE), out)
     assert done.returncode == 0 and done.stdout.endswith("first site reuses its chunk: yes\n"), done.stderr[-2000:]
     n = calls_of(out, ["malloc_safe", "malloc_safe_site"])
     assert n["malloc_safe"] >= 2 * 24000 and n["malloc_safe_site"] <= 2, n
@@ -354,7 +368,7 @@ def test_a_site_of_its_own_is_served_through_its_slot_call(programs, tmp_path):
     names = [*SLOT_WAYS, "malloc_safe", "malloc_safe_site", "calloc_safe"]
     exe = programs["resident"]
     out = tmp_path / "resident.callgrind"
-    done = run_callgrind([exe], safe_env(exe), out, "--smc-check=all")
+    done = run_callgrind([exe], safe_env(exe, **PER_SITE), out, "--smc-check=all")
     assert done.returncode == 0 and done.stdout.endswith("first site reuses its chunk: yes\n"), done.stderr[-2000:]
     n = calls_of(out, names)
     assert n["_corral_safe_malloc_slot"] >= 2 * 24000 - 8 and n["malloc_safe"] <= 8, n
@@ -410,7 +424,7 @@ def test_safe_mode_frees_another_threads_blocks_on_the_short_way(programs, tmp_p
     count = 4096
     names = ["_corral_free_remote", "free_checked", "_corral_group_free_slow", "_corral_chunk_drain"]
     out = tmp_path / "remote.callgrind"
-    done = run_callgrind([programs["churn"], count, "remote"], safe_env(programs["churn"]), out)
+    done = run_callgrind([programs["churn"], count, "remote"], safe_env(programs["churn"], **PER_SITE), out)
     assert done.returncode == 0 and done.stdout == "checksum 0\n", done.stdout + done.stderr[-2000:]
     n = calls_of(out, names)
     assert n["_corral_free_remote"] >= count, n
@@ -458,3 +472,80 @@ def test_a_call_across_two_words_gets_its_slot_while_threads_run_it_and_fork(tmp
         assert "invariant broken" not in done.stderr, done.stderr
         assert (done.returncode, done.stdout) == (0, "pointed elsewhere: yes\nsums: right\nchildren failed: 0\n"), \
             (done.returncode, done.stdout, done.stderr[-2000:])
+
+
+# ---- fresh space (docs/safe.md, "Fresh space") ----------------------------------------------
+
+def _checks(out):
+    """safe_fresh's "name: ok" / "name: FAILED why" lines: {name: "ok" or "FAILED why"}."""
+    found = re.findall(r"^(.+?): (ok|FAILED .*)$", out.stdout, re.M)
+    return dict(found)
+
+
+@pytest.mark.parametrize("fresh", [1, 0])
+def test_fresh_space_lays_sites_out_in_allocation_order_and_reuses_nothing(programs, fresh):
+    """Two sites' 24-byte objects made in turn lie next to each other, and
+    blocks freed while their class frees little are never handed out
+    again (safe_fresh order, unused). With CORRAL_SAFE_FRESH=0 each site
+    has its pool: the objects lie apart and each site reuses its frees."""
+    exe = programs["fresh"]
+    for case in ("order", "unused"):
+        out = run(exe, case, env=safe_env(exe, safe_fresh=fresh))
+        assert out.returncode == 0, out.stderr
+        checks = _checks(out)
+        assert checks and all(v == "ok" for v in checks.values()) == bool(fresh), (case, checks)
+        if not fresh:
+            assert all(v.startswith("FAILED") for v in checks.values()), (case, checks)
+
+
+def test_a_class_whose_blocks_come_back_closes_and_its_sites_reuse_them(programs, tmp_path):
+    """A site that frees each object it makes closes its class's fresh
+    space for its thread: from then on its own pool reuses its frees, and
+    another site never gets one (safe_fresh closes)."""
+    exe = programs["fresh"]
+    stats = tmp_path / "stats.json"
+    out = run(exe, "closes", env=safe_env(exe, stats=stats))
+    assert out.returncode == 0 and out.stdout.endswith("0 failed\n"), out.stdout + out.stderr
+    fresh = json.loads(stats.read_text())["safe"]["fresh"]
+    assert fresh["closed"] >= 1, fresh
+
+
+@pytest.mark.parametrize("lib", ["normal", "debug"])
+def test_a_fresh_chunk_all_freed_is_given_up(programs, lib, tmp_path):
+    """A chunk and a half of fresh blocks, all freed: the first chunk's
+    addresses are never handed out again (another site's blocks of the
+    same class land elsewhere), and a free into it is an invalid free."""
+    exe = programs["fresh"]
+    stats = tmp_path / "stats.json"
+    env = safe_env(exe, safe_abort=0, stats=stats, lib=paths.RUNTIME_DEBUG_LIB if lib == "debug" else h.LIB)
+    out = run(exe, "spent", env=env)
+    assert out.returncode == 0 and out.stdout.endswith("refreed\n0 failed\n"), out.stdout + out.stderr
+    assert re.search(r"^corral: safe: invalid free of 0x[0-9a-f]+ \(in a chunk whose objects were all freed\)",
+                     out.stderr, re.M), out.stderr
+    s = json.loads(stats.read_text())["safe"]
+    assert s["fresh"]["spent_chunks"] >= 1 and s["errors"]["invalid_free"] == 1, s
+
+
+@pytest.mark.parametrize("case, lead, what", [("double", "double free of", "a 32-byte block"),
+                                              ("interior", "invalid free of", "not an object's start, inside a 48-byte block")])
+def test_bad_frees_of_fresh_blocks_are_reported_then_abort(programs, case, lead, what):
+    """Fresh space knows no site: the report names it instead."""
+    exe = programs["fresh"]
+    out = run(exe, case, env=safe_env(exe))
+    assert out.returncode == -signal.SIGABRT, (out.returncode, out.stdout, out.stderr)
+    lines = [line for line in out.stderr.splitlines() if line.startswith("corral: safe:")]
+    assert len(lines) == 1 and lines[0].startswith(f"corral: safe: {lead} 0x"), out.stderr
+    assert f"({what} of (fresh space, any site)) at safe_fresh+0x" in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("base, lib", [("glibc", "normal"), ("mimalloc", "normal"), ("glibc", "debug")])
+def test_fresh_space_across_threads_and_fork(programs, base, lib):
+    """Four threads make blocks of three classes and free each other's
+    (remote frees into fresh chunks, classes closing at different times
+    in different threads) while a forked child does the same: no block of
+    fresh space is handed out twice in either process; the debug build
+    checks the chunks' invariants besides."""
+    exe = programs["fresh"]
+    env = safe_env(exe, base, lib=paths.RUNTIME_DEBUG_LIB if lib == "debug" else h.LIB)
+    out = run(exe, "threads", env=env)
+    assert out.returncode == 0 and out.stdout.endswith("0 failed\n"), out.stdout + out.stderr

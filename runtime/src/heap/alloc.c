@@ -4,6 +4,7 @@
 #include "heap.h"
 
 uint8_t _corral_group_mixed[CORRAL_MAX_GROUPS];
+unsigned _corral_fresh_group = CORRAL_MAX_GROUPS;
 corral_modes_t _corral_modes;
 
 const char *_corral_where_text(corral_where_t w)
@@ -46,6 +47,16 @@ void *_corral_group_alloc_slow(unsigned g, size_t size, size_t align)
     CORRAL_ASSERT(size <= CORRAL_TABLE_MAX);   /* max sizes are at most 64 KiB, a multiple of every alignment */
     p = _corral_block_alloc(h, g * CORRAL_SIZE_CLASSES + _corral_class(size));
   }
+  if (CORRAL_UNLIKELY(!p)) return NULL;
+  return _corral_modes.track ? count_alloc(h, g, p) : p;
+}
+
+void *_corral_group_alloc_fresh(unsigned g, size_t size)
+{
+  corral_heap_t *h = _corral_heap_get();
+  unsigned k = _corral_class(size);
+  if (CORRAL_UNLIKELY(!h) || h->fresh_closed[k]) return NULL;
+  void *p = _corral_block_alloc_fresh(h, _corral_fresh_group * CORRAL_SIZE_CLASSES + k);
   if (CORRAL_UNLIKELY(!p)) return NULL;
   return _corral_modes.track ? count_alloc(h, g, p) : p;
 }

@@ -26,7 +26,7 @@ static int extend(corral_chunk_t *c)
    * as a linked batch would be, but with no link encoded here and decoded
    * and checked when popped (Olden perimeter: 47 instructions a malloc on
    * safe mode's slot way). */
-  if (CORRAL_UNLIKELY(_corral_modes.safe)) {
+  if (CORRAL_UNLIKELY(_corral_modes.safe || c->group == _corral_fresh_group)) {
     c->batch_end = c->bump + n * bs;
     return 1;
   }
@@ -134,4 +134,41 @@ void *_corral_block_alloc(corral_heap_t *h, unsigned pool)
     if (refill(c)) return pop(c);
   }
   return NULL;
+}
+
+unsigned _corral_fresh_closed;
+
+/* Fresh-only pools (heap.h): blocks from the bump space alone, batch by
+ * batch; a full chunk is retired (never held: its owner would take its
+ * freed blocks again) and an empty one taken (never adopted, never one a
+ * pool kept). Between batches, once the chunk has handed out
+ * CORRAL_FRESH_JUDGE_BYTES, a quarter of its blocks back (the owner's
+ * frees, which `live` has lost, and the remote ones waiting) closes the
+ * class for this thread: its frees are no longer the odd one, and each
+ * would cost a block of memory that is never used again. */
+static int fresh_judged_closed(corral_chunk_t *c)
+{
+  if (__atomic_load_n(&_corral_fresh_spent, __ATOMIC_RELAXED) >= CORRAL_FRESH_SPENT_MOST) return 1;
+  size_t handed = (size_t)(c->bump - c->blocks) / c->block_size;
+  if ((size_t)(c->bump - c->blocks) < CORRAL_FRESH_JUDGE_BYTES) return 0;
+  size_t back = handed - c->live + _corral_remote_length(atomic_load_explicit(&c->remote, memory_order_relaxed));
+  return back * 4 > handed;
+}
+
+void *_corral_block_alloc_fresh(corral_heap_t *h, unsigned pool)
+{
+  unsigned k = pool % CORRAL_SIZE_CLASSES;
+  CORRAL_ASSERT(pool / CORRAL_SIZE_CLASSES == _corral_fresh_group && !h->fresh_closed[k]);
+  corral_chunk_t *c = h->cur[pool];
+  if (c) {
+    if (c->bump < c->batch_end) return _corral_block_bump(c);
+    if (fresh_judged_closed(c)) {
+      h->fresh_closed[k] = 1;
+      __atomic_fetch_add(&_corral_fresh_closed, 1, __ATOMIC_RELAXED);
+      return NULL;
+    }
+    if (extend(c)) return _corral_block_bump(c);
+  }
+  if (!(c = _corral_chunk_replace(h, pool, 0))) return NULL;
+  return extend(c) ? _corral_block_bump(c) : NULL;
 }

@@ -56,6 +56,7 @@ static uint64_t group_chunks[CORRAL_MAX_GROUPS], group_peak_chunks[CORRAL_MAX_GR
 static uint64_t group_bytes[CORRAL_MAX_GROUPS], group_peak_bytes[CORRAL_MAX_GROUPS];
 static uint64_t group_peak_live[CORRAL_MAX_GROUPS];
 static uint64_t chunk_key_seed;
+unsigned _corral_fresh_spent;
 
 void _corral_layout_init(void)
 {
@@ -280,7 +281,13 @@ static void release_locked(corral_chunk_t *c)
   group_bytes[g] -= usable_bytes(c);
   __atomic_store_n(&c->limit, 0, __ATOMIC_RELAXED);   /* free's first way tests only this */
   __atomic_store_n(&c->magic, 0, __ATOMIC_RELEASE);
-  if (_corral_modes.safe) {
+  if (g == _corral_fresh_group) {
+    /* Every block it handed out was freed, and none may be handed out
+     * again: its pages go, and its addresses stay unused (a free into it
+     * finds no magic: an invalid free). */
+    _corral_os_purge((void *)_corral_chunk_base(c), _corral_layout.chunk_size);
+    __atomic_store_n(&_corral_fresh_spent, _corral_fresh_spent + 1, __ATOMIC_RELAXED);
+  } else if (_corral_modes.safe) {
     /* Its addresses stay with its pool, and its pages too while it is one
      * of the last released; a free of a pointer into it now finds no
      * magic either way: an invalid free. */
@@ -499,7 +506,7 @@ corral_chunk_t *_corral_chunk_replace(corral_heap_t *h, unsigned pool, int may_a
   corral_chunk_t *c = h->cur[pool];
   if (c) {
     h->cur[pool] = NULL;
-    if (c->block_size && !freed_elsewhere(c)) hold(h, pool, c);
+    if (c->block_size && !freed_elsewhere(c) && c->group != _corral_fresh_group) hold(h, pool, c);
     else _corral_chunk_retire(c, 0);
   }
   if (may_adopt && (c = take_held(h, pool))) {

@@ -82,10 +82,20 @@ static corral_heap_t *heap_create(void)
   return h;
 }
 
+/* A thread starts with the fresh-only group's pools open (heap.h), each
+ * class up to CORRAL_FRESH_MAX_SIZE, whatever an exited thread whose heap
+ * it takes over had closed. */
+static void open_fresh_pools(corral_heap_t *h)
+{
+  for (unsigned k = 0; k < CORRAL_SIZE_CLASSES; k++)
+    h->fresh_closed[k] = _corral_fresh_group == CORRAL_MAX_GROUPS || corral_class_size(k) > CORRAL_FRESH_MAX_SIZE;
+}
+
 corral_heap_t *_corral_heap_create_for_thread(void)
 {
   corral_heap_t *h = heap_create();
   if (!h) return NULL;
+  open_fresh_pools(h);
   _corral_tls_heap = h;
   if (!_corral_modes.full_ways) _corral_tls_fast = h;
   if (exit_key_ok) pthread_setspecific(exit_key, h);

@@ -111,6 +111,11 @@ typedef struct corral_heap_s {
    * each thread's exit faulted them in (graphviz's dot on a two-node
    * graph: 342 of the run's 2,230 page faults, from three threads). */
   uint64_t used[(CORRAL_POOLS + 63) / 64];
+  /* By size class: this thread's pool of the class in the fresh-only
+   * group is closed (from the start when there is none or the class is
+   * past CORRAL_FRESH_MAX_SIZE; block.c, _corral_block_alloc_fresh): its
+   * requests go to their own groups' pools. */
+  uint8_t fresh_closed[CORRAL_SIZE_CLASSES];
   corral_group_counts_t counts[CORRAL_MAX_GROUPS];
   uint64_t ungrouped_objects, ungrouped_bytes;
   int dead;                                /* thread exited; counts stay for stats */
@@ -169,6 +174,27 @@ static inline corral_heap_t *_corral_heap_get(void)
  * size class in block chunks of its own (block.c). Set once, before the
  * runtime is ready. */
 extern uint8_t _corral_group_mixed[CORRAL_MAX_GROUPS];
+
+/* The fresh-only group (safe mode's fresh space, docs/safe.md), or
+ * CORRAL_MAX_GROUPS: none. Its blocks are handed out from never-used
+ * space alone, in allocation order, for requests of any group; a block
+ * freed there is never handed out again, and a chunk whose blocks all
+ * came back is given up, its pages to the OS and its addresses to
+ * nobody. A thread's pool of one class closes (heap fresh_closed) once a
+ * quarter of the blocks its current chunk handed out came back: what is
+ * freed then should be reused, by its own group. All close once
+ * CORRAL_FRESH_SPENT_MOST chunks were given up. Set once, before the
+ * runtime is ready. */
+extern unsigned _corral_fresh_group;
+/* Larger requests never take fresh-only pools: such a block spans 16
+ * lines and more, so its neighbour matters less than its reuse. */
+#define CORRAL_FRESH_MAX_SIZE 1024
+#define CORRAL_FRESH_JUDGE_BYTES 65536      /* a chunk is judged once it handed out this much */
+#define CORRAL_FRESH_SPENT_MOST 1024        /* chunks given up (their address space lost) */
+/* Fresh-only chunks given up so far (chunk.c; under _corral_heap_lock),
+ * and pools closed, by thread and class (block.c). */
+extern unsigned _corral_fresh_spent;
+extern unsigned _corral_fresh_closed;
 
 /* What the modes ask of the heap (counting, the slow ways, safe mode's
  * links and checks, dynamic mode's counted remote frees): modes.h. */
@@ -318,6 +344,11 @@ static inline size_t _corral_object_size(corral_chunk_t *c, const void *p)
  * malloc's alignment, else a power of two <= 4096); NULL if the group memory
  * is exhausted. */
 void *_corral_group_alloc_slow(unsigned g, size_t size, size_t align);
+/* A block of `size` bytes from the fresh-only group, counted for group g;
+ * NULL when its pool of that class is closed for this thread (always
+ * past CORRAL_FRESH_MAX_SIZE, or with no fresh-only group: g's own pool
+ * then) or memory ran out. */
+void *_corral_group_alloc_fresh(unsigned g, size_t size);
 void _corral_group_free_slow(corral_chunk_t *c, void *p);
 
 /* Classes of every size a group takes (max_size is at most 65536) by
@@ -540,6 +571,9 @@ int _corral_group_of_address(const void *p);
  * remote stack, `length` frees long (CORRAL_REMOTE_MANY: unknown). Mixed
  * chunks (mixed.c): the same for any size. */
 void *_corral_block_alloc(corral_heap_t *h, unsigned pool);
+/* A never-used block from fresh-only pool `pool` of h; NULL when the pool
+ * has closed for h (fresh_closed set) or memory ran out. */
+void *_corral_block_alloc_fresh(corral_heap_t *h, unsigned pool);
 long _corral_block_drain(corral_chunk_t *c, void *list, uintptr_t length);
 void *_corral_mixed_alloc(corral_heap_t *h, unsigned pool, size_t size, size_t align);
 long _corral_mixed_drain(corral_chunk_t *c, void *list);

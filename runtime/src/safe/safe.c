@@ -78,7 +78,9 @@ void _corral_safe_init(void)
   }
   _corral_modes.link_keys[0] = random_key();
   _corral_modes.link_keys[1] = random_key() | 1;  /* odd: a multiplier that loses no address bit */
-  safe.groups = 1;
+  /* Group 1 is the fresh space's (docs/safe.md, "Fresh space"). */
+  if (_corral_options.safe_fresh) _corral_fresh_group = CORRAL_SAFE_FRESH;
+  safe.groups = _corral_options.safe_fresh ? 2 : 1;
   _corral_modes.safe_double_free = double_free;
   _corral_modes.safe_free_local = free_local;
   _corral_modes.safe_bad_link = bad_link;
@@ -135,6 +137,7 @@ const char *_corral_safe_group_name(unsigned g)
 {
   if (g >= _corral_safe_group_count()) return "?";
   if (g == CORRAL_SAFE_SHARED) return "(sites past the last group)";
+  if (g == _corral_fresh_group) return "(fresh space, any site)";
   char *name = group_names[g];
   if (name[0]) return name;
   int n = snprintf(name, sizeof group_names[0], "site%u <- ", g);
@@ -222,7 +225,9 @@ void *_corral_safe_alloc(size_t size, size_t align, void *ret0, void *fp0, int z
     return NULL;
   }
   if (size <= _corral_options.safe_max_size && align <= CORRAL_MAX_GROUP_ALIGN) {
-    void *p = _corral_group_alloc_slow(_corral_safe_site_group(ret0, fp0), size, align);
+    unsigned g = _corral_safe_site_group(ret0, fp0);
+    void *p = align == 0 ? _corral_group_alloc_fresh(g, size) : NULL;
+    if (!p) p = _corral_group_alloc_slow(g, size, align);
     if (CORRAL_LIKELY(p != NULL)) {
       if (zero) memset(p, 0, size);
       return p;
@@ -268,14 +273,20 @@ void *_corral_safe_realloc(void *p, size_t size, void *ret0, void *fp0)
       errno = ENOMEM;
       return NULL;
     }
-    /* In place within its size class; else a new block of the same site. */
+    /* In place within its size class; else a new block of the same site
+     * (the realloc's site when the block came from fresh space, which
+     * knows no site), or of fresh space while the larger class takes it. */
     if (size <= c->block_size) return p;
-    /* The site's pool of the larger class, by the short way's pop where
-     * nothing is counted (Lua grows its tables' arrays so). */
+    unsigned g = c->group != _corral_fresh_group ? c->group : _corral_safe_site_group(ret0, fp0);
+    /* By the short way's pop where nothing is counted (Lua grows its
+     * tables' arrays so). */
     void *q = NULL;
     if (__atomic_load_n(&_corral_gates.on_realloc, __ATOMIC_RELAXED) == CORRAL_GATE_SAFE)
-      q = _corral_safe_pop_from(size, c->group);
-    if (!q && size <= _corral_options.safe_max_size) q = _corral_group_alloc_slow(c->group, size, 0);
+      q = _corral_safe_pop_from(size, g);
+    if (!q && size <= _corral_options.safe_max_size) {
+      q = _corral_group_alloc_fresh(g, size);
+      if (!q) q = _corral_group_alloc_slow(g, size, 0);
+    }
     if (!q) q = _corral_safe_alloc(size, 0, ret0, fp0, 0);
     _corral_safe_free_site = ret0;
     return move(q, p, c->block_size, size, free_grouped);
@@ -312,7 +323,7 @@ void *_corral_safe_realloc(void *p, size_t size, void *ret0, void *fp0)
 /* What the "safe" section writes that is not a counter of its own:
  * gathered at exit. */
 static struct {
-  unsigned sites, pools, kept_chunks;
+  unsigned sites, pools, kept_chunks, fresh_closed, fresh_spent;
   corral_safe_large_stats_t large;
 } got;
 
@@ -324,6 +335,9 @@ static const corral_stat_t *stats_gather(unsigned *n)
     CORRAL_STAT("pools", U32, &got.pools),
     CORRAL_STAT("kept_chunks", U32, &got.kept_chunks),
     CORRAL_STAT("fallbacks", U64, &safe.fallbacks),
+    CORRAL_STAT_OBJECT_OF("fresh", 2),
+    CORRAL_STAT("closed", U32, &got.fresh_closed),
+    CORRAL_STAT("spent_chunks", U32, &got.fresh_spent),
 #define LARGE(name) CORRAL_STAT(#name, U64, &got.large.name),
     CORRAL_STAT_OBJECT_OF("large", sizeof got.large / sizeof(uint64_t)),
     CORRAL_SAFE_LARGE_STATS(LARGE)
@@ -336,8 +350,10 @@ static const corral_stat_t *stats_gather(unsigned *n)
   };
   _Static_assert(CORRAL_SAFE_ERROR_KINDS == 4, "one field per error kind");
   if (!_corral_modes.safe) return NULL;
-  got.sites = _corral_safe_group_count() - 1;
+  got.sites = _corral_safe_group_count() - 1 - (_corral_fresh_group != CORRAL_MAX_GROUPS);
   _corral_pool_totals(&got.pools, &got.kept_chunks);
+  got.fresh_closed = __atomic_load_n(&_corral_fresh_closed, __ATOMIC_RELAXED);
+  got.fresh_spent = __atomic_load_n(&_corral_fresh_spent, __ATOMIC_RELAXED);
   _corral_safe_large_stats(&got.large);
   *n = sizeof fields / sizeof *fields;
   return fields;
@@ -351,7 +367,8 @@ static void stats_text(int fd)
   _corral_pool_totals(&pools, &kept);
   _corral_safe_large_stats(&l);
   _corral_fdprintf(fd, "corral: safe: %u sites (%llu sharing a group), %u pools, %u empty chunks kept\n",
-                   _corral_safe_group_count() - 1, (unsigned long long)safe.shared_sites, pools, kept);
+                   _corral_safe_group_count() - 1 - (_corral_fresh_group != CORRAL_MAX_GROUPS),
+                   (unsigned long long)safe.shared_sites, pools, kept);
   _corral_fdprintf(fd, "corral: safe: %llu large blocks (%llu live, %llu KiB; peak %llu KiB), %llu GiB reserved, "
                    "%llu recycled\n", (unsigned long long)l.blocks, (unsigned long long)l.live_blocks,
                    (unsigned long long)(l.live_bytes >> 10), (unsigned long long)(l.peak_live_bytes >> 10),

@@ -20,6 +20,7 @@
 
 #define CORRAL_SAFE_CONTEXTS (1u << 16)     /* dynamic mode's context ids are below this */
 #define CORRAL_SAFE_SHARED 0                /* the group of sites past the last group */
+#define CORRAL_SAFE_FRESH 1                 /* fresh space, any site's (CORRAL_SAFE_FRESH=1, the default) */
 
 /* [CORRAL_SAFE_CONTEXTS]: the group made for each context; 0 = none yet,
  * UINT16_MAX = the shared group (safe.c). */
@@ -75,8 +76,21 @@ CORRAL_INLINE int _corral_safe_known_group(uintptr_t ret0, const corral_dync_sit
  * then. */
 CORRAL_INLINE void *_corral_safe_pop_in(corral_heap_t *h, size_t size, unsigned g)
 {
-  size_t pool = (size_t)g * CORRAL_SIZE_CLASSES + _corral_class(size);
-  corral_chunk_t *c = h->cur[pool];
+  size_t k = _corral_class(size);
+  corral_chunk_t *c;
+  /* While this thread's class takes fresh space, the next block of the
+   * fresh group's current batch, whatever the site (docs/safe.md, "Fresh
+   * space"), or of a new batch or chunk; the site's own pool once the
+   * class has closed. */
+  if (!h->fresh_closed[k]) {
+    size_t fresh = CORRAL_SAFE_FRESH * CORRAL_SIZE_CLASSES + k;
+    c = h->cur[fresh];
+    if (CORRAL_LIKELY(c != NULL && c->bump < c->batch_end)) return _corral_block_bump(c);
+    void *p = _corral_block_alloc_fresh(h, (unsigned)fresh);
+    if (p || !h->fresh_closed[k]) return p;           /* NULL: out of memory, the full way says so */
+  }
+  size_t pool = (size_t)g * CORRAL_SIZE_CLASSES + k;
+  c = h->cur[pool];
   if (CORRAL_UNLIKELY(c == NULL)) return NULL;
   void **p = (void **)c->free;
   if (CORRAL_UNLIKELY(p == NULL)) {
