@@ -7,6 +7,7 @@
  *            out again, to any site (a site's own pool would reuse them)
  *   closes   a site that frees what it makes closes its class: its frees
  *            are reused then, by it alone
+ *   inherited  as closes, then a new thread: the class closed, another open
  *   spent    fresh blocks of more than a chunk, all freed: the first
  *            chunk is given up, its addresses never handed out again (to
  *            a new thread, whose fresh space is open), and a free into it
@@ -120,6 +121,26 @@ static void closes(void)
   check("closes: never by another site", others == 0, "site b got a's block");
 }
 
+/* A thread started once its class closed elsewhere takes it closed. */
+static void *make_two(void *arg)
+{
+  void **got = arg;
+  got[0] = make_b(72);
+  got[1] = make_b(24);
+  return NULL;
+}
+
+static void inherited(void)
+{
+  closes();
+  void *got[2];
+  pthread_t t;
+  pthread_create(&t, NULL, make_two, got);
+  pthread_join(t, NULL);
+  check("inherited: the closed class", corral_group_of_if_loaded(got[0]) != FRESH, "fresh in a new thread");
+  check("inherited: another class", corral_group_of_if_loaded(got[1]) == FRESH, "not fresh in a new thread");
+}
+
 enum { SPENT_N = CHUNK / 64 * 3 / 2 };   /* a chunk and a half of 64-byte blocks */
 static void *spent_later[SPENT_N];
 
@@ -224,6 +245,7 @@ int main(int argc, char **argv)
   if (!strcmp(c, "order")) order();
   else if (!strcmp(c, "unused")) unused();
   else if (!strcmp(c, "closes")) closes();
+  else if (!strcmp(c, "inherited")) inherited();
   else if (!strcmp(c, "spent")) spent();
   else if (!strcmp(c, "double")) twice();
   else if (!strcmp(c, "interior")) interior();

@@ -510,6 +510,16 @@ def test_a_class_whose_blocks_come_back_closes_and_its_sites_reuse_them(programs
     assert fresh["closed"] >= 1, fresh
 
 
+def test_a_thread_started_later_takes_the_classes_others_closed(programs):
+    """A program that starts a thread after another closed a class (larson
+    makes one after another) does not pay the new thread's way to closing
+    it: the new thread's first block of that class comes from its site's
+    pool, one of a class nobody closed from fresh space."""
+    exe = programs["fresh"]
+    out = run(exe, "inherited", env=safe_env(exe))
+    assert out.returncode == 0 and out.stdout.endswith("0 failed\n"), out.stdout + out.stderr
+
+
 @pytest.mark.parametrize("lib", ["normal", "debug"])
 def test_a_fresh_chunk_all_freed_is_given_up(programs, lib, tmp_path):
     """A chunk and a half of fresh blocks, all freed: the first chunk's

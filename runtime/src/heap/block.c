@@ -137,6 +137,7 @@ void *_corral_block_alloc(corral_heap_t *h, unsigned pool)
 }
 
 unsigned _corral_fresh_closed;
+uint8_t _corral_fresh_class_closed[CORRAL_SIZE_CLASSES];
 
 /* Fresh-only pools (heap.h): blocks from the bump space alone, batch by
  * batch; a full chunk is retired (never held: its owner would take its
@@ -164,6 +165,7 @@ void *_corral_block_alloc_fresh(corral_heap_t *h, unsigned pool)
     if (c->bump < c->batch_end) return _corral_block_bump(c);
     if (fresh_judged_closed(c)) {
       h->fresh_closed[k] = 1;
+      __atomic_store_n(&_corral_fresh_class_closed[k], 1, __ATOMIC_RELAXED);
       __atomic_fetch_add(&_corral_fresh_closed, 1, __ATOMIC_RELAXED);
       return NULL;
     }

@@ -112,9 +112,10 @@ typedef struct corral_heap_s {
    * graph: 342 of the run's 2,230 page faults, from three threads). */
   uint64_t used[(CORRAL_POOLS + 63) / 64];
   /* By size class: this thread's pool of the class in the fresh-only
-   * group is closed (from the start when there is none or the class is
-   * past CORRAL_FRESH_MAX_SIZE; block.c, _corral_block_alloc_fresh): its
-   * requests go to their own groups' pools. */
+   * group is closed (from the start when there is none, the class is
+   * past CORRAL_FRESH_MAX_SIZE or another thread closed it before; block.c,
+   * _corral_block_alloc_fresh): its requests go to their own groups'
+   * pools. */
   uint8_t fresh_closed[CORRAL_SIZE_CLASSES];
   corral_group_counts_t counts[CORRAL_MAX_GROUPS];
   uint64_t ungrouped_objects, ungrouped_bytes;
@@ -192,9 +193,11 @@ extern unsigned _corral_fresh_group;
 #define CORRAL_FRESH_JUDGE_BYTES 65536      /* a chunk is judged once it handed out this much */
 #define CORRAL_FRESH_SPENT_MOST 1024        /* chunks given up (their address space lost) */
 /* Fresh-only chunks given up so far (chunk.c; under _corral_heap_lock),
- * and pools closed, by thread and class (block.c). */
+ * pools closed, by thread and class (block.c), and the classes any
+ * thread closed, which threads started later take closed. */
 extern unsigned _corral_fresh_spent;
 extern unsigned _corral_fresh_closed;
+extern uint8_t _corral_fresh_class_closed[CORRAL_SIZE_CLASSES];
 
 /* What the modes ask of the heap (counting, the slow ways, safe mode's
  * links and checks, dynamic mode's counted remote frees): modes.h. */
