@@ -116,10 +116,10 @@ MUTANTS = [
            "  if (0) {\n",
            "a free list run dry walks another thread's frees block by block before taking them"),
     Mutant("fresh-block-reused", "runtime/src/heap/block.c",
-           "    if (extend(c)) return _corral_block_bump(c);\n  }\n",
+           "    if (extend(c)) return _corral_block_bump(c);\n    if (census_due",
            "    if (c->local_free) {\n      void **p = c->local_free;\n      c->local_free = _corral_link_get(p);\n"
            "      p[1] = NULL;\n      c->live++;\n      return p;\n    }\n"
-           "    if (extend(c)) return _corral_block_bump(c);\n  }\n",
+           "    if (extend(c)) return _corral_block_bump(c);\n    if (census_due",
            "safe mode's fresh space hands a block freed there out again, to any site"),
     Mutant("spent-fresh-chunk-reused", "runtime/src/heap/chunk.c",
            "  if (g == _corral_fresh_group) {\n",
@@ -133,6 +133,10 @@ MUTANTS = [
            " ||\n                         __atomic_load_n(&_corral_fresh_class_closed[k], __ATOMIC_RELAXED);",
            ";",
            "every new thread takes fresh space of a class other threads closed, and pays its way to closing it"),
+    Mutant("fresh-retired-chunks-never-judged", "runtime/src/heap/block.c",
+           "    if (census_due(k) && _corral_fresh_stranded(pool)) return fresh_close(h, k);\n",
+           "",
+           "a class whose old objects die at random keeps fresh space, and what they leave is never used again"),
     Mutant("remote-length-never-counted", "runtime/src/heap/alloc.c",
            "    length += length < CORRAL_REMOTE_MANY;\n",
            "",

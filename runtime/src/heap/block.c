@@ -145,15 +145,44 @@ uint8_t _corral_fresh_class_closed[CORRAL_SIZE_CLASSES];
  * pool kept). Between batches, once the chunk has handed out
  * CORRAL_FRESH_JUDGE_BYTES, a quarter of its blocks back (the owner's
  * frees, which `live` has lost, and the remote ones waiting) closes the
- * class for this thread: its frees are no longer the odd one, and each
- * would cost a block of memory that is never used again. */
-static int fresh_judged_closed(corral_chunk_t *c)
+ * class: its frees are no longer the odd one, and each would cost a
+ * block of memory that is never used again. Before a new chunk (now and
+ * then: census_due), so does a quarter of the retired chunks' blocks: a
+ * class whose objects die long after they were made (a cache that
+ * evicts at random) shows it there, never in the chunk being filled. */
+static int fresh_judged_closed(corral_chunk_t *c, unsigned k)
 {
-  if (__atomic_load_n(&_corral_fresh_spent, __ATOMIC_RELAXED) >= CORRAL_FRESH_SPENT_MOST) return 1;
+  if (__atomic_load_n(&_corral_fresh_spent, __ATOMIC_RELAXED) >= CORRAL_FRESH_SPENT_MOST ||
+      __atomic_load_n(&_corral_fresh_class_closed[k], __ATOMIC_RELAXED))
+    return 1;
   size_t handed = (size_t)(c->bump - c->blocks) / c->block_size;
   if ((size_t)(c->bump - c->blocks) < CORRAL_FRESH_JUDGE_BYTES) return 0;
   size_t back = handed - c->live + _corral_remote_length(atomic_load_explicit(&c->remote, memory_order_relaxed));
   return back * 4 > handed;
+}
+
+/* Whether the class's retired chunks are judged before this new chunk:
+ * each judgement walks them all, so only once the class has taken a
+ * quarter more chunks than at the last one (and at least 4): the walks
+ * cost a few times the chunks taken in all, where a walk before every
+ * chunk cost their square (Olden health's 419 chunks: 88 thousand
+ * header reads). */
+static int census_due(unsigned k)
+{
+  static unsigned taken[CORRAL_SIZE_CLASSES], next[CORRAL_SIZE_CLASSES];
+  unsigned n = __atomic_add_fetch(&taken[k], 1, __ATOMIC_RELAXED);
+  unsigned due = __atomic_load_n(&next[k], __ATOMIC_RELAXED);
+  if (n < due) return 0;
+  __atomic_store_n(&next[k], n + (n / 4 > 4 ? n / 4 : 4), __ATOMIC_RELAXED);
+  return 1;
+}
+
+static void *fresh_close(corral_heap_t *h, unsigned k)
+{
+  h->fresh_closed[k] = 1;
+  if (!__atomic_exchange_n(&_corral_fresh_class_closed[k], 1, __ATOMIC_RELAXED))
+    __atomic_fetch_add(&_corral_fresh_closed, 1, __ATOMIC_RELAXED);
+  return NULL;
 }
 
 void *_corral_block_alloc_fresh(corral_heap_t *h, unsigned pool)
@@ -163,13 +192,9 @@ void *_corral_block_alloc_fresh(corral_heap_t *h, unsigned pool)
   corral_chunk_t *c = h->cur[pool];
   if (c) {
     if (c->bump < c->batch_end) return _corral_block_bump(c);
-    if (fresh_judged_closed(c)) {
-      h->fresh_closed[k] = 1;
-      __atomic_store_n(&_corral_fresh_class_closed[k], 1, __ATOMIC_RELAXED);
-      __atomic_fetch_add(&_corral_fresh_closed, 1, __ATOMIC_RELAXED);
-      return NULL;
-    }
+    if (fresh_judged_closed(c, k)) return fresh_close(h, k);
     if (extend(c)) return _corral_block_bump(c);
+    if (census_due(k) && _corral_fresh_stranded(pool)) return fresh_close(h, k);
   }
   if (!(c = _corral_chunk_replace(h, pool, 0))) return NULL;
   return extend(c) ? _corral_block_bump(c) : NULL;

@@ -547,6 +547,20 @@ void _corral_chunk_retire(corral_chunk_t *c, int abandoned)
   _corral_unlock(&_corral_heap_lock);
 }
 
+int _corral_fresh_stranded(unsigned pool)
+{
+  uint64_t handed = 0, back = 0;
+  _corral_lock(&_corral_heap_lock);
+  for (corral_chunk_t *c = retired[pool]; c; c = c->next) {
+    uint64_t n = c->limit / c->block_size;
+    long live = CORRAL_RETIRED - atomic_load_explicit(&c->balance, memory_order_relaxed);
+    handed += n * c->block_size;
+    if (live >= 0 && (uint64_t)live <= n) back += (n - (uint64_t)live) * c->block_size;
+  }
+  _corral_unlock(&_corral_heap_lock);
+  return back >= CORRAL_FRESH_JUDGE_BYTES && back * 4 > handed;
+}
+
 /* ---- statistics ------------------------------------------------------------ */
 
 static uint64_t live_bytes_locked(unsigned g)

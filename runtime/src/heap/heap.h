@@ -113,7 +113,7 @@ typedef struct corral_heap_s {
   uint64_t used[(CORRAL_POOLS + 63) / 64];
   /* By size class: this thread's pool of the class in the fresh-only
    * group is closed (from the start when there is none, the class is
-   * past CORRAL_FRESH_MAX_SIZE or another thread closed it before; block.c,
+   * past CORRAL_FRESH_MAX_SIZE or was closed before; block.c,
    * _corral_block_alloc_fresh): its requests go to their own groups'
    * pools. */
   uint8_t fresh_closed[CORRAL_SIZE_CLASSES];
@@ -181,11 +181,12 @@ extern uint8_t _corral_group_mixed[CORRAL_MAX_GROUPS];
  * space alone, in allocation order, for requests of any group; a block
  * freed there is never handed out again, and a chunk whose blocks all
  * came back is given up, its pages to the OS and its addresses to
- * nobody. A thread's pool of one class closes (heap fresh_closed) once a
- * quarter of the blocks its current chunk handed out came back: what is
- * freed then should be reused, by its own group. All close once
- * CORRAL_FRESH_SPENT_MOST chunks were given up. Set once, before the
- * runtime is ready. */
+ * nobody. A class closes (every thread's fresh_closed, as each next
+ * looks) once a quarter of the blocks a thread's current chunk handed
+ * out came back, or a quarter of those the retired chunks of its pool
+ * handed out: what is freed then should be reused, by its own group.
+ * All close once CORRAL_FRESH_SPENT_MOST chunks were given up. Set
+ * once, before the runtime is ready. */
 extern unsigned _corral_fresh_group;
 /* Larger requests never take fresh-only pools: such a block spans 16
  * lines and more, so its neighbour matters less than its reuse. */
@@ -193,8 +194,8 @@ extern unsigned _corral_fresh_group;
 #define CORRAL_FRESH_JUDGE_BYTES 65536      /* a chunk is judged once it handed out this much */
 #define CORRAL_FRESH_SPENT_MOST 1024        /* chunks given up (their address space lost) */
 /* Fresh-only chunks given up so far (chunk.c; under _corral_heap_lock),
- * pools closed, by thread and class (block.c), and the classes any
- * thread closed, which threads started later take closed. */
+ * pools closed, by thread and class (block.c), and the classes closed,
+ * which every thread takes closed at its next look or its start. */
 extern unsigned _corral_fresh_spent;
 extern unsigned _corral_fresh_closed;
 extern uint8_t _corral_fresh_class_closed[CORRAL_SIZE_CLASSES];
@@ -595,6 +596,10 @@ corral_chunk_t *_corral_chunk_replace(corral_heap_t *h, unsigned pool, int may_a
 void _corral_chunk_retire_held(corral_heap_t *h, unsigned pool, uint32_t torn);
 corral_chunk_t *_corral_chunk_acquire(corral_heap_t *h, unsigned pool, int may_adopt, int *adopted);
 void _corral_chunk_retire(corral_chunk_t *c, int abandoned);
+/* Fresh-only pool `pool`: whether its retired chunks hold more blocks
+ * that came back than a quarter of those they handed out, and at least
+ * CORRAL_FRESH_JUDGE_BYTES of them: memory no one will use again. */
+int _corral_fresh_stranded(unsigned pool);
 void _corral_chunk_release(corral_chunk_t *c);
 
 /* fork: the global chunk lock around fork, and the child's clean-up. */
