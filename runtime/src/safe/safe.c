@@ -71,6 +71,13 @@ void _corral_safe_init(void)
     _corral_warn("safe mode: cannot map its site tables; running without it");
     return;
   }
+  /* Slot stubs, ready before the first site: pointing a call at one is
+   * then a store or two, which may happen inside malloc. Statistics send
+   * every request the full way, which counts it. Made before the large
+   * blocks' space is reserved: the kernel puts that just below the
+   * libraries, where the stubs' room is, and in 1 start of 20 the room
+   * was then searched for 1 MiB at a time (10 failed probes). */
+  if (_corral_options.stubs && !_corral_options.stats) _corral_dyn_prepare_safe_slots();
   if (_corral_safe_large_init() != 0) {
     _corral_warn("safe mode: cannot reserve %zu MiB of address space for large blocks; running without it",
                  _corral_options.safe_large_space >> 20);
@@ -85,10 +92,6 @@ void _corral_safe_init(void)
   _corral_modes.safe_free_local = free_local;
   _corral_modes.safe_bad_link = bad_link;
   _corral_modes.safe = 1;
-  /* Slot stubs, ready before the first site: pointing a call at one is
-   * then a store or two, which may happen inside malloc. Statistics send
-   * every request the full way, which counts it. */
-  if (_corral_options.stubs && !_corral_options.stats) _corral_dyn_prepare_safe_slots();
 }
 
 /* ---- sites -------------------------------------------------------------------- */
