@@ -2,7 +2,8 @@
  * per check, "name: ok" or "name: FAILED ...", then "N failed".
  * Usage: safe_fresh CASE
  *   order    two sites make 24-byte objects in turn, nothing freed: each
- *            object lies next to the one made before it, of either site
+ *            object lies next to the one made before it, of either site;
+ *            a block of 1 KiB comes from fresh space, a larger one not
  *   unused   blocks freed while their class frees little are never handed
  *            out again, to any site (a site's own pool would reuse them)
  *   closes   a site that frees what it makes closes its class: its frees
@@ -77,6 +78,8 @@ static void order(void)
   snprintf(detail, sizeof detail, "%d of %d next to the one before", next_to, N - 1);
   /* a batch or a chunk ends now and then; the rest lie in order */
   check("order", next_to >= N - 1 - N / 100, detail);
+  check("order: up to 1 KiB", corral_group_of_if_loaded(make_a(1024)) == FRESH, "not from fresh space");
+  check("order: past it", corral_group_of_if_loaded(make_a(1025)) != FRESH, "from fresh space");
 }
 
 static void unused(void)

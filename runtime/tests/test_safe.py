@@ -486,16 +486,19 @@ def _checks(out):
 def test_fresh_space_lays_sites_out_in_allocation_order_and_reuses_nothing(programs, fresh):
     """Two sites' 24-byte objects made in turn lie next to each other, and
     blocks freed while their class frees little are never handed out
-    again (safe_fresh order, unused). With CORRAL_SAFE_FRESH=0 each site
-    has its pool: the objects lie apart and each site reuses its frees."""
+    again (safe_fresh order, unused); a 1 KiB block comes from fresh
+    space, a larger one never. With CORRAL_SAFE_FRESH=0 each site has its
+    pool: the objects lie apart and each site reuses its frees (every
+    check fails but the one that holds either way)."""
     exe = programs["fresh"]
+    either_way = {"order: past it"}
     for case in ("order", "unused"):
         out = run(exe, case, env=safe_env(exe, safe_fresh=fresh))
         assert out.returncode == 0, out.stderr
         checks = _checks(out)
-        assert checks and all(v == "ok" for v in checks.values()) == bool(fresh), (case, checks)
-        if not fresh:
-            assert all(v.startswith("FAILED") for v in checks.values()), (case, checks)
+        assert checks, out.stdout
+        for name, verdict in checks.items():
+            assert (verdict == "ok") == (bool(fresh) or name in either_way), (case, checks)
 
 
 def test_a_class_whose_blocks_come_back_closes_and_its_sites_reuse_them(programs, tmp_path):

@@ -55,7 +55,7 @@ void *_corral_group_alloc_fresh(unsigned g, size_t size)
 {
   corral_heap_t *h = _corral_heap_get();
   unsigned k = _corral_class(size);
-  if (CORRAL_UNLIKELY(!h) || h->fresh_closed[k]) return NULL;
+  if (CORRAL_UNLIKELY(!h) || __atomic_load_n(&_corral_fresh_class_closed[k], __ATOMIC_RELAXED)) return NULL;
   void *p = _corral_block_alloc_fresh(h, _corral_fresh_group * CORRAL_SIZE_CLASSES + k);
   if (CORRAL_UNLIKELY(!p)) return NULL;
   return _corral_modes.track ? count_alloc(h, g, p) : p;

@@ -137,7 +137,14 @@ void *_corral_block_alloc(corral_heap_t *h, unsigned pool)
 }
 
 unsigned _corral_fresh_closed;
-uint8_t _corral_fresh_class_closed[CORRAL_SIZE_CLASSES];
+uint8_t _corral_fresh_class_closed[CORRAL_SIZE_CLASSES] = {[0 ... CORRAL_SIZE_CLASSES - 1] = 1};
+
+void _corral_fresh_open(unsigned g)
+{
+  _corral_fresh_group = g;
+  for (unsigned k = 0; k < CORRAL_SIZE_CLASSES; k++)
+    _corral_fresh_class_closed[k] = corral_class_size(k) > CORRAL_FRESH_MAX_SIZE;
+}
 
 /* Fresh-only pools (heap.h): blocks from the bump space alone, batch by
  * batch; a full chunk is retired (never held: its owner would take its
@@ -150,13 +157,11 @@ uint8_t _corral_fresh_class_closed[CORRAL_SIZE_CLASSES];
  * then: census_due), so does a quarter of the retired chunks' blocks: a
  * class whose objects die long after they were made (a cache that
  * evicts at random) shows it there, never in the chunk being filled. */
-static int fresh_judged_closed(corral_chunk_t *c, unsigned k)
+static int fresh_judged_closed(corral_chunk_t *c)
 {
-  if (__atomic_load_n(&_corral_fresh_spent, __ATOMIC_RELAXED) >= CORRAL_FRESH_SPENT_MOST ||
-      __atomic_load_n(&_corral_fresh_class_closed[k], __ATOMIC_RELAXED))
-    return 1;
-  size_t handed = (size_t)(c->bump - c->blocks) / c->block_size;
-  if ((size_t)(c->bump - c->blocks) < CORRAL_FRESH_JUDGE_BYTES) return 0;
+  if (__atomic_load_n(&_corral_fresh_spent, __ATOMIC_RELAXED) >= CORRAL_FRESH_SPENT_MOST) return 1;
+  size_t bytes = (size_t)(c->bump - c->blocks), handed = bytes / c->block_size;
+  if (bytes < CORRAL_FRESH_JUDGE_BYTES) return 0;
   size_t back = handed - c->live + _corral_remote_length(atomic_load_explicit(&c->remote, memory_order_relaxed));
   return back * 4 > handed;
 }
@@ -177,9 +182,8 @@ static int census_due(unsigned k)
   return 1;
 }
 
-static void *fresh_close(corral_heap_t *h, unsigned k)
+static void *fresh_close(unsigned k)
 {
-  h->fresh_closed[k] = 1;
   if (!__atomic_exchange_n(&_corral_fresh_class_closed[k], 1, __ATOMIC_RELAXED))
     __atomic_fetch_add(&_corral_fresh_closed, 1, __ATOMIC_RELAXED);
   return NULL;
@@ -188,13 +192,15 @@ static void *fresh_close(corral_heap_t *h, unsigned k)
 void *_corral_block_alloc_fresh(corral_heap_t *h, unsigned pool)
 {
   unsigned k = pool % CORRAL_SIZE_CLASSES;
-  CORRAL_ASSERT(pool / CORRAL_SIZE_CLASSES == _corral_fresh_group && !h->fresh_closed[k]);
+  CORRAL_ASSERT(pool / CORRAL_SIZE_CLASSES == _corral_fresh_group);
   corral_chunk_t *c = h->cur[pool];
   if (c) {
     if (c->bump < c->batch_end) return _corral_block_bump(c);
-    if (fresh_judged_closed(c, k)) return fresh_close(h, k);
+    /* Between batches: closed meanwhile by another thread, or now */
+    if (__atomic_load_n(&_corral_fresh_class_closed[k], __ATOMIC_RELAXED)) return NULL;
+    if (fresh_judged_closed(c)) return fresh_close(k);
     if (extend(c)) return _corral_block_bump(c);
-    if (census_due(k) && _corral_fresh_stranded(pool)) return fresh_close(h, k);
+    if (census_due(k) && _corral_fresh_stranded(pool)) return fresh_close(k);
   }
   if (!(c = _corral_chunk_replace(h, pool, 0))) return NULL;
   return extend(c) ? _corral_block_bump(c) : NULL;

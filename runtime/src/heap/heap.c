@@ -82,25 +82,10 @@ static corral_heap_t *heap_create(void)
   return h;
 }
 
-/* A thread starts with the fresh-only group's pools open (heap.h), each
- * class up to CORRAL_FRESH_MAX_SIZE that no thread closed before it:
- * a program that starts threads to churn (mimalloc-bench's larson makes
- * one after another) would otherwise pay each new one's way to closing
- * them, 64 KiB a class not reused (larson in safe mode at one thread:
- * 0.906 of mimalloc's throughput, 0.975 with every block from its
- * site's pool). */
-static void open_fresh_pools(corral_heap_t *h)
-{
-  for (unsigned k = 0; k < CORRAL_SIZE_CLASSES; k++)
-    h->fresh_closed[k] = _corral_fresh_group == CORRAL_MAX_GROUPS || corral_class_size(k) > CORRAL_FRESH_MAX_SIZE ||
-                         __atomic_load_n(&_corral_fresh_class_closed[k], __ATOMIC_RELAXED);
-}
-
 corral_heap_t *_corral_heap_create_for_thread(void)
 {
   corral_heap_t *h = heap_create();
   if (!h) return NULL;
-  open_fresh_pools(h);
   _corral_tls_heap = h;
   if (!_corral_modes.full_ways) _corral_tls_fast = h;
   if (exit_key_ok) pthread_setspecific(exit_key, h);

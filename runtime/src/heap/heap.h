@@ -111,12 +111,6 @@ typedef struct corral_heap_s {
    * each thread's exit faulted them in (graphviz's dot on a two-node
    * graph: 342 of the run's 2,230 page faults, from three threads). */
   uint64_t used[(CORRAL_POOLS + 63) / 64];
-  /* By size class: this thread's pool of the class in the fresh-only
-   * group is closed (from the start when there is none, the class is
-   * past CORRAL_FRESH_MAX_SIZE or was closed before; block.c,
-   * _corral_block_alloc_fresh): its requests go to their own groups'
-   * pools. */
-  uint8_t fresh_closed[CORRAL_SIZE_CLASSES];
   corral_group_counts_t counts[CORRAL_MAX_GROUPS];
   uint64_t ungrouped_objects, ungrouped_bytes;
   int dead;                                /* thread exited; counts stay for stats */
@@ -181,21 +175,24 @@ extern uint8_t _corral_group_mixed[CORRAL_MAX_GROUPS];
  * space alone, in allocation order, for requests of any group; a block
  * freed there is never handed out again, and a chunk whose blocks all
  * came back is given up, its pages to the OS and its addresses to
- * nobody. A class closes (every thread's fresh_closed, as each next
- * looks) once a quarter of the blocks a thread's current chunk handed
- * out came back, or a quarter of those the retired chunks of its pool
- * handed out: what is freed then should be reused, by its own group.
- * All close once CORRAL_FRESH_SPENT_MOST chunks were given up. Set
- * once, before the runtime is ready. */
+ * nobody. A class closes, for every thread, once a quarter of the
+ * blocks a thread's current chunk handed out came back, or a quarter of
+ * those the retired chunks of its pool handed out: what is freed then
+ * should be reused, by its own group. All close once
+ * CORRAL_FRESH_SPENT_MOST chunks were given up. */
 extern unsigned _corral_fresh_group;
+/* Makes group g the fresh-only one, its classes up to
+ * CORRAL_FRESH_MAX_SIZE open (block.c); before the runtime is ready. */
+void _corral_fresh_open(unsigned g);
 /* Larger requests never take fresh-only pools: such a block spans 16
  * lines and more, so its neighbour matters less than its reuse. */
 #define CORRAL_FRESH_MAX_SIZE 1024
 #define CORRAL_FRESH_JUDGE_BYTES 65536      /* a chunk is judged once it handed out this much */
 #define CORRAL_FRESH_SPENT_MOST 1024        /* chunks given up (their address space lost) */
 /* Fresh-only chunks given up so far (chunk.c; under _corral_heap_lock),
- * pools closed, by thread and class (block.c), and the classes closed,
- * which every thread takes closed at its next look or its start. */
+ * classes closed by their frees (block.c), and by size class whether it
+ * takes no fresh space: closed, past CORRAL_FRESH_MAX_SIZE, or there is
+ * no fresh-only group (every class, until _corral_fresh_open). */
 extern unsigned _corral_fresh_spent;
 extern unsigned _corral_fresh_closed;
 extern uint8_t _corral_fresh_class_closed[CORRAL_SIZE_CLASSES];
@@ -575,8 +572,8 @@ int _corral_group_of_address(const void *p);
  * remote stack, `length` frees long (CORRAL_REMOTE_MANY: unknown). Mixed
  * chunks (mixed.c): the same for any size. */
 void *_corral_block_alloc(corral_heap_t *h, unsigned pool);
-/* A never-used block from fresh-only pool `pool` of h; NULL when the pool
- * has closed for h (fresh_closed set) or memory ran out. */
+/* A never-used block from fresh-only pool `pool` of h; NULL when its
+ * class has closed or memory ran out. */
 void *_corral_block_alloc_fresh(corral_heap_t *h, unsigned pool);
 long _corral_block_drain(corral_chunk_t *c, void *list, uintptr_t length);
 void *_corral_mixed_alloc(corral_heap_t *h, unsigned pool, size_t size, size_t align);

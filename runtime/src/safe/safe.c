@@ -86,7 +86,7 @@ void _corral_safe_init(void)
   _corral_modes.link_keys[0] = random_key();
   _corral_modes.link_keys[1] = random_key() | 1;  /* odd: a multiplier that loses no address bit */
   /* Group 1 is the fresh space's (docs/safe.md, "Fresh space"). */
-  if (_corral_options.safe_fresh) _corral_fresh_group = CORRAL_SAFE_FRESH;
+  if (_corral_options.safe_fresh) _corral_fresh_open(CORRAL_SAFE_FRESH);
   safe.groups = _corral_options.safe_fresh ? 2 : 1;
   _corral_modes.safe_double_free = double_free;
   _corral_modes.safe_free_local = free_local;
@@ -132,6 +132,12 @@ int _corral_safe_made_for(unsigned g, uint32_t id)
 }
 
 unsigned _corral_safe_group_count(void) { return __atomic_load_n(&safe.groups, __ATOMIC_ACQUIRE); }
+
+/* Sites with a group of their own: not the shared group, nor fresh space's. */
+static unsigned site_count(void)
+{
+  return _corral_safe_group_count() - 1 - (_corral_fresh_group != CORRAL_MAX_GROUPS);
+}
 
 static char group_names[CORRAL_MAX_GROUPS][96];
 
@@ -221,6 +227,14 @@ static void *fallback(size_t size, size_t align, int zero)
   return _corral_next_alloc(size, align, zero);
 }
 
+/* A small block for group g's site: from fresh space while its class
+ * takes it (malloc's alignment only), else from g's pool. */
+static void *small_alloc(unsigned g, size_t size, size_t align)
+{
+  void *p = align == 0 ? _corral_group_alloc_fresh(g, size) : NULL;
+  return p ? p : _corral_group_alloc_slow(g, size, align);
+}
+
 void *_corral_safe_alloc(size_t size, size_t align, void *ret0, void *fp0, int zero)
 {
   if (size > PTRDIFF_MAX) {
@@ -228,9 +242,7 @@ void *_corral_safe_alloc(size_t size, size_t align, void *ret0, void *fp0, int z
     return NULL;
   }
   if (size <= _corral_options.safe_max_size && align <= CORRAL_MAX_GROUP_ALIGN) {
-    unsigned g = _corral_safe_site_group(ret0, fp0);
-    void *p = align == 0 ? _corral_group_alloc_fresh(g, size) : NULL;
-    if (!p) p = _corral_group_alloc_slow(g, size, align);
+    void *p = small_alloc(_corral_safe_site_group(ret0, fp0), size, align);
     if (CORRAL_LIKELY(p != NULL)) {
       if (zero) memset(p, 0, size);
       return p;
@@ -286,10 +298,7 @@ void *_corral_safe_realloc(void *p, size_t size, void *ret0, void *fp0)
     void *q = NULL;
     if (__atomic_load_n(&_corral_gates.on_realloc, __ATOMIC_RELAXED) == CORRAL_GATE_SAFE)
       q = _corral_safe_pop_from(size, g);
-    if (!q && size <= _corral_options.safe_max_size) {
-      q = _corral_group_alloc_fresh(g, size);
-      if (!q) q = _corral_group_alloc_slow(g, size, 0);
-    }
+    if (!q && size <= _corral_options.safe_max_size) q = small_alloc(g, size, 0);
     if (!q) q = _corral_safe_alloc(size, 0, ret0, fp0, 0);
     _corral_safe_free_site = ret0;
     return move(q, p, c->block_size, size, free_grouped);
@@ -353,7 +362,7 @@ static const corral_stat_t *stats_gather(unsigned *n)
   };
   _Static_assert(CORRAL_SAFE_ERROR_KINDS == 4, "one field per error kind");
   if (!_corral_modes.safe) return NULL;
-  got.sites = _corral_safe_group_count() - 1 - (_corral_fresh_group != CORRAL_MAX_GROUPS);
+  got.sites = site_count();
   _corral_pool_totals(&got.pools, &got.kept_chunks);
   got.fresh_closed = __atomic_load_n(&_corral_fresh_closed, __ATOMIC_RELAXED);
   got.fresh_spent = __atomic_load_n(&_corral_fresh_spent, __ATOMIC_RELAXED);
@@ -370,8 +379,7 @@ static void stats_text(int fd)
   _corral_pool_totals(&pools, &kept);
   _corral_safe_large_stats(&l);
   _corral_fdprintf(fd, "corral: safe: %u sites (%llu sharing a group), %u pools, %u empty chunks kept\n",
-                   _corral_safe_group_count() - 1 - (_corral_fresh_group != CORRAL_MAX_GROUPS),
-                   (unsigned long long)safe.shared_sites, pools, kept);
+                   site_count(), (unsigned long long)safe.shared_sites, pools, kept);
   _corral_fdprintf(fd, "corral: safe: %llu large blocks (%llu live, %llu KiB; peak %llu KiB), %llu GiB reserved, "
                    "%llu recycled\n", (unsigned long long)l.blocks, (unsigned long long)l.live_blocks,
                    (unsigned long long)(l.live_bytes >> 10), (unsigned long long)(l.peak_live_bytes >> 10),

@@ -82,12 +82,13 @@ CORRAL_INLINE void *_corral_safe_pop_in(corral_heap_t *h, size_t size, unsigned 
    * fresh group's current batch, whatever the site (docs/safe.md, "Fresh
    * space"), or of a new batch or chunk; the site's own pool once the
    * class has closed. */
-  if (!h->fresh_closed[k]) {
+  if (!__atomic_load_n(&_corral_fresh_class_closed[k], __ATOMIC_RELAXED)) {
     size_t fresh = CORRAL_SAFE_FRESH * CORRAL_SIZE_CLASSES + k;
     c = h->cur[fresh];
     if (CORRAL_LIKELY(c != NULL && c->bump < c->batch_end)) return _corral_block_bump(c);
     void *p = _corral_block_alloc_fresh(h, (unsigned)fresh);
-    if (p || !h->fresh_closed[k]) return p;           /* NULL: out of memory, the full way says so */
+    if (p || !__atomic_load_n(&_corral_fresh_class_closed[k], __ATOMIC_RELAXED))
+      return p;                                        /* NULL: out of memory, the full way says so */
   }
   size_t pool = (size_t)g * CORRAL_SIZE_CLASSES + k;
   c = h->cur[pool];
