@@ -11,16 +11,22 @@
  *     (forge: and 1 if the forged block was handed out again);
  *   forge-deep: the link overwritten of a freed block that a sound one
  *     precedes on the free list; "survived" if still running;
- *   large-read: reads a freed large block (safe mode: SIGSEGV);
- *   large-fresh: 300 large blocks, each freed before the next: no address
- *     comes back while the space has room ("0 failed");
+ *   large-read: two large blocks of one site and class freed, then the
+ *     first read (safe mode: SIGSEGV, its pages moved away when the
+ *     second took its place waiting for the site);
+ *   large-site: four large blocks of one site, each freed before the next,
+ *     all at one address; then one of another site, not there ("0 failed");
+ *   large-fresh: 300 large blocks of two sites in turn, each freed before
+ *     the next: no address of one site's comes to the other while the space
+ *     has room ("0 failed");
  *   large-cycle: large blocks freed and allocated many times, contents
  *     checked, in a space small enough to wrap ("0 failed");
  *   large-reuse: a large block filled and freed, then one of its size from
  *     malloc and one from calloc: each at a new address, calloc's all
  *     zero ("0 failed");
- *   large-reread: a large block freed, another of its size made (its pages
- *     kept for it), then the freed one read (safe mode: SIGSEGV);
+ *   large-reread: a large block freed, another of its size made at another
+ *     site (the freed one's pages moved for it), then the freed one read
+ *     (safe mode: SIGSEGV);
  *   large-bound N: 96 blocks of 80 KB made, touched and freed; "0 failed"
  *     if resident memory grew by at most N KB;
  *   large-threads: four threads make, fill, check and free large blocks
@@ -137,6 +143,25 @@ static int large_reuse(void)
   /* volatile: the compiler may assume calloc's memory reads zero */
   for (volatile char *v = c; v < c + SIZE; v++) failed += *v != 0;
   free(c);
+  return printf("%d failed\n", failed), failed != 0;
+}
+
+static int large_site(void)
+{
+  enum { SIZE = 100000, BLOCKS = 4 };
+  uintptr_t seen[BLOCKS];
+  int failed = 0;
+  for (int i = 0; i < BLOCKS; i++) {
+    char *p = malloc(SIZE);
+    seen[i] = (uintptr_t)p;
+    fill(p, i, SIZE);
+    free(p);
+    failed += seen[i] != seen[0];
+  }
+  char *other = calloc(1, SIZE);
+  failed += (uintptr_t)other == seen[0];
+  for (volatile char *v = other; v < other + SIZE; v += 512) failed += *v != 0;
+  free(other);
   return printf("%d failed\n", failed), failed != 0;
 }
 
@@ -262,18 +287,21 @@ int main(int argc, char **argv)
     }
     return puts("survived"), 0;
   } else if (!strcmp(c, "large-read")) {
-    volatile char *p = malloc(100000);
-    p[0] = 1;
-    free((void *)p);
-    printf("read %d\n", p[0]);
+    volatile char *p[2];
+    for (volatile int i = 0; i < 2; i++) (p[i] = malloc(100000))[0] = 1;    /* one call site */
+    for (int i = 0; i < 2; i++) free((void *)p[i]);
+    printf("read %d\n", p[0][0]);
     return 0;
+  } else if (!strcmp(c, "large-site")) {
+    return large_site();
   } else if (!strcmp(c, "large-fresh")) {
     enum { BLOCKS = 300 };
     static char *seen[BLOCKS];
     int failed = 0;
     for (int i = 0; i < BLOCKS; i++) {
-      seen[i] = malloc(100000 + (size_t)i * 1000);
-      for (int j = 0; j < i; j++) failed += seen[j] == seen[i];
+      size_t n = 100000 + (size_t)i * 1000;
+      seen[i] = i % 2 ? malloc(n) : calloc(1, n);     /* two call sites */
+      for (int j = i % 2 ? 0 : 1; j < i; j += 2) failed += seen[j] == seen[i];
       free(seen[i]);
     }
     return printf("%d failed\n", failed), failed != 0;

@@ -2,7 +2,8 @@
 site's object under every base allocator alone and never under safe mode
 (directly, across threads, through a wrapper, through realloc, through C++
 new/delete); double, invalid and forged frees are reported once with their
-sites; large blocks are inaccessible once freed and their space recycles;
+sites; a freed large block waits for its own site's next block of its
+class and is inaccessible once it stops waiting, and the space recycles;
 the core programs (every entry point, alignment, threads, fork, misuse) pass
 under it over every base allocator."""
 
@@ -142,33 +143,61 @@ def test_forged_link_is_caught_when_its_block_comes_back(programs, case):
                      r"\(a 64-byte block of site\d+ <- safe_uaf\S+ via make_a\)", out.stderr), out.stderr
 
 
-def test_freed_large_block_is_inaccessible(programs):
+@pytest.mark.parametrize("resident", [None, 0])
+def test_freed_large_block_is_inaccessible_once_it_stops_waiting(programs, resident):
+    """Two large blocks of one site and class freed: the second takes the
+    first's place waiting for the site, and the first's range faults. With
+    CORRAL_SAFE_RESIDENT=0 no block waits: each faults once freed."""
     exe = programs["uaf"]
     alone = run(exe, "large-read", env=h.corral_env("glibc", lib=None))
     assert alone.returncode == 0
-    out = run(exe, "large-read", env=safe_env(exe))
+    options = {} if resident is None else {"safe_resident": resident}
+    out = run(exe, "large-read", env=safe_env(exe, **options))
     assert out.returncode == -signal.SIGSEGV, (out.returncode, out.stdout, out.stderr)
 
 
-def test_large_blocks_get_fresh_addresses(programs):
+@pytest.mark.parametrize("base", h.BASES)
+def test_a_freed_large_block_comes_back_to_its_own_site_only(programs, base, tmp_path):
+    """A site that frees each large block before making the next gets the
+    same block back, pages and all, with no system call; another site's
+    block of that class comes at another address, cleared for calloc."""
+    exe = programs["uaf"]
+    stats = tmp_path / "stats.json"
+    out = run(exe, "large-site", env=safe_env(exe, base, stats=stats))
+    assert out.returncode == 0 and out.stdout == "0 failed\n", out.stdout + out.stderr
+    large = json.loads(stats.read_text())["safe"]["large"]
+    assert large["in_place"] == 3 and large["reused"] == 4 and large["kept"] == 5, large
+    # Nothing waits with CORRAL_SAFE_RESIDENT=0: every block at a new address, so the case tells the two apart.
+    out = run(exe, "large-site", env=safe_env(exe, base, safe_resident=0))
+    assert out.returncode == 1 and out.stdout == "3 failed\n", out.stdout + out.stderr
+
+
+def test_large_blocks_never_get_another_sites_addresses(programs):
     exe = programs["uaf"]
     out = run(exe, "large-fresh", env=safe_env(exe))
     assert out.returncode == 0 and out.stdout == "0 failed\n", out.stdout + out.stderr
 
 
+@pytest.mark.parametrize("resident", [None, 0])
 @pytest.mark.parametrize("base", h.BASES)
-def test_large_space_recycles_oldest_first(programs, base, tmp_path):
+def test_large_space_recycles_oldest_first(programs, base, resident, tmp_path):
     """2000 large blocks (8 live at a time, some 16 KiB-aligned) in a 2 MiB
     space: it wraps, every block's contents survive, addresses are reused,
-    and the freed blocks' kept pages serve most of the later ones."""
+    and the freed blocks' kept pages serve most of the later ones, their
+    own site's where they wait. With CORRAL_SAFE_RESIDENT=0 nothing is kept
+    and every block comes from the recycled space."""
     exe = programs["uaf"]
     stats = tmp_path / "stats.json"
-    out = run(exe, "large-cycle", env=safe_env(exe, base, safe_large_space="2M", stats=stats))
+    options = {} if resident is None else {"safe_resident": resident}
+    out = run(exe, "large-cycle", env=safe_env(exe, base, safe_large_space="2M", stats=stats, **options))
     assert out.returncode == 0 and out.stdout == "0 failed\n", out.stdout + out.stderr
     large = json.loads(stats.read_text())["safe"]["large"]
-    assert large["blocks"] == 2000 and large["live_blocks"] == 0 and large["recycled"] > 1000, large
+    assert large["blocks"] == 2000 and large["live_blocks"] == 0 and large["recycled"] > 100, large
     assert large["reserved"] == 2 << 20 and large["full"] == 0, large
-    assert large["kept"] > 1000 and large["reused"] > 1000, large
+    if resident is None:
+        assert large["kept"] > 1000 and large["reused"] > 1000 and large["in_place"] > 1000, large
+    else:
+        assert large["kept"] == large["reused"] == 0 and large["recycled"] > 1900, large
 
 
 def test_kept_pages_move_to_a_fresh_range(programs, tmp_path):

@@ -248,7 +248,7 @@ void *_corral_safe_alloc(size_t size, size_t align, void *ret0, void *fp0, int z
       return p;
     }
   } else if (size <= _corral_options.safe_large_space / 2) {
-    void *p = _corral_safe_large_alloc(size, align, zero);
+    void *p = _corral_safe_large_alloc(size, align, zero, _corral_safe_site_group(ret0, fp0));
     if (p) return p;
   } else {
     /* Half the space or more: no room to keep such ranges out of reuse. */

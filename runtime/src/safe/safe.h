@@ -1,6 +1,6 @@
 /* Safe mode (Cling's type-safe address reuse): every small object comes
  * from a pool of its allocation site and size class, and its memory is only
- * ever reused by that pool; large blocks get fresh address space. Frees are
+ * ever reused by that pool; so are large blocks, else fresh address space. Frees are
  * checked, free lists encoded (heap.h). Design: docs/safe.md. safe.c holds
  * the sites, the small objects, realloc, the error reports and the
  * statistics; safe_large.c the large blocks. */
@@ -66,20 +66,22 @@ void _corral_safe_report(corral_safe_error_t kind, const void *p, const char *wh
 
 /* The large-block space (safe_large.c): reserved at init (0, else -1). */
 int _corral_safe_large_init(void);
-/* A block at a range never handed out (or recycled), of fresh pages or of
- * a freed block's kept ones (cleared when `zero`); NULL when the space has
- * no room left. */
-void *_corral_safe_large_alloc(size_t size, size_t align, int zero);
+/* A block for a site of group `group`: a block of that group freed where
+ * it waits, or a range no other group's block had (or recycled) of fresh
+ * pages or of a freed block's kept ones (cleared when `zero`); NULL when
+ * the space has no room left. */
+void *_corral_safe_large_alloc(size_t size, size_t align, int zero, unsigned group);
 /* Whether p lies in the large-block space. */
 int _corral_safe_large_owns(const void *p);
-/* Free of p, which lies in the space: its pages released and made
- * inaccessible, or an error reported. */
+/* Free of p, which lies in the space: its pages kept for its site's next
+ * block of its class, or released and its range made inaccessible; or an
+ * error reported. */
 void _corral_safe_large_free(void *p, void *site);
 
 /* The large blocks' figures, in the statistics' order. */
 #define CORRAL_SAFE_LARGE_STATS(X) \
-  X(reserved) X(blocks) X(live_blocks) X(live_bytes) X(peak_live_bytes) X(recycled) X(kept) X(reused) X(unprotected) \
-  X(full)
+  X(reserved) X(blocks) X(live_blocks) X(live_bytes) X(peak_live_bytes) X(recycled) X(kept) X(reused) X(in_place) \
+  X(unprotected) X(full)
 typedef struct corral_safe_large_stats_s {
 #define CORRAL_FIELD(name) uint64_t name;
   CORRAL_SAFE_LARGE_STATS(CORRAL_FIELD)

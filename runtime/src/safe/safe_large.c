@@ -1,21 +1,23 @@
 /* Safe mode's large blocks (above safe_max_size, or aligned past a page): each
- * gets address space no block had before, carved page by page from one
- * reserved space; a freed block's range becomes inaccessible at once. Only
- * once the whole space has been handed out are ranges reused: the cursor
- * starts again at the space's start and takes the first run of freed pages
- * that fits, moving on from there, so the ranges freed longest ago (the
- * lowest, handed out first) are reused first.
+ * gets address space no other site's block had before, carved page by page
+ * from one reserved space. Only once the whole space has been handed out
+ * are freed ranges carved again: the cursor starts again at the space's
+ * start and takes the first run of freed pages that fits, moving on from
+ * there, so the ranges freed longest ago (the lowest, handed out first) are
+ * reused first.
  *
- * A freed block's pages are not lost with it: mremap moves them to a fresh
- * range, never handed out, where they wait for the next block of their
- * page class, whatever its site, which is handed out there as it is; the
- * freed range is mapped again as fresh PROT_NONE memory. So a program that
- * frees and makes large blocks in turn (a string built by concatenation)
- * pays two system calls a block, not a page fault per page and the zeroing
- * of each, and no dangling pointer ever reaches the moved pages. Only the
- * last safe_resident freed blocks, and as many bytes as that many chunks,
- * keep their pages; older ones give them back. docs/safe.md, "Large
- * blocks". */
+ * A freed block waits where it is, pages and all, for the next block of its
+ * site and page class, which gets it back as it is: the guarantee small
+ * blocks have (memory freed at a site is reused by that site and class
+ * only), at no system call, where a string built by concatenation makes
+ * and frees a block of one site per step. Only one block of a site and
+ * class waits so; the one before it, and one another site's block of its
+ * class takes, has its pages moved (mremap) to a fresh range no pointer
+ * ever reached, and its own range is mapped again as fresh PROT_NONE
+ * memory, which makes a dangling pointer's access fault from then on. Only
+ * the last safe_resident freed blocks, and as many bytes as that many
+ * chunks, keep their pages; older ones give them back and become
+ * inaccessible. docs/safe.md, "Large blocks". */
 #define _GNU_SOURCE                  /* mremap */
 #include "safe.h"
 
@@ -29,6 +31,7 @@
 #define PAGE 4096
 #define LIVE (1u << 31)       /* a start entry's flag: handed out, not freed */
 #define KEPT (1u << 30)       /* a start entry's flag: freed, its pages kept for a later block */
+#define ANY_SITE 0xffffu      /* a kept block's group once its pages were moved: any site's */
 #define KEEP_MAX 64           /* kept blocks at most (safe_resident's own bound) */
 #define COMMIT_AHEAD 256      /* pages made read-write at a time, before the first wrap */
 
@@ -40,12 +43,15 @@ static struct {
    * gap an alignment skipped (freed): its pages | LIVE while live. Every
    * page below `top` belongs to exactly one such run. */
   uint32_t *start;
+  uint16_t *owner;            /* per page: the group of the block that starts there */
   size_t cursor, top;
   size_t committed;           /* pages [0, committed) were made read-write (before the first wrap) */
   int wrapped;
-  /* Freed blocks whose pages are kept, oldest first: their first page and
-   * pages. keep_off: mremap cannot move them (an old kernel, Valgrind). */
-  struct { uint32_t at, pages; } kept[KEEP_MAX];
+  /* Freed blocks whose pages are kept, oldest first: their first page, pages
+   * and group (the site they wait for where they are; ANY_SITE once moved
+   * to a fresh range). keep_off: mremap cannot move them (an old kernel,
+   * Valgrind). */
+  struct { uint32_t at, pages; uint16_t group; } kept[KEEP_MAX];
   unsigned kept_count;
   size_t kept_pages;
   int keep_off;
@@ -59,15 +65,19 @@ static struct {
 static int reserve(size_t pages)
 {
   char *lo = _corral_os_reserve(pages * PAGE);
-  /* The table is address space too: only its entries in use get pages. */
+  /* The tables are address space too: only their entries in use get pages. */
   uint32_t *start = lo ? _corral_os_reserve(pages * sizeof(uint32_t)) : NULL;
-  if (!start || _corral_os_commit(start, pages * sizeof(uint32_t)) != 0) {
+  uint16_t *owner = start ? _corral_os_reserve(pages * sizeof(uint16_t)) : NULL;
+  if (!owner || _corral_os_commit(start, pages * sizeof(uint32_t)) != 0 ||
+      _corral_os_commit(owner, pages * sizeof(uint16_t)) != 0) {
     _corral_os_unmap(lo, pages * PAGE);
     _corral_os_unmap(start, pages * sizeof(uint32_t));
+    _corral_os_unmap(owner, pages * sizeof(uint16_t));
     return -1;
   }
   large.lo = (uintptr_t)lo;
   large.start = start;
+  large.owner = owner;
   large.pages = pages;
   return 0;
 }
@@ -230,23 +240,71 @@ static unsigned keep_budget(void)
 /* As many bytes as the resident chunks may keep. */
 static size_t keep_pages_max(void) { return keep_budget() * (_corral_layout.chunk_size / PAGE); }
 
-void *_corral_safe_large_alloc(size_t size, size_t align, int zero)
+/* Under the lock: the pages of kept block i moved to a fresh range (carved,
+ * aligned to a pages, marked live), its own range made inaccessible; the
+ * fresh range's first page, or SIZE_MAX with nothing done. */
+static size_t move_pages(unsigned i, size_t a)
+{
+  if (large.keep_off) return SIZE_MAX;
+  size_t at = large.kept[i].at, n = large.kept[i].pages;
+  int saved = errno;                              /* malloc and free leave errno as it was */
+  size_t h = carve(n, a);                         /* never `at`: it is kept */
+  if (h == SIZE_MAX) return SIZE_MAX;
+  size_t bytes = n * PAGE;
+  void *from = (void *)(large.lo + at * PAGE), *to = (void *)(large.lo + h * PAGE);
+  /* The range needs no commit: it is mapped over. Before the first wrap,
+   * a later commit starts past it, so that it never opens it once freed. */
+  if (!large.wrapped && large.committed < h + n) large.committed = h + n;
+  /* DONTUNMAP leaves the old range mapped, empty, so that no other mapping
+   * can take it before it is mapped again as fresh PROT_NONE memory (which,
+   * unlike mprotect, lets it merge with its freed neighbours: a moved
+   * range stays a mapping of its own, and the count of mappings is
+   * bounded). */
+  if (mremap(from, bytes, bytes, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, to) == MAP_FAILED) {
+    if (errno == EINVAL) large.keep_off = 1;      /* a kernel before 5.7, or Valgrind */
+    large.start[h] &= ~LIVE;                      /* never handed out: a freed run */
+    errno = saved;
+    return SIZE_MAX;
+  }
+  release(from, bytes);
+  errno = saved;
+  return h;
+}
+
+/* Under the lock: a kept block of n pages aligned to a pages for a block of
+ * group g, marked live; SIZE_MAX if none. The newest that waits where it is
+ * for g, or whose pages were moved for any site; else the newest waiting
+ * for another site, its pages moved to a fresh range now. */
+static size_t take_kept(size_t n, size_t a, unsigned g)
+{
+  unsigned other = KEEP_MAX;
+  for (unsigned i = large.kept_count; i-- > 0;) {
+    if (large.kept[i].pages != n || large.kept[i].at % a) continue;
+    if (large.kept[i].group == g || large.kept[i].group == ANY_SITE) {
+      size_t s = large.kept[i].at;
+      if (large.kept[i].group == g) large.stats.in_place++;
+      unkeep(i);
+      large.start[s] |= LIVE;
+      large.stats.reused++;
+      return s;
+    }
+    if (other == KEEP_MAX) other = i;
+  }
+  if (other == KEEP_MAX) return SIZE_MAX;
+  size_t h = move_pages(other, a);
+  if (h == SIZE_MAX) return SIZE_MAX;             /* it waits on for its own site */
+  unkeep(other);
+  large.stats.reused++;
+  return h;
+}
+
+void *_corral_safe_large_alloc(size_t size, size_t align, int zero, unsigned group)
 {
   if (!large.start || size > large.pages * PAGE) return NULL;
   size_t n = class_pages((size + PAGE - 1) / PAGE), a = align > PAGE ? align / PAGE : 1;
   if (n == 0) n = 1;
   _corral_lock(&large.lock);
-  /* The newest kept block of the class, at a fresh range no pointer ever
-   * reached: handed out as it is. */
-  size_t s = SIZE_MAX;
-  for (unsigned i = large.kept_count; i-- > 0;)
-    if (large.kept[i].pages == n && large.kept[i].at % a == 0) {
-      s = large.kept[i].at;
-      unkeep(i);
-      large.start[s] |= LIVE;
-      large.stats.reused++;
-      break;
-    }
+  size_t s = take_kept(n, a, group);
   int reused = s != SIZE_MAX;
   if (!reused) {
     s = carve(n, a);
@@ -268,6 +326,7 @@ void *_corral_safe_large_alloc(size_t size, size_t align, int zero)
       return NULL;
     }
   }
+  large.owner[s] = (uint16_t)group;
   void *p = (void *)(large.lo + s * PAGE);
   large.stats.blocks++;
   large.stats.live_blocks++;
@@ -290,39 +349,33 @@ static uint32_t *live_entry(const void *p, uint32_t *e)
   return *e & LIVE ? at : NULL;
 }
 
-/* Under the lock: the freed block [p, p + n pages), its entry `at`, keeps
- * its pages, moved to a fresh range, the range p made inaccessible (1); or
- * 0, nothing done. */
-static int keep(void *p, uint32_t *at, size_t n)
+/* Under the lock: the freed block of n pages at page s keeps them, waiting
+ * where it is for its site's next block of its class (1); or 0, nothing
+ * done. A block that waited so before it has its pages moved to a fresh
+ * range for any site, or given back. */
+static int keep(size_t s, size_t n)
 {
-  if (large.keep_off || keep_budget() == 0 || n > keep_pages_max()) return 0;
-  int saved = errno;                              /* free leaves errno as it was */
-  size_t h = carve(n, 1);
-  if (h == SIZE_MAX) return 0;
-  size_t bytes = n * PAGE;
-  void *to = (void *)(large.lo + h * PAGE);
-  /* The range needs no commit: it is mapped over. Before the first wrap,
-   * a later commit starts past it, so that it never opens it once freed. */
-  if (!large.wrapped && large.committed < h + n) large.committed = h + n;
-  /* DONTUNMAP leaves p's range mapped, empty, so that no other mapping can
-   * take it before it is mapped again as fresh PROT_NONE memory (which,
-   * unlike mprotect, lets it merge with its freed neighbours: a moved
-   * range stays a mapping of its own, and the count of mappings is
-   * bounded). */
-  if (mremap(p, bytes, bytes, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, to) == MAP_FAILED) {
-    if (errno == EINVAL) large.keep_off = 1;      /* a kernel before 5.7, or Valgrind */
-    large.start[h] &= ~LIVE;                      /* never handed out: a freed run */
-    errno = saved;
-    return 0;
+  if (keep_budget() == 0 || n > keep_pages_max()) return 0;
+  unsigned g = large.owner[s];
+  for (unsigned i = 0; i < large.kept_count; i++) {
+    if (large.kept[i].group != g || large.kept[i].pages != n) continue;
+    size_t h = move_pages(i, 1);
+    if (h == SIZE_MAX) {
+      drop_kept(i);
+    } else {
+      large.start[large.kept[i].at] &= ~KEPT;     /* released by the move: a freed run */
+      large.start[h] = (uint32_t)n | KEPT;
+      large.kept[i].at = (uint32_t)h;
+      large.kept[i].group = ANY_SITE;
+    }
+    break;
   }
-  release(p, bytes);
-  errno = saved;
-  large.start[h] = (uint32_t)n | KEPT;
-  *at &= ~LIVE;
+  large.start[s] = (uint32_t)n | KEPT;
   while (large.kept_count && (large.kept_count >= keep_budget() || large.kept_pages + n > keep_pages_max()))
     drop_kept(0);
-  large.kept[large.kept_count].at = (uint32_t)h;
+  large.kept[large.kept_count].at = (uint32_t)s;
   large.kept[large.kept_count].pages = (uint32_t)n;
+  large.kept[large.kept_count].group = (uint16_t)g;
   large.kept_count++;
   large.kept_pages += n;
   large.stats.kept++;
@@ -343,7 +396,7 @@ void _corral_safe_large_free(void *p, void *site)
   size_t n = run_pages(e);
   /* Under the lock: once the entry says freed, a wrapped cursor may hand
    * the range out again, and this must not unmap it after that. */
-  if (!keep(p, at, n)) {
+  if (!keep((size_t)(at - large.start), n)) {
     release(p, n * PAGE);
     *at = e & ~LIVE;
   }
