@@ -52,11 +52,6 @@ static int extend(corral_chunk_t *c)
   return 1;
 }
 
-void *_corral_block_fresh(corral_chunk_t *c)
-{
-  return extend(c) ? _corral_block_bump(c) : NULL;
-}
-
 long _corral_block_drain(corral_chunk_t *c, void *list, uintptr_t length)
 {
   if (!list) return 0;

@@ -410,10 +410,6 @@ static inline __attribute__((always_inline)) void *_corral_block_bump(corral_chu
   return p;
 }
 
-/* Owner, safe mode: a new batch of c's fresh blocks, and its first; NULL
- * when c has no space left (block.c). */
-void *_corral_block_fresh(corral_chunk_t *c);
-
 /* Owner: the last live object of held chunk c was freed: release it
  * (chunk.c, "Held chunks"). A current chunk stays, emptied or not. */
 void _corral_chunk_emptied(corral_chunk_t *c) __attribute__((cold));
