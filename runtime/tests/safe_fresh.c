@@ -16,6 +16,8 @@
  *            a new thread, whose fresh space is open), and a free into it
  *            is invalid (reported; CORRAL_SAFE_ABORT=0)
  *   double   a fresh block freed twice (reported)
+ *   double-retired  as double, the block in a full (retired) fresh chunk,
+ *            whose frees are only counted
  *   interior a free inside a fresh block (reported)
  *   threads  four threads make objects and free each other's, and a
  *            forked child does the same: no block of fresh space (group
@@ -204,6 +206,15 @@ static void twice(void)
   printf("survived\n");
 }
 
+static void twice_retired(void)
+{
+  static void *p[SPENT_N];
+  for (int i = 0; i < SPENT_N; i++) p[i] = make_a(64);
+  free(p[0]);
+  free(p[0]);
+  printf("survived\n");
+}
+
 static void interior(void)
 {
   char *p = make_a(48);
@@ -277,6 +288,7 @@ int main(int argc, char **argv)
   else if (!strcmp(c, "evict")) evict();
   else if (!strcmp(c, "spent")) spent();
   else if (!strcmp(c, "double")) twice();
+  else if (!strcmp(c, "double-retired")) twice_retired();
   else if (!strcmp(c, "interior")) interior();
   else if (!strcmp(c, "threads")) threads();
   else {

@@ -753,6 +753,11 @@ MUTANTS = [
            "  if (_corral_options.stubs && !_corral_options.stats) _corral_dyn_prepare_safe_slots();",
            "  if (_corral_options.stubs) _corral_dyn_prepare_safe_slots();",
            "with statistics, safe mode's slot calls skip the full way that counts each request"),
+    Mutant("retired-fresh-chunk-never-given-up", "runtime/src/heap/alloc.c",
+           "      if (atomic_fetch_add_explicit(&c->balance, 1, memory_order_acq_rel) + 1 == CORRAL_RETIRED)\n"
+           "        _corral_chunk_release(c);\n      return;\n",
+           "      return;\n",
+           "a full fresh chunk whose blocks all came back by counted frees is never given up"),
     Mutant("safe-bump-before-remote-frees", "runtime/src/heap/block.c",
            "  if (atomic_load_explicit(&c->remote, memory_order_relaxed) & ~CORRAL_REMOTE_COUNTED) {\n    _corral_chunk_drain(c, 0);",
            "  if (0) {\n    _corral_chunk_drain(c, 0);",

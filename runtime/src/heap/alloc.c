@@ -69,6 +69,15 @@ __attribute__((noinline)) void _corral_free_remote(corral_chunk_t *c, void *p)
   CORRAL_ASSERT((uintptr_t)p < CORRAL_REMOTE_ONE);
   uintptr_t head = atomic_load_explicit(&c->remote, memory_order_relaxed), pushed;
   do {
+    /* A retired chunk of fresh space: nothing drains or pops its stack
+     * (none of its blocks is handed out again), so its frees are only
+     * counted; the key marks each freed. xmllint's tree in safe mode: 165
+     * thousand frees, a CAS each before. */
+    if ((head & CORRAL_REMOTE_COUNTED) && c->group == _corral_fresh_group) {
+      if (atomic_fetch_add_explicit(&c->balance, 1, memory_order_acq_rel) + 1 == CORRAL_RETIRED)
+        _corral_chunk_release(c);
+      return;
+    }
     _corral_link_set(p, _corral_remote_list(head));
     uintptr_t length = _corral_remote_length(head);
     length += length < CORRAL_REMOTE_MANY;
