@@ -763,7 +763,7 @@ MUTANTS = [
            "  if (0) {\n    _corral_chunk_drain(c, 0);",
            "a pool takes fresh space while other threads' frees wait, and its chunks grow (safe mode's short way leaves this to the full way)"),
     Mutant("safe-local-frees-taken-back-lost", "runtime/src/safe/safe_ways.h",
-           "      c->free = p;                          /* the list moves whole: a bad link below is the full way's */\n",
+           "    c->free = p;                            /* the list moves whole: a bad link below is the full way's */\n",
            "",
            "the owner's frees taken back on the short way are lost when their first link is forged"),
     Mutant("safe-bump-keeps-limit", "runtime/src/heap/heap.h",

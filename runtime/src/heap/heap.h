@@ -346,9 +346,9 @@ static inline size_t _corral_object_size(corral_chunk_t *c, const void *p)
  * is exhausted. */
 void *_corral_group_alloc_slow(unsigned g, size_t size, size_t align);
 /* A block of `size` bytes from the fresh-only group, counted for group g;
- * NULL when its pool of that class is closed for this thread (always
- * past CORRAL_FRESH_MAX_SIZE, or with no fresh-only group: g's own pool
- * then) or memory ran out. */
+ * NULL when that class is closed (for every thread; always past
+ * CORRAL_FRESH_MAX_SIZE, or with no fresh-only group: g's own pool then)
+ * or memory ran out. */
 void *_corral_group_alloc_fresh(unsigned g, size_t size);
 void _corral_group_free_slow(corral_chunk_t *c, void *p);
 

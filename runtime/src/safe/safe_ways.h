@@ -98,12 +98,9 @@ CORRAL_INLINE void *_corral_safe_pop_in(corral_heap_t *h, size_t size, unsigned 
      * a new batch) is the full way's. */
     if (c->bump < c->batch_end) return _corral_block_bump(c);
     p = (void **)c->local_free;
-    if (p != NULL) {
-      c->free = p;                          /* the list moves whole: a bad link below is the full way's */
-      c->local_free = NULL;
-    } else {
-      return NULL;
-    }
+    if (p == NULL) return NULL;
+    c->free = p;                            /* the list moves whole: a bad link below is the full way's */
+    c->local_free = NULL;
   }
   CORRAL_ASSERT(c->magic == CORRAL_CHUNK_MAGIC && c->block_size != 0 && _corral_block_start(c, p));
   void *next = _corral_link_decode(p, *(const uintptr_t *)p);
