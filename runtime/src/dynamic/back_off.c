@@ -119,6 +119,8 @@ static void ask(size_t limit, int first) {
       _corral_dyn_bypass(_corral_modules_current());
     }
   } else if (!first) {
+    _corral_note(2, "dynamic: after %u forwarded requests the pools made %llu objects and %u contexts appeared: "
+                 "watching on", window_now, (unsigned long long)made, now - contexts_then);
     window_now = (uint32_t)(2 * (size_t)window_now < limit ? 2 * (size_t)window_now : limit);
   }
   contexts_then = now;
@@ -131,7 +133,7 @@ void _corral_dyn_bypass(const corral_module_table_t *t) {
   unsigned n = _corral_plt_bypass(t);
   _corral_dyn.plt_bypassed += n;
   if (n && n == _corral_dyn.plt_bypassed)
-    _corral_note(1, "dynamic: pointed PLT slots of malloc, calloc, operator new and delete past corral: %u", n);
+    _corral_note(1, "dynamic: pointed PLT slots of malloc, calloc and operator new past corral: %u", n);
   else if (n)
     _corral_note(1, "dynamic: pointed PLT slots of a library loaded since past corral: %u more, %u in all", n,
                  _corral_dyn.plt_bypassed);

@@ -9,15 +9,11 @@
  * alone past PTRDIFF_MAX (mimalloc), malloc's lead to corral's forward,
  * which sets it, and calloc's stay; operator new jumps to the allocator's own
  * where corral trusts it (next.h), else calls its malloc and tests for
- * NULL (new.cc); every operator delete is corral's free. free, realloc
- * and the aligned forms are not listed: a pooled object may still come
- * back to them. */
+ * NULL (new.cc). free, realloc and the aligned forms are not listed: a
+ * pooled object may still come back to them; nor is operator delete,
+ * which is free itself (an alias, malloc.c). */
 size_t _corral_bypass_targets(corral_bypass_t *out, size_t max)
 {
-  static const char *const deletes[] = {
-      "_ZdlPv", "_ZdaPv", "_ZdlPvm", "_ZdaPvm", "_ZdlPvRKSt9nothrow_t", "_ZdaPvRKSt9nothrow_t",
-      "_ZdlPvSt11align_val_t", "_ZdaPvSt11align_val_t", "_ZdlPvmSt11align_val_t", "_ZdaPvmSt11align_val_t",
-      "_ZdlPvSt11align_val_tRKSt9nothrow_t", "_ZdaPvSt11align_val_tRKSt9nothrow_t"};
   const corral_next_t *n = &_corral_next;
   uintptr_t forward = (uintptr_t)&_corral_new_forward, forward_nothrow = (uintptr_t)&_corral_new_forward_nothrow;
   const corral_bypass_t to[] = {
@@ -30,7 +26,5 @@ size_t _corral_bypass_targets(corral_bypass_t *out, size_t max)
   };
   size_t k = 0;
   for (size_t i = 0; i < sizeof to / sizeof *to && k < max; i++) out[k++] = to[i];
-  for (size_t i = 0; i < sizeof deletes / sizeof *deletes && k < max; i++)
-    out[k++] = (corral_bypass_t){deletes[i], (uintptr_t)&_corral_free};
   return k;
 }

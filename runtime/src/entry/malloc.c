@@ -647,6 +647,25 @@ void _corral_free(void *p)
 CORRAL_EXPORT void free(void *p) __attribute__((alias("_corral_free")));
 CORRAL_EXPORT void cfree(void *p) __attribute__((alias("_corral_free")));
 
+/* Every C++ operator delete is free itself, under its mangled name (C has
+ * no operators): its size, alignment and nothrow arguments change nothing
+ * here, and each of a C++ program's deletes is spared a jump from a body in
+ * new.cc (cppcheck makes 9 M on a small file, docs/runtime.md, "C++
+ * operators"). Its return address is the program's call, as free's is. */
+#define CORRAL_DELETE(name) CORRAL_EXPORT void name(void *p) __attribute__((alias("_corral_free")))
+CORRAL_DELETE(_ZdlPv);                                    /* delete(void *) */
+CORRAL_DELETE(_ZdaPv);                                    /* delete[](void *) */
+CORRAL_DELETE(_ZdlPvm);                                   /* sized */
+CORRAL_DELETE(_ZdaPvm);
+CORRAL_DELETE(_ZdlPvRKSt9nothrow_t);                      /* nothrow */
+CORRAL_DELETE(_ZdaPvRKSt9nothrow_t);
+CORRAL_DELETE(_ZdlPvSt11align_val_t);                     /* aligned */
+CORRAL_DELETE(_ZdaPvSt11align_val_t);
+CORRAL_DELETE(_ZdlPvmSt11align_val_t);                    /* sized, aligned */
+CORRAL_DELETE(_ZdaPvmSt11align_val_t);
+CORRAL_DELETE(_ZdlPvSt11align_val_tRKSt9nothrow_t);       /* aligned, nothrow */
+CORRAL_DELETE(_ZdaPvSt11align_val_tRKSt9nothrow_t);
+
 /* Move p's contents (old bytes) into fresh memory q, then free p. */
 static void *move_to(void *q, void *p, size_t old, size_t size)
 {

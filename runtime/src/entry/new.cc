@@ -110,9 +110,6 @@ inline bool forwarded(std::size_t n)
                        _corral_gate_open(&_corral_gates.on_new));
 }
 
-// free's way, which hands the next allocator's pointers over first.
-inline void delete_at(void *p) noexcept { _corral_free(p); }
-
 }  // namespace
 
 // Also where a pool call that missed continues (call_ways.c).
@@ -168,15 +165,4 @@ CORRAL_EXPORT void *operator new[](std::size_t n, std::align_val_t a, const std:
   return new_at(n, ALIGN(a), RET0, FP0, true);
 }
 
-CORRAL_EXPORT void operator delete(void *p) noexcept { delete_at(p); }
-CORRAL_EXPORT void operator delete[](void *p) noexcept { delete_at(p); }
-CORRAL_EXPORT void operator delete(void *p, std::size_t) noexcept { delete_at(p); }
-CORRAL_EXPORT void operator delete[](void *p, std::size_t) noexcept { delete_at(p); }
-CORRAL_EXPORT void operator delete(void *p, const std::nothrow_t &) noexcept { delete_at(p); }
-CORRAL_EXPORT void operator delete[](void *p, const std::nothrow_t &) noexcept { delete_at(p); }
-CORRAL_EXPORT void operator delete(void *p, std::align_val_t) noexcept { delete_at(p); }
-CORRAL_EXPORT void operator delete[](void *p, std::align_val_t) noexcept { delete_at(p); }
-CORRAL_EXPORT void operator delete(void *p, std::size_t, std::align_val_t) noexcept { delete_at(p); }
-CORRAL_EXPORT void operator delete[](void *p, std::size_t, std::align_val_t) noexcept { delete_at(p); }
-CORRAL_EXPORT void operator delete(void *p, std::align_val_t, const std::nothrow_t &) noexcept { delete_at(p); }
-CORRAL_EXPORT void operator delete[](void *p, std::align_val_t, const std::nothrow_t &) noexcept { delete_at(p); }
+// Every operator delete is free itself (malloc.c, an alias of each).

@@ -2,8 +2,8 @@
  * concerns corral any more: the PLT slots of every loaded module that are
  * bound to corral's malloc, calloc and operator new are pointed at the
  * allocator underneath, so that those calls no longer pass through corral
- * at all, and the delete operators' at corral's free. free and realloc
- * keep corral's (a pooled object may still come back to them), and so do
+ * at all. free and realloc keep corral's (a pooled object may still come
+ * back to them), as do the delete operators (free itself), and so do
  * calls that do not go through a PLT slot (docs/dynamic.md, "Stepping
  * aside"). */
 #ifndef CORRAL_PLT_BYPASS_H
