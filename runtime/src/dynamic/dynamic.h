@@ -29,9 +29,9 @@ void _corral_dyn_init(void);
 /* Safe mode's slot calls (safe.c): its slot stubs prepared, now and
  * after each dlopen, leading to safe mode's slot ways (dynamic_init.c);
  * and, once they are, the call of context id pointed at one whose word is
- * `group`, when its frame 0 is a site of its own whose call is direct
- * (publish.c; under dynamic mode's lock, one caller at a time with the
- * stubs' preparation). */
+ * the first pool of `group` (group * CORRAL_SIZE_CLASSES), when its frame
+ * 0 is a site of its own whose call is direct (publish.c; under dynamic
+ * mode's lock, one caller at a time with the stubs' preparation). */
 void _corral_dyn_prepare_safe_slots(void);
 void _corral_dyn_point_at_safe_slot(uint32_t id, unsigned group);
 

@@ -64,7 +64,7 @@ void _corral_dyn_point_at_safe_slot(uint32_t id, unsigned group) {
   _corral_dyn_lock();
   uintptr_t call = _corral_dyn_own_call(id);
   unsigned k;
-  corral_stub_refusal_t r = call ? _corral_point_at_slot(call, group, &k) : CORRAL_STUB_OK;
+  corral_stub_refusal_t r = call ? _corral_point_at_slot(call, (uint64_t)group * CORRAL_SIZE_CLASSES, &k) : CORRAL_STUB_OK;
   if (r != CORRAL_STUB_OK)
     _corral_note(2, "safe mode: site %#lx keeps its lookup (%s)", (unsigned long)call, _corral_stub_refusal_text(r));
   _corral_dyn_unlock();

@@ -14,6 +14,7 @@ corral_heap_t *_corral_heaps;                  /* registry, under _corral_heap_l
 unsigned _corral_heaps_live;
 __thread corral_heap_t *_corral_tls_heap __attribute__((tls_model("initial-exec")));
 __thread corral_heap_t *_corral_tls_fast __attribute__((tls_model("initial-exec"))) = &_corral_no_heap;
+__thread corral_heap_t *_corral_tls_safe __attribute__((tls_model("initial-exec"))) = &_corral_no_heap;
 corral_heap_t _corral_no_heap;
 uint8_t _corral_class_of8[CORRAL_TABLE_MAX / 8 + 1];
 static pthread_key_t exit_key;
@@ -46,6 +47,7 @@ static void thread_exit(void *arg)
   retire_all(h, 0);
   _corral_tls_heap = NULL;
   _corral_tls_fast = &_corral_no_heap;
+  _corral_tls_safe = &_corral_no_heap;
   _corral_lock(&_corral_heap_lock);
   h->dead = 1;
   __atomic_store_n(&_corral_heaps_live, _corral_heaps_live - 1, __ATOMIC_RELAXED);
@@ -88,6 +90,7 @@ corral_heap_t *_corral_heap_create_for_thread(void)
   if (!h) return NULL;
   _corral_tls_heap = h;
   if (!_corral_modes.full_ways) _corral_tls_fast = h;
+  if (_corral_modes.free_way == CORRAL_FREE_SAFE) _corral_tls_safe = h;
   if (exit_key_ok) pthread_setspecific(exit_key, h);
   return h;
 }

@@ -121,7 +121,8 @@ __attribute__((noinline)) unsigned _corral_safe_new_site(uint32_t id)
   }
   _corral_unlock(&safe.lock);
   /* A site of its own whose call is direct: pointed at a slot stub whose
-   * word is its group, which never changes (entry/call_ways.c). */
+   * word is its group's first pool, which never changes
+   * (entry/call_ways.c). */
   if (made) _corral_dyn_point_at_safe_slot(id, g);
   return g == UINT16_MAX ? CORRAL_SAFE_SHARED : g;
 }

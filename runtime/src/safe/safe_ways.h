@@ -70,14 +70,15 @@ CORRAL_INLINE int _corral_safe_known_group(uintptr_t ret0, const corral_dync_sit
   return _corral_safe_group_of_context(id);
 }
 
-/* A block of `size` bytes (small) from group g's pool in thread heap h
- * when its current chunk's free list has one whose link decodes to a
- * block of the chunk (or ends the list), or its current batch of fresh
- * blocks one; NULL otherwise, the full way then. It calls nothing: a new
- * batch (once per 4 KiB) is the full way's, so that the ways inlining
- * this save no register on every request (11 instructions a request in
- * cppcheck's `operator new`, callgrind). */
-CORRAL_INLINE void *_corral_safe_pop_in(corral_heap_t *h, size_t size, unsigned g)
+/* A block of `size` bytes (small) from the pool of a group whose first
+ * pool is pool0 (group * CORRAL_SIZE_CLASSES) in thread heap h when its
+ * current chunk's free list has one whose link decodes to a block of the
+ * chunk (or ends the list), or its current batch of fresh blocks one; NULL
+ * otherwise, the full way then. It calls nothing: a new batch (once per 4
+ * KiB) is the full way's, so that the ways inlining this save no register
+ * on every request (11 instructions a request in cppcheck's `operator
+ * new`, callgrind). */
+CORRAL_INLINE void *_corral_safe_pop_in(corral_heap_t *h, size_t size, size_t pool0)
 {
   size_t k = _corral_class(size);
   corral_chunk_t *c;
@@ -88,8 +89,7 @@ CORRAL_INLINE void *_corral_safe_pop_in(corral_heap_t *h, size_t size, unsigned 
     c = h->cur[CORRAL_SAFE_FRESH * CORRAL_SIZE_CLASSES + k];
     return CORRAL_LIKELY(c != NULL && c->bump < c->batch_end) ? _corral_block_bump(c) : NULL;
   }
-  size_t pool = (size_t)g * CORRAL_SIZE_CLASSES + k;
-  c = h->cur[pool];
+  c = h->cur[pool0 + k];
   if (CORRAL_UNLIKELY(c == NULL)) return NULL;
   void **p = (void **)c->free;
   if (CORRAL_UNLIKELY(p == NULL)) {
@@ -114,12 +114,20 @@ CORRAL_INLINE void *_corral_safe_pop_in(corral_heap_t *h, size_t size, unsigned 
   return p;
 }
 
-/* The same, a small size and this thread's heap checked first. */
+/* The same, a small size checked first, from this thread's heap while
+ * safe mode takes its short ways (_corral_tls_safe: a heap with no chunk,
+ * where every pop misses, before the thread's is made and while
+ * statistics count). */
+CORRAL_INLINE void *_corral_safe_pop_at(size_t size, size_t pool0)
+{
+  if (CORRAL_UNLIKELY(size > _corral_options.safe_max_size)) return NULL;
+  return _corral_safe_pop_in(_corral_tls_safe, size, pool0);
+}
+
+/* The same for group g. */
 CORRAL_INLINE void *_corral_safe_pop_from(size_t size, unsigned g)
 {
-  corral_heap_t *h = _corral_tls_heap;
-  if (CORRAL_UNLIKELY(size > _corral_options.safe_max_size || h == NULL)) return NULL;
-  return _corral_safe_pop_in(h, size, g);
+  return _corral_safe_pop_at(size, (size_t)g * CORRAL_SIZE_CLASSES);
 }
 
 /* The same for site entry s (NULL: not seen yet) of frame 0 ret0, its
@@ -130,7 +138,7 @@ CORRAL_INLINE void *_corral_safe_pop(size_t size, const corral_dync_site_t *s, v
 {
   corral_heap_t *h = _corral_tls_heap;
   if (CORRAL_UNLIKELY(size > _corral_options.safe_max_size || h == NULL)) return NULL;
-  return _corral_safe_pop_in(h, size, _corral_safe_site_group_at(s, ret0, fp0));
+  return _corral_safe_pop_in(h, size, (size_t)_corral_safe_site_group_at(s, ret0, fp0) * CORRAL_SIZE_CLASSES);
 }
 
 #pragma GCC visibility pop

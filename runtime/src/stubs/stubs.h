@@ -125,7 +125,8 @@ corral_stub_refusal_t _corral_point_at_none(uintptr_t ret);
  * set of none-way stubs has beside it slot stubs of each kind, which pass
  * a slot number to the entry's slot way; the way reads the site's decision
  * from _corral_dyn_slots[slot] (dynamic mode's layout: dynamic/publish.c;
- * safe mode's: the site's group). _corral_point_at_slot takes a free
+ * safe mode's: the first pool of the site's group, group *
+ * CORRAL_SIZE_CLASSES). _corral_point_at_slot takes a free
  * slot stub within reach of the `call rel32` returning to ret, stores
  * `word` in its slot, then points the call at it, and says which slot.
  * Like _corral_point_at_none it registers no unwind table and may run
@@ -151,7 +152,7 @@ int _corral_call_takes_slot(uintptr_t ret);
  * (_corral_init_slow), before any stub is written. */
 typedef struct corral_call_targets_s {
   uintptr_t pool[CORRAL_CALLS_KINDS], none[CORRAL_CALLS_KINDS], slot[CORRAL_CALLS_KINDS];
-  uintptr_t safe_slot[CORRAL_CALLS_KINDS];   /* safe mode's slot ways (the slot's word: the site's group) */
+  uintptr_t safe_slot[CORRAL_CALLS_KINDS];   /* safe mode's slot ways (the slot's word: the group's first pool) */
   corral_bypass_targets_fn bypass;           /* where PLT slots lead once dynamic mode steps aside */
 } corral_call_targets_t;
 void _corral_stubs_set_targets(const corral_call_targets_t *targets);
