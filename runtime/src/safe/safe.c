@@ -302,7 +302,17 @@ void *_corral_safe_realloc(void *p, size_t size, void *ret0, void *fp0)
     if (!q && size <= _corral_options.safe_max_size) q = small_alloc(g, size, 0);
     if (!q) q = _corral_safe_alloc(size, 0, ret0, fp0, 0);
     _corral_safe_free_site = ret0;
-    return move(q, p, c->block_size, size, free_grouped);
+    if (!q) return NULL;
+    memcpy(q, p, c->block_size < size ? c->block_size : size);
+    /* p passed every test of free's first way above (a block's start,
+     * not freed): the owner's free stores the link encoded at once, where
+     * free's first way would find the chunk and test p again (lua's
+     * tables growing: 652 thousand calls of `trees.lua 13`). */
+    if (c->block_size != 0 && atomic_load_explicit(&c->owner, memory_order_relaxed) == _corral_tls_safe)
+      _corral_block_free_encoded(c, p);
+    else
+      free_grouped(p);
+    return q;
   }
   if (where == CORRAL_NOT_GROUP && _corral_safe_large_owns(p)) {
     size_t old = _corral_safe_large_usable(p);
