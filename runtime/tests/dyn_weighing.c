@@ -19,11 +19,21 @@
  *     pay the lookup and the base's malloc);
  *   busy48: two contexts of 48-byte nodes made by pointer in turn (a
  *     size-class base's own class: the first judged is given back, the
- *     other stays, kept apart from it), then both go on: the one kept still
- *     has a busy neighbour in the base and stays;
+ *     other stays, kept apart from it), then both go on: the one kept
+ *     stays apart only behind the lookup, so it does not keep dynamic mode
+ *     from stepping aside, which gives it back (as_base);
  *   faded48: the same, but then only the context whose pool was kept goes
- *     on: its neighbour in the base made a few thousand objects and no
- *     more, so at its steady samples it is given back too (as_base).
+ *     on: given back all the same;
+ *   direct_busy48: the same by direct calls (slot stubs serve them, so a
+ *     pool kept apart costs no lookup): the one kept stays (its
+ *     neighbour's call leads to the none way, unseen, so it always counts);
+ *   mixed_busy48, mixed_faded48: b's nodes by pointer alone first (its
+ *     pool is judged alone and given back), then a's by a direct call
+ *     beside them (kept apart from b's, by a slot stub): in mixed_busy48
+ *     both go on and a's pool stays; in mixed_faded48 only a's go on, b's
+ *     made a few thousand objects in the base and no more (the sampled
+ *     forwards tell), so at its steady samples a's pool is given back too
+ *     (as_base).
  * Prints how many of the last 100 objects of each list were pooled, and a
  * checksum, the same with corral or without (both kinds of 48-byte node
  * hold one value, so it does not tell which was kept). */
@@ -46,6 +56,8 @@ NOIPA struct n24 *ptr24(struct n24 *next) { struct n24 *n = by_pointer(sizeof *n
 NOIPA struct n24 *direct24(struct n24 *next) { struct n24 *n = malloc(sizeof *n); n->next = next; n->v[0] = 2; return n; }
 NOIPA struct n48 *ptr48_a(struct n48 *next) { struct n48 *n = by_pointer(sizeof *n); n->next = next; n->v[0] = 3; return n; }
 NOIPA struct n48 *ptr48_b(struct n48 *next) { struct n48 *n = by_pointer(sizeof *n); n->next = next; n->v[0] = 3; return n; }
+NOIPA struct n48 *direct48_a(struct n48 *next) { struct n48 *n = malloc(sizeof *n); n->next = next; n->v[0] = 3; return n; }
+NOIPA struct n48 *direct48_b(struct n48 *next) { struct n48 *n = malloc(sizeof *n); n->next = next; n->v[0] = 3; return n; }
 NOIPA long scratch(long i) {
   long *p = by_pointer(64);
   p[0] = i;
@@ -86,17 +98,23 @@ int main(int argc, char **argv)
     if (beside) fprintf(stderr, "last ptr_pooled=%d direct_pooled=%d\n", pooled(p), pooled(d));
     else fprintf(stderr, "last ptr_pooled=%d\n", pooled(p));
     total += sum(p) + sum(d);
-  } else if (!strcmp(c, "busy48") || !strcmp(c, "faded48")) {
+  } else if (strstr(c, "busy48") || strstr(c, "faded48")) {
+    int direct = !strncmp(c, "direct_", 7), mixed = !strncmp(c, "mixed_", 6);
+    const char *kind = direct ? c + 7 : mixed ? c + 6 : c;
+    if (strcmp(kind, "busy48") && strcmp(kind, "faded48")) return printf("unknown case %s\n", c), 2;
+    struct n48 *(*make_a)(struct n48 *) = direct || mixed ? direct48_a : ptr48_a;
+    struct n48 *(*make_b)(struct n48 *) = direct ? direct48_b : ptr48_b;
     struct n48 *a = NULL, *b = NULL;
+    for (int i = 0; mixed && i < FIRST; i++) b = make_b(b);
     for (int i = 0; i < FIRST; i++) {
-      a = ptr48_a(a);
-      b = ptr48_b(b);
+      a = make_a(a);
+      b = make_b(b);
     }
     /* Which pool was kept: the other was given back at its eager samples. */
     int a_kept = corral_group_of_if_loaded(a) >= 0;
     for (int i = 0; i < COUNT; i++) {
-      if (a_kept || c[0] == 'b') a = ptr48_a(a);
-      if (!a_kept || c[0] == 'b') b = ptr48_b(b);
+      if (a_kept || kind[0] == 'b') a = make_a(a);
+      if (!a_kept || kind[0] == 'b') b = make_b(b);
     }
     fprintf(stderr, "last kept_pooled=%d other_pooled=%d\n", pooled(a_kept ? (void *)a : b), pooled(a_kept ? (void *)b : a));
     total += sum(a) + sum(b);

@@ -38,14 +38,15 @@ static __thread uint64_t sampled_then __attribute__((tls_model("initial-exec")))
 static __thread uint64_t mine_then __attribute__((tls_model("initial-exec")));
 
 /* Under the lock: whether some context's pool is still in use, other
- * than one kept only for packing tighter behind the lookup (packing_only,
- * give_back.c), which stepping aside gives back. */
+ * than one kept behind the lookup only for packing tighter or staying
+ * apart from a neighbour (lookup_only, give_back.c), which stepping aside
+ * gives back. */
 static int a_pool_is_in_use(void) {
   DYN_ASSERT_LOCKED();
   uint32_t total = __atomic_load_n(&_corral_dyn_settled.table.context_count, __ATOMIC_ACQUIRE);
   for (uint32_t i = 0; i < total; i++) {
     const dyn_ctx_t *root = &_corral_dyn.ctx[_corral_dynm_find(&_corral_dyn.merge, i)];
-    if (__atomic_load_n(&root->group, __ATOMIC_RELAXED) >= 0 && !root->packing_only) return 1;
+    if (__atomic_load_n(&root->group, __ATOMIC_RELAXED) >= 0 && !root->lookup_only) return 1;
   }
   return 0;
 }
@@ -108,7 +109,7 @@ static void ask(size_t limit, int first) {
   int busy = in_use && made * DYN_FORWARDS_PER_POOLED >= window_now;
   if (!first && now == contexts_then && !busy) {
     _corral_dyn.backed_off = 1;
-    _corral_dyn_give_back_packing_only();
+    _corral_dyn_give_back_lookup_only();
     int forwards_all = close_gates();
     _corral_dyn_calls_to_none();
     _corral_note(1, "dynamic: no new context appeared and the pools made under one object per %u forwarded "

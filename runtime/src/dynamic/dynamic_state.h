@@ -58,7 +58,7 @@ typedef struct dyn_ctx_s {
   uint32_t slot;            /* slot call: 0 not tried, slot + 1, or DYN_SLOT_REFUSED */
   int32_t gave_back;        /* roots: the pool given back, -1 none */
   uint8_t to_none;          /* roots given back: a call of theirs leads to the none way, unseen */
-  uint8_t packing_only;     /* roots: the pool only packs tighter than the base, behind the lookup */
+  uint8_t lookup_only;      /* roots: behind the lookup, the pool only packs tighter or stays apart (give_back.c) */
   const char *via;          /* name of the outermost wrapper in the chain, if any */
 } dyn_ctx_t;
 

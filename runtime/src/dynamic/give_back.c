@@ -152,7 +152,8 @@ static int reached_by_lookup(uint32_t root) {
  * those footprints (sizes_seen): given back, this pool's objects would be
  * interleaved with those there. With `packing_counts` 0, a size the pool
  * packs tighter than the base (24 bytes, where a size-class base takes
- * 32) is taken as laid out as the base too (see packing_only below). With
+ * 32) is taken as laid out as the base too, and with `neighbours` 0 so is
+ * a size whose neighbour there makes many (see lookup_only below). With
  * `steady`, at the pool's steady samples, a neighbour counts only as far
  * as it still makes objects of the class (leaves_many_to_base), and only
  * for a class holding an eighth of the pool's objects or more. A live
@@ -165,7 +166,7 @@ static int reached_by_lookup(uint32_t root) {
  * order they are made, as the pool does. Pointers between this pool and
  * others do not matter: the base already keeps objects of other
  * footprints in other classes. */
-static int laid_out_as_base(uint32_t id, int steady, int packing_counts) {
+static int laid_out_as_base(uint32_t id, int steady, int packing_counts, int neighbours) {
   uint32_t root = _corral_dynm_find(&_corral_dyn.merge, id);
   int g = _corral_dyn.ctx[root].group;
   if (g < 0 || _corral_dyn.merge.size[root] == 0) return 0;
@@ -175,7 +176,7 @@ static int laid_out_as_base(uint32_t id, int steady, int packing_counts) {
     size_t size = _corral_dyn_bit_size(sizes);
     size_t footprint = _corral_next_footprint(size);
     if (footprint == 0 || (packing_counts && corral_class_size(corral_size_class(size)) < footprint)) return 0;
-    if (!steady && beside_many(footprint, 0)) return 0;
+    if (!steady && neighbours && beside_many(footprint, 0)) return 0;
   }
   if (!steady) return 1;
   /* At its steady samples: it goes once under an eighth of its objects,
@@ -225,14 +226,19 @@ static int laid_out_as_base(uint32_t id, int steady, int packing_counts) {
  *
  * A pool every allocation of which pays the lookup (reached_by_lookup),
  * over a size-class base, that would be laid out as the base but for the
- * sizes it packs tighter is marked packing_only at that eager sample. It
- * stays while other pools are in use: its contexts' requests would pay
- * the lookup all the same, and its pop is cheaper than the lookup and the
- * base's malloc together. But it does not keep dynamic mode from stepping
- * aside (back_off.c), which then gives it back: packing tighter alone
- * does not pay for the lookup on every request (lua5.4's tables, 56 bytes
- * where mimalloc takes 64: 7-8% fewer simulated misses, 7.4% more
- * instructions; docs/dynamic.md, "When a context gets a pool"). */
+ * sizes it packs tighter or keeps apart from a neighbour of their class
+ * is marked lookup_only at that eager sample. It stays while other pools
+ * are in use: its contexts' requests would pay the lookup all the same,
+ * and its pop is cheaper than the lookup and the base's malloc together.
+ * But it does not keep dynamic mode from stepping aside (back_off.c),
+ * which then gives it back: neither packing tighter nor staying apart
+ * pays for the lookup on every request where it was measured (lua5.4's
+ * tables, 56 bytes where mimalloc takes 64: 7-8% fewer simulated misses,
+ * 7.4% more instructions; xmllint's 120-byte nodes kept apart from their
+ * neighbours: 3.4% more first-level misses, 10.6% more instructions, and
+ * whether they stayed apart at all was the draw of the samples, which
+ * decide which of two pools of one class is judged first; docs/dynamic.md,
+ * "When a context gets a pool"). */
 void _corral_dyn_judge_pool(uint32_t id, void *p, uint32_t size) {
   corral_chunk_t *chunk = _corral_chunk_header((uintptr_t)p);
   long undrained = atomic_load_explicit(&chunk->balance, memory_order_relaxed);
@@ -241,7 +247,7 @@ void _corral_dyn_judge_pool(uint32_t id, void *p, uint32_t size) {
   dyn_ctx_t *c = &_corral_dyn.ctx[id];
   uint32_t root = _corral_dynm_find(&_corral_dyn.merge, id);   /* nothing below merges */
   c->checks++;
-  if (!_corral_dyn.ctx[root].packing_only)
+  if (!_corral_dyn.ctx[root].lookup_only)
     _corral_dyn.pooled_sampled += c->checks <= DYN_EAGER_SAMPLES ? DYN_EAGER_EVERY : DYN_STEADY_EVERY;
   if (remote * 2 > chunk->counted_allocs) c->remote_heavy++;
   if (chunk->live * object < DYN_SMALL_BYTES) c->small++;
@@ -254,17 +260,17 @@ void _corral_dyn_judge_pool(uint32_t id, void *p, uint32_t size) {
     if (g >= 0) _corral_dyn.steady_by_size[g][__builtin_ctzll(_corral_dyn_size_bit(size))]++;
   }
   if (c->checks == DYN_EAGER_SAMPLES) {
-    if (laid_out_as_base(id, 0, 1)) {
+    if (laid_out_as_base(id, 0, 1, 1)) {
       give_back(id, DYN_GIVEN_BACK_AS_BASE);
       return;
     }
-    if (_corral_next_keeps_classes() && reached_by_lookup(root) && laid_out_as_base(id, 0, 0))
-      _corral_dyn.ctx[root].packing_only = 1;
+    if (_corral_next_keeps_classes() && reached_by_lookup(root) && laid_out_as_base(id, 0, 0, 0))
+      _corral_dyn.ctx[root].lookup_only = 1;
   }
   if (c->checks < DYN_JUDGE_AFTER) return;
   if (c->remote_heavy * 4 > c->checks * 3) give_back(id, DYN_GIVEN_BACK_REMOTE);
   else if (c->small * 4 > c->checks * 3) give_back(id, DYN_GIVEN_BACK_SMALL);
-  else if (laid_out_as_base(id, 1, 1)) give_back(id, DYN_GIVEN_BACK_AS_BASE);
+  else if (laid_out_as_base(id, 1, 1, 1)) give_back(id, DYN_GIVEN_BACK_AS_BASE);
 }
 
 /* (give_back.h) */
@@ -278,10 +284,10 @@ void _corral_dyn_calls_to_none(void) {
   }
 }
 
-void _corral_dyn_give_back_packing_only(void) {
+void _corral_dyn_give_back_lookup_only(void) {
   DYN_ASSERT_LOCKED();
   uint32_t total = __atomic_load_n(&_corral_dyn_settled.table.context_count, __ATOMIC_ACQUIRE);
   for (uint32_t i = 0; i < total; i++)
-    if (_corral_dyn.ctx[i].packing_only && _corral_dyn.ctx[i].group >= 0 && _corral_dynm_find(&_corral_dyn.merge, i) == i)
+    if (_corral_dyn.ctx[i].lookup_only && _corral_dyn.ctx[i].group >= 0 && _corral_dynm_find(&_corral_dyn.merge, i) == i)
       give_back(i, DYN_GIVEN_BACK_AS_BASE);
 }

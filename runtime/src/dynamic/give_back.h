@@ -18,10 +18,10 @@ enum { DYN_GIVEN_BACK_REMOTE, DYN_GIVEN_BACK_SMALL, DYN_GIVEN_BACK_AS_BASE };
  * pay. */
 void _corral_dyn_judge_pool(uint32_t id, void *p, uint32_t size);
 
-/* Under the lock, as dynamic mode steps aside: the pools kept only for
- * packing tighter than the base, behind the lookup (packing_only), are
- * given back (back_off.c). */
-void _corral_dyn_give_back_packing_only(void);
+/* Under the lock, as dynamic mode steps aside: the pools kept behind the
+ * lookup only for packing tighter than the base or staying apart from a
+ * neighbour (lookup_only), are given back (back_off.c). */
+void _corral_dyn_give_back_lookup_only(void);
 /* Under the lock, as dynamic mode steps aside: the own calls of contexts
  * whose pools stay in use (their objects stay where they are) are pointed
  * at the none way. Left at their slots, each request would take the slot
