@@ -150,10 +150,11 @@ static int reached_by_lookup(uint32_t root) {
  * drops), and no pool that leaves many live objects to the base (given
  * back as `as_base` or `remote`) asked the full way for a size of one of
  * those footprints (sizes_seen): given back, this pool's objects would be
- * interleaved with those there. With `packing_counts` 0, a size the pool
- * packs tighter than the base (24 bytes, where a size-class base takes
- * 32) is taken as laid out as the base too, and with `neighbours` 0 so is
- * a size whose neighbour there makes many (see lookup_only below). With
+ * interleaved with those there. With `beside_counts` 0, what the pool
+ * does beside the base does not count: a size it packs tighter (24 bytes,
+ * where a size-class base takes 32) is taken as laid out as the base too,
+ * and so is a size whose neighbour there makes many (see lookup_only
+ * below). With
  * `steady`, at the pool's steady samples, a neighbour counts only as far
  * as it still makes objects of the class (leaves_many_to_base), and only
  * for a class holding an eighth of the pool's objects or more. A live
@@ -166,7 +167,7 @@ static int reached_by_lookup(uint32_t root) {
  * order they are made, as the pool does. Pointers between this pool and
  * others do not matter: the base already keeps objects of other
  * footprints in other classes. */
-static int laid_out_as_base(uint32_t id, int steady, int packing_counts, int neighbours) {
+static int laid_out_as_base(uint32_t id, int steady, int beside_counts) {
   uint32_t root = _corral_dynm_find(&_corral_dyn.merge, id);
   int g = _corral_dyn.ctx[root].group;
   if (g < 0 || _corral_dyn.merge.size[root] == 0) return 0;
@@ -175,8 +176,8 @@ static int laid_out_as_base(uint32_t id, int steady, int packing_counts, int nei
   for (; sizes; sizes &= sizes - 1) {
     size_t size = _corral_dyn_bit_size(sizes);
     size_t footprint = _corral_next_footprint(size);
-    if (footprint == 0 || (packing_counts && corral_class_size(corral_size_class(size)) < footprint)) return 0;
-    if (!steady && neighbours && beside_many(footprint, 0)) return 0;
+    if (footprint == 0 || (beside_counts && corral_class_size(corral_size_class(size)) < footprint)) return 0;
+    if (!steady && beside_counts && beside_many(footprint, 0)) return 0;
   }
   if (!steady) return 1;
   /* At its steady samples: it goes once under an eighth of its objects,
@@ -260,17 +261,17 @@ void _corral_dyn_judge_pool(uint32_t id, void *p, uint32_t size) {
     if (g >= 0) _corral_dyn.steady_by_size[g][__builtin_ctzll(_corral_dyn_size_bit(size))]++;
   }
   if (c->checks == DYN_EAGER_SAMPLES) {
-    if (laid_out_as_base(id, 0, 1, 1)) {
+    if (laid_out_as_base(id, 0, 1)) {
       give_back(id, DYN_GIVEN_BACK_AS_BASE);
       return;
     }
-    if (_corral_next_keeps_classes() && reached_by_lookup(root) && laid_out_as_base(id, 0, 0, 0))
+    if (_corral_next_keeps_classes() && reached_by_lookup(root) && laid_out_as_base(id, 0, 0))
       _corral_dyn.ctx[root].lookup_only = 1;
   }
   if (c->checks < DYN_JUDGE_AFTER) return;
   if (c->remote_heavy * 4 > c->checks * 3) give_back(id, DYN_GIVEN_BACK_REMOTE);
   else if (c->small * 4 > c->checks * 3) give_back(id, DYN_GIVEN_BACK_SMALL);
-  else if (laid_out_as_base(id, 1, 1, 1)) give_back(id, DYN_GIVEN_BACK_AS_BASE);
+  else if (laid_out_as_base(id, 1, 1)) give_back(id, DYN_GIVEN_BACK_AS_BASE);
 }
 
 /* (give_back.h) */

@@ -269,13 +269,19 @@ static void *move(void *q, void *p, size_t old, size_t size, void (*release)(voi
 
 static void free_large(void *p) { _corral_safe_large_free(p, NULL); }
 
-/* An object a group handed out (safe realloc has just found its chunk):
- * the owner's free by free's first way when it can take it. */
-static void free_grouped(void *p)
+/* Object p of chunk c, which safe realloc has just found and tested (a
+ * block's start, not freed): the owner's free stores the link encoded at
+ * once, where free's first way would find the chunk and test p again
+ * (lua's tables growing: 652 thousand calls of `trees.lua 13`); any other
+ * free by free's first way when it can take it, else the group heap's. */
+static void free_grouped(corral_chunk_t *c, void *p)
 {
+  if (c->block_size != 0 && atomic_load_explicit(&c->owner, memory_order_relaxed) == _corral_tls_safe) {
+    _corral_block_free_encoded(c, p);
+    return;
+  }
   if (_corral_free_owned(p)) return;
-  corral_where_t where;
-  _corral_group_free(_corral_chunk_of(p, &where), p);
+  _corral_group_free(c, p);
 }
 
 void *_corral_safe_realloc(void *p, size_t size, void *ret0, void *fp0)
@@ -304,14 +310,7 @@ void *_corral_safe_realloc(void *p, size_t size, void *ret0, void *fp0)
     _corral_safe_free_site = ret0;
     if (!q) return NULL;
     memcpy(q, p, c->block_size < size ? c->block_size : size);
-    /* p passed every test of free's first way above (a block's start,
-     * not freed): the owner's free stores the link encoded at once, where
-     * free's first way would find the chunk and test p again (lua's
-     * tables growing: 652 thousand calls of `trees.lua 13`). */
-    if (c->block_size != 0 && atomic_load_explicit(&c->owner, memory_order_relaxed) == _corral_tls_safe)
-      _corral_block_free_encoded(c, p);
-    else
-      free_grouped(p);
+    free_grouped(c, p);
     return q;
   }
   if (where == CORRAL_NOT_GROUP && _corral_safe_large_owns(p)) {

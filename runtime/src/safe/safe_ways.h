@@ -132,12 +132,13 @@ CORRAL_INLINE void *_corral_safe_pop_from(size_t size, unsigned g)
 
 /* The same for site entry s (NULL: not seen yet) of frame 0 ret0, its
  * group found however it must be (fp0: the entry's frame address, for a
- * walk through wrappers). A large size makes no site; the thread's heap,
+ * walk through wrappers). A large size makes no site, nor does a thread
+ * whose short ways take the empty heap (none of its own yet); its heap,
  * once made, stays. */
 CORRAL_INLINE void *_corral_safe_pop(size_t size, const corral_dync_site_t *s, void *ret0, void *fp0)
 {
-  corral_heap_t *h = _corral_tls_heap;
-  if (CORRAL_UNLIKELY(size > _corral_options.safe_max_size || h == NULL)) return NULL;
+  corral_heap_t *h = _corral_tls_safe;
+  if (CORRAL_UNLIKELY(size > _corral_options.safe_max_size || h == &_corral_no_heap)) return NULL;
   return _corral_safe_pop_in(h, size, (size_t)_corral_safe_site_group_at(s, ret0, fp0) * CORRAL_SIZE_CLASSES);
 }
 
