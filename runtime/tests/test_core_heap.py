@@ -82,13 +82,25 @@ def test_freed_space_is_reused_by_other_sizes(programs, tmp_path):
 @pytest.mark.parametrize("mixed", [0, 1])
 def test_empty_chunks_return_to_the_os(programs, tmp_path, mixed):
     out = tmp_path / "stats.json"
-    h.run(programs["core_reuse"], "spare", env=h.corral_env(random_pools=1, max_spare=2, mixed=mixed, stats=out))
+    h.run(programs["core_reuse"], "spare",
+          env=h.corral_env(random_pools=1, max_spare=2, purge_delay=0, mixed=mixed, stats=out))
     g = h.stats(out)["groups"][0]
     assert g["peak_chunks"] >= 64
     # Only main's current chunks are still held: one if sizes mix; by size
     # one per class main allocated in (64 bytes, stdio's FILE and buffers).
     # The program checks that the 64 MiB went back to the OS.
     assert g["chunks"] <= (1 if mixed else 4)
+
+
+@pytest.mark.parametrize("mixed", [0, 1])
+def test_empty_chunks_wait_for_the_purge_delay(programs, mixed):
+    """Past max_spare an empty chunk stays resident for purge_delay: the 64
+    MiB freed at once are all still resident right after, and gone once
+    the delay has passed and the program allocates again (its refill looks
+    at the spares; no chunk changes hands in between)."""
+    r = h.run(programs["core_reuse"], "spare-later", 2000,
+              env=h.corral_env(random_pools=1, max_spare=2, purge_delay=2000, mixed=mixed))
+    assert "once the delay passed" in r.stdout
 
 
 @pytest.mark.parametrize("base", h.BASES)
@@ -116,7 +128,7 @@ def test_thread_exit_hands_back_chunks(tmp_path, mixed):
 def test_group_memory_grows_by_more_ranges(programs, tmp_path):
     """With 16 MiB ranges, 64 MiB of objects need five of them."""
     out = tmp_path / "stats.json"
-    h.run(programs["core_reuse"], "spare", env=h.corral_env(random_pools=1, reserve="16M", stats=out))
+    h.run(programs["core_reuse"], "spare", env=h.corral_env(random_pools=1, reserve="16M", purge_delay=0, stats=out))
     s = h.stats(out)
     assert s["options"]["reserve"] == 16 << 20
     assert s["groups"][0]["peak_chunks"] >= 64
@@ -213,17 +225,19 @@ def test_lightly_used_empty_chunks_stay_resident(tmp_path):
     a few objects in each of 12 pools and exits leaves 12 empty chunks a
     page or two used, which all stay resident under the default budget
     (4 chunks' worth), where 8 of them were purged one by one (each a TLB
-    shootdown); 64 MiB made and freed after still goes back to the OS."""
+    shootdown); 64 MiB made and freed after still goes back to the OS
+    (with no purge delay, at once)."""
     import subprocess
     exe = h.build(tmp_path, "core_spare", flags=("-rdynamic",))
-    done = subprocess.run([str(exe), "12"], capture_output=True, text=True, env=h.corral_env("glibc", random_pools=1))
+    done = subprocess.run([str(exe), "12"], capture_output=True, text=True,
+                          env=h.corral_env("glibc", random_pools=1, purge_delay=0))
     assert done.returncode == 0, done.stdout + done.stderr
     light, heavy = (int(line.split()[1]) for line in done.stdout.splitlines())
     assert light == 0, done.stdout
     assert heavy >= 56, done.stdout
     # no budget: every empty chunk goes back
     done = subprocess.run([str(exe), "12"], capture_output=True, text=True,
-                          env=h.corral_env("glibc", random_pools=1, max_spare=0))
+                          env=h.corral_env("glibc", random_pools=1, max_spare=0, purge_delay=0))
     assert done.returncode == 0 and int(done.stdout.split()[1]) >= 4, done.stdout
 
 

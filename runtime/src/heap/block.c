@@ -122,6 +122,7 @@ static void *pop(corral_chunk_t *c)
  * an empty one; an adopted chunk may still be full). */
 void *_corral_block_alloc(corral_heap_t *h, unsigned pool)
 {
+  _corral_spares_tick();
   corral_chunk_t *c = h->cur[pool];
   if (c && refill(c)) return pop(c);
   for (int attempt = 0; attempt < 2; attempt++) {

@@ -14,6 +14,7 @@
 #include "lock.h"
 
 #include <string.h>
+#include <time.h>
 
 corral_layout_t _corral_layout;
 atomic_uint _corral_range_count;
@@ -28,8 +29,24 @@ static size_t range_carved;                      /* chunks carved from the last 
  * site and size class) makes a dozen mprotects, not one each. */
 static size_t range_committed, commit_next = 1;
 #define COMMIT_MOST 64
-static corral_chunk_t *spare_chunks;             /* empty, resident */
+/* Empty chunks kept resident, newest first, linked both ways by next and
+ * prev (spare_oldest is the last): taken newest first, purged oldest
+ * first (purge_spares). */
+static corral_chunk_t *spare_chunks, *spare_oldest;
 static size_t spare_count, spare_bytes;        /* spares, and the bytes their uses touched */
+/* Read without the lock by every refill (heap.h, _corral_spares_tick):
+ * whether spares past the budget wait for their purge, and from when on
+ * the oldest of them is due, in now_ms() time. */
+uint8_t _corral_spares_waiting;
+static uint64_t spares_due_ms;
+static void note_spares_waiting(void);
+
+/* What a spare counts against the budget: the pages its uses touched,
+ * from its header on (the colour gap before the header is never used). */
+static size_t spare_weight(const corral_chunk_t *c)
+{
+  return (size_t)(c->touched_end - (char *)c);
+}
 static corral_chunk_t *purged_chunks;            /* empty, given back to the OS */
 static corral_chunk_t *retired[CORRAL_POOLS];
 /* Safe mode: empty chunks kept for the pool that held them, which alone may
@@ -113,8 +130,11 @@ static corral_chunk_t *take_empty_chunk(void)
   corral_chunk_t *c;
   if ((c = spare_chunks)) {
     spare_chunks = c->next;
+    if (spare_chunks) spare_chunks->prev = NULL;
+    else spare_oldest = NULL;
     spare_count--;
-    spare_bytes -= (size_t)(c->touched_end - (char *)c);
+    spare_bytes -= spare_weight(c);
+    note_spares_waiting();
     memset(c->free_lists, 0, _corral_layout.header - sizeof *c);
     return c;
   }
@@ -252,24 +272,80 @@ static int keep_resident(corral_chunk_t *c)
   return 1;
 }
 
-/* Under the lock: the empty chunk c kept resident as a spare, if the
- * spares' budget has room for it; 0 if not. Spares may hold max_spare
- * chunks' worth of touched pages, however many chunks that takes: a
- * thread that exits after a short life leaves a
- * dozen chunks with a page or two used each, and purging each costs a
- * TLB shootdown (dot's fontconfig threads: ten purges, 0.3 ms of a 12 ms
- * start). A chunk touched throughout counts whole, as before. */
-static int keep_spare(corral_chunk_t *c)
+/* Milliseconds of a clock that only moves forward, at the kernel's tick
+ * (a read of the vDSO's page, no system call). */
+static uint64_t now_ms(void)
 {
-  char *end = touched_end_of(c);
-  size_t touched = (size_t)(end - (char *)c);                 /* the colour gap before c is never used */
-  if (spare_bytes + touched > (size_t)_corral_options.max_spare * _corral_layout.chunk_size) return 0;
-  c->touched_end = end;
-  spare_bytes += touched;
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+  return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+static size_t spare_budget(void)
+{
+  return (size_t)_corral_options.max_spare * _corral_layout.chunk_size;
+}
+
+/* Under the lock: publish whether spares past the budget wait, and when
+ * the oldest of them is due. */
+static void note_spares_waiting(void)
+{
+  int waiting = spare_bytes > spare_budget();
+  if (waiting) __atomic_store_n(&spares_due_ms, spare_oldest->spare_since + _corral_options.purge_delay, __ATOMIC_RELAXED);
+  __atomic_store_n(&_corral_spares_waiting, (uint8_t)waiting, __ATOMIC_RELAXED);
+}
+
+/* Under the lock: the oldest spares past the budget that have waited
+ * purge_delay go back to the OS. */
+static void purge_spares(uint64_t now)
+{
+  size_t budget = spare_budget();
+  corral_chunk_t *c;
+  while (spare_bytes > budget && (c = spare_oldest) && now - c->spare_since >= _corral_options.purge_delay) {
+    spare_oldest = c->prev;
+    if (spare_oldest) spare_oldest->next = NULL;
+    else spare_chunks = NULL;
+    spare_count--;
+    spare_bytes -= spare_weight(c);
+    _corral_os_purge((void *)_corral_chunk_base(c), _corral_layout.chunk_size);
+    c->next = purged_chunks;          /* the purge zeroed the header page */
+    purged_chunks = c;
+  }
+  note_spares_waiting();
+}
+
+/* Under the lock: the empty chunk c kept resident as a spare. Spares hold
+ * max_spare chunks' worth of touched pages for good, however many chunks
+ * that takes: a thread that exits after a short life leaves a dozen
+ * chunks with a page or two used each, and purging each costs a TLB
+ * shootdown (dot's fontconfig threads: ten purges, 0.3 ms of a 12 ms
+ * start). A chunk touched throughout counts whole. Past that budget a
+ * spare stays for purge_delay milliseconds before it is purged, oldest
+ * first: a program whose empty chunks come and go faster than that (a
+ * producer and a consumer thread, mimalloc-bench's xmalloc-test all
+ * pooled: 600 purges a second, each chunk's 256 pages faulted and
+ * cleared again at its next use) takes them back resident. */
+static void keep_spare(corral_chunk_t *c, uint64_t now)
+{
+  c->touched_end = touched_end_of(c);
+  c->spare_since = now;
+  spare_bytes += spare_weight(c);
   spare_count++;
+  c->prev = NULL;
   c->next = spare_chunks;
+  if (spare_chunks) spare_chunks->prev = c;
+  else spare_oldest = c;
   spare_chunks = c;
-  return 1;
+  purge_spares(now);
+}
+
+void _corral_spares_purge_due(void)
+{
+  uint64_t now = now_ms();
+  if (now < __atomic_load_n(&spares_due_ms, __ATOMIC_RELAXED)) return;
+  if (!_corral_trylock(&_corral_heap_lock)) return;     /* the next refill tries again */
+  purge_spares(now);
+  _corral_unlock(&_corral_heap_lock);
 }
 
 /* Under the lock: give an empty chunk back to the pool. */
@@ -297,10 +373,8 @@ static void release_locked(corral_chunk_t *c)
     c->next = kept[pool];
     kept[pool] = c;
     chunks_kept++;
-  } else if (!keep_spare(c)) {
-    _corral_os_purge((void *)_corral_chunk_base(c), _corral_layout.chunk_size);
-    c->next = purged_chunks;
-    purged_chunks = c;
+  } else {
+    keep_spare(c, now_ms());
   }
 }
 

@@ -86,6 +86,7 @@ typedef struct corral_chunk_s {
                                               was in the middle of may be half done (debug.c) */
   uint32_t held;                           /* on its owner's held list (chunk.c, "Held chunks") */
   char *touched_end;                       /* empty and resident: the end of the pages its uses touched (lock) */
+  uint64_t spare_since;                    /* a spare: when it became one, in ms (lock) */
   /* any thread: written by every remote free */
   _Alignas(64) _Atomic(uintptr_t) remote;  /* stack of objects freed by other threads, | CORRAL_REMOTE_COUNTED */
   atomic_long balance;                     /* counted remote frees minus drained; retired: + CORRAL_RETIRED - live */
@@ -584,6 +585,17 @@ long _corral_block_drain(corral_chunk_t *c, void *list, uintptr_t length);
 void *_corral_mixed_alloc(corral_heap_t *h, unsigned pool, size_t size, size_t align);
 long _corral_mixed_drain(corral_chunk_t *c, void *list);
 void _corral_mixed_free_local(corral_chunk_t *c, void *p);
+
+/* Empty chunks past max_spare wait purge_delay before they go back to the
+ * OS (chunk.c, keep_spare). Each refill looks: one load while none waits,
+ * so that a program that stops taking and giving back chunks still has
+ * them purged once it allocates on. */
+extern uint8_t _corral_spares_waiting;
+void _corral_spares_purge_due(void);
+static inline void _corral_spares_tick(void)
+{
+  if (CORRAL_UNLIKELY(__atomic_load_n(&_corral_spares_waiting, __ATOMIC_RELAXED))) _corral_spares_purge_due();
+}
 
 /* Chunk hand-overs (chunk.c). */
 void _corral_layout_init(void);

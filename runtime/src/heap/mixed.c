@@ -104,6 +104,7 @@ static void *split_alloc(corral_chunk_t *c, size_t k, size_t align)
  * an adopted chunk may still lack room). */
 void *_corral_mixed_alloc(corral_heap_t *h, unsigned pool, size_t size, size_t align)
 {
+  _corral_spares_tick();      /* every allocation here: a mixed chunk may never run dry */
   size_t k = _corral_granules(size);
   if (align < CORRAL_GRANULE) align = CORRAL_GRANULE;
   corral_chunk_t *c = h->cur[pool];
