@@ -7,13 +7,34 @@ import matplotlib.pyplot as plt  # noqa: E402
 import networkx as nx  # noqa: E402
 
 UNGROUPED = "#b0b0b0"
+# Contexts a picture shows at most: more are a blur of labels, and networkx
+# lays out 500 or more nodes only through scipy, which corral does not
+# need otherwise (cppcheck's profile: over a thousand contexts).
+MOST_NODES = 200
 
 
-def draw_groups(graph: nx.Graph, groups, path, labels: dict | None = None) -> None:
+def shown_nodes(graph: nx.Graph, groups) -> list:
+    """The contexts a picture shows: every grouped one, then the rest by
+    the weight of their affinities, at most MOST_NODES in all (the grouped
+    ones too by weight, where they alone are more)."""
+    def weight(n):
+        return graph.degree(n, weight="weight")
+    grouped = {m for members in groups for m in members if m in graph}
+    ranked = sorted(grouped, key=weight, reverse=True)
+    ranked += sorted((n for n in graph.nodes if n not in grouped), key=weight, reverse=True)
+    return ranked[:MOST_NODES]
+
+
+def draw_groups(graph: nx.Graph, groups, path, labels: dict | None = None) -> int:
     """Writes `graph` to `path` (PNG, SVG, ... by extension): one node per
     context coloured by its group (grey: ungrouped), edges as thick as their
-    weight. `groups` is a list of member collections; `labels` maps a node to
-    its caption (default: the node itself)."""
+    weight; a graph of more than MOST_NODES contexts is cut to those
+    (shown_nodes), and the title says so. `groups` is a list of member
+    collections; `labels` maps a node to its caption (default: the node
+    itself). Returns how many contexts it shows."""
+    total = graph.number_of_nodes()
+    if total > MOST_NODES:
+        graph = graph.subgraph(shown_nodes(graph, groups))
     palette = plt.get_cmap("tab10" if len(groups) <= 10 else "tab20")
     colour = {}
     for gid, members in enumerate(groups):
@@ -32,8 +53,12 @@ def draw_groups(graph: nx.Graph, groups, path, labels: dict | None = None) -> No
                                node_color=[colour.get(n, UNGROUPED) for n in nodes])
         nx.draw_networkx_labels(graph, pos, ax=ax, font_size=8,
                                 labels={n: (labels or {}).get(n, str(n)) for n in nodes})
-    ax.set_title("affinity graph: colour = group, grey = ungrouped, large = self-affinity")
+    title = "affinity graph: colour = group, grey = ungrouped, large = self-affinity"
+    if len(nodes) < total:
+        title += f"\n{len(nodes)} of {total} contexts: the grouped ones, then the most affine"
+    ax.set_title(title)
     ax.set_axis_off()
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+    return len(nodes)

@@ -160,8 +160,25 @@ def test_draw_groups_writes_svg(tmp_path):
     g.add_edge(0, 1, weight=10)
     g.add_edge(1, 1, weight=5)
     g.add_edge(2, 3, weight=1)
-    draw_groups(g, [[0, 1]], tmp_path / "g.svg")
+    assert draw_groups(g, [[0, 1]], tmp_path / "g.svg") == 4
     assert b"<svg" in (tmp_path / "g.svg").read_bytes()[:400]
+
+
+def test_a_large_graph_is_drawn_cut_to_its_heaviest_contexts(tmp_path):
+    """cppcheck's profile has over a thousand contexts: networkx lays out
+    500 or more only through scipy (not installed), and the planner's
+    picture crashed the benchmark after its profiling. The picture shows
+    the grouped contexts first, then the most affine."""
+    import networkx as nx
+    from corral.plan.picture import MOST_NODES, shown_nodes
+    g = nx.Graph()
+    for n in range(1200):
+        g.add_edge(n, (n * 7 + 1) % 1200, weight=1 + n % 5)
+    g.add_edge(1199, 1198, weight=1000)
+    shown = shown_nodes(g, [[5, 6]])
+    assert len(shown) == MOST_NODES and shown[:2] in ([5, 6], [6, 5]) and {1198, 1199} <= set(shown)
+    assert draw_groups(g, [[5, 6]], tmp_path / "g.png") == MOST_NODES
+    assert (tmp_path / "g.png").read_bytes()[:4] == b"\x89PNG"
 
 
 # --- the whole pipeline on HALO's Figure 2 pattern ---------------------------
