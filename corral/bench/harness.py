@@ -13,6 +13,7 @@ import json
 import os
 import statistics
 import tempfile
+import traceback
 
 from corral import paths
 from corral.bench import planning, results
@@ -110,6 +111,10 @@ class WorkloadBench:
             except CorralError as e:
                 self.plan = e
                 self.problems.append(str(e))
+            except Exception as e:       # a bug of the planner's: this workload fails, the suite goes on
+                traceback.print_exc()
+                self.plan = CorralError(f"the planner failed ({type(e).__name__}: {e})")
+                self.problems.append(str(self.plan))
         if config.needs_plan and isinstance(self.plan, CorralError):
             return f"no plan: {self.plan}"
         return None

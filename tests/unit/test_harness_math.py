@@ -180,3 +180,21 @@ def test_the_yardstick_runs_without_corral_and_is_compared_with_the_fastest_base
     ratios = {(c["config"], c["against"]): c["ratio_median"] for c in w["comparisons"]}
     assert ratios[("order+jemalloc", "jemalloc")] == pytest.approx(1.6)
     assert ratios[("order+jemalloc", "glibc")] == pytest.approx(0.8)
+
+
+def test_a_planner_bug_fails_its_workload_and_the_suite_goes_on(tmp_path, monkeypatch, capsys):
+    """An exception of the planner's own (cppcheck's picture once needed
+    scipy) is that workload's failure, said in its message, with the
+    traceback on stderr; the other configurations and workloads are still
+    measured and written, where the whole suite's results were lost."""
+    def broken(*args, **kwargs):
+        raise ModuleNotFoundError("No module named 'scipy'")
+    monkeypatch.setattr(harness.planning, "make", broken)
+    runner = ScriptedRunner({GLIBC: [1.0] * 4, MI: [1.0] * 4})
+    doc = harness.run_suite([FakeWorkload(), FakeWorkload()], [CONFIGS["glibc"], CONFIGS["corral+mimalloc"]],
+                            pairs=1, warmup=0, misses=False, runner=runner, work_dir=str(tmp_path))
+    assert len(doc["workloads"]) == 2
+    for w in doc["workloads"]:
+        assert "the planner failed (ModuleNotFoundError" in w["message"]
+        assert "corral+mimalloc" in w["skipped"] and w["configs"]["glibc"]["times"]
+    assert "Traceback" in capsys.readouterr().err
