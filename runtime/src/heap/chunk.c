@@ -40,13 +40,6 @@ static size_t spare_count, spare_bytes;        /* spares, and the bytes their us
 uint8_t _corral_spares_waiting;
 static uint64_t spares_due_ms;
 static void note_spares_waiting(void);
-
-/* What a spare counts against the budget: the pages its uses touched,
- * from its header on (the colour gap before the header is never used). */
-static size_t spare_weight(const corral_chunk_t *c)
-{
-  return (size_t)(c->touched_end - (char *)c);
-}
 static corral_chunk_t *purged_chunks;            /* empty, given back to the OS */
 static corral_chunk_t *retired[CORRAL_POOLS];
 /* Safe mode: empty chunks kept for the pool that held them, which alone may
@@ -73,6 +66,13 @@ static uint64_t group_chunks[CORRAL_MAX_GROUPS], group_peak_chunks[CORRAL_MAX_GR
 static uint64_t group_bytes[CORRAL_MAX_GROUPS], group_peak_bytes[CORRAL_MAX_GROUPS];
 static uint64_t group_peak_live[CORRAL_MAX_GROUPS];
 static uint64_t chunk_key_seed;
+
+/* What a spare counts against the budget: the pages its uses touched,
+ * from its header on (the colour gap before the header is never used). */
+static size_t spare_weight(const corral_chunk_t *c)
+{
+  return (size_t)(c->touched_end - (char *)c);
+}
 unsigned _corral_fresh_spent;
 
 void _corral_layout_init(void)
