@@ -16,7 +16,7 @@ a deeper site that every allocation must walk to. The `direct` table maps
 frame-0 sites that decide alone straight to their group.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence, Set
 from dataclasses import dataclass, field
 
 from corral.plan.graph import Context, Site
@@ -46,10 +46,22 @@ def holders(contexts: list[Context], max_depth: int) -> dict[Site, list[Context]
     return out
 
 
+def holder_sets(held: dict[Site, list[Context]]) -> dict[Site, frozenset[int]]:
+    """holders() as index sets: clause_for intersects them with the rivals
+    still matched, where filtering each site's list of holders ran once per
+    site, per step and per member (a plan with a pool for each of
+    cppcheck's thousand contexts: minutes in those lists)."""
+    return {site: frozenset(c.index for c in cs) for site, cs in held.items()}
+
+
 def clause_for(member: Context, rivals: list[Context], max_depth: int,
                ungrouped: frozenset[int] = frozenset(), absorb: float = 0.0,
                stubbable: Callable[[Site], bool] | None = None,
-               held: dict[Site, list[Context]] | None = None
+               held: dict[Site, list[Context]] | None = None,
+               held_sets: dict[Site, frozenset[int]] | None = None,
+               rival_set: Set[int] | None = None,
+               allocs: Sequence[int] | None = None,
+               first: dict[Site, frozenset[int]] | None = None
                ) -> tuple[tuple[Site, ...], list[Context]]:
     """The AND of sites that separates `member` from as many rivals as it
     can, and the rivals it still matches. Rivals whose index is in
@@ -59,39 +71,70 @@ def clause_for(member: Context, rivals: list[Context], max_depth: int,
     over a nearer one it cannot, whose clause would make the plan walk;
     frame 0 needs none when it finishes alone (the direct table decides).
     `held`: holders() of the rivals, or of contexts including them in the
-    same order (made here when not given)."""
+    same order (made here when not given); `held_sets`: holder_sets(held),
+    `rival_set`: the rivals' indices, and `allocs`: every context's
+    allocations by index, where the caller has them; `first`: a cache of
+    each site's holders among all the rivals, shared by the members of a
+    group (their first step starts from the same rivals). The rivals still
+    matched come back in their holders' order; for an empty clause, as
+    `rivals` was given."""
     options = member.visible_sites(max_depth)
 
     def walked(s: Site) -> int:
         return 0 if stubbable is None or s == member.chain[0] or stubbable(s) else 1
     if held is None:
         held = holders(rivals, max_depth)
-    clause: list[Site] = []
-    remaining = rivals
-    conflicts = None
-    while options and len(clause) < MAX_SITES_PER_CLAUSE:
-        live = {r.index for r in remaining}
-        left_by = {s: [r for r in held.get(s, ()) if r.index in live] for s in options}
+    if held_sets is None:
+        held_sets = holder_sets(held)
+    live = rival_set if rival_set is not None else frozenset(r.index for r in rivals)
+    if allocs is None:
+        allocs = {r.index: r.allocs for r in rivals}
+    most = absorb * member.allocs
 
-        def finishes(s: Site) -> bool:
-            return not left_by[s] or _absorbable(member, left_by[s], ungrouped, absorb)
-        # min() keeps the first of equals: options are ordered nearest first,
-        # so the nearest site that finishes the clause wins.
-        site = min(options, key=lambda s: (0, walked(s), 0) if finishes(s) else (1, len(left_by[s]), walked(s)))
-        left = left_by[site]
+    def absorbable(left: Set[int]) -> bool:
+        if not left <= ungrouped:
+            return False
+        total = 0
+        for i in left:                  # stops as soon as the share is passed
+            total += allocs[i]
+            if total > most:
+                return False
+        return True
+    clause: list[Site] = []
+    conflicts = None
+    last = None                         # the last site taken, and the rivals it was taken among
+    while options and len(clause) < MAX_SITES_PER_CLAUSE:
+        # The first option with the least key wins (options are ordered
+        # nearest first, so the nearest site that finishes the clause).
+        # (0, 0, 0), a finishing site that needs no walk, is the least
+        # there is: the options after it, often held by most contexts and
+        # the dearest to intersect, need no look.
+        site, best, left, done = None, None, None, False
+        cache = first if first is not None and not clause else None
+        for s in options:
+            here = cache.get(s) if cache is not None else None
+            if here is None:
+                here = held_sets.get(s, frozenset()) & live
+                if cache is not None:
+                    cache[s] = here
+            finishing = not here or absorbable(here)
+            key = (0, walked(s), 0) if finishing else (1, len(here), walked(s))
+            if best is None or key < best:
+                site, best, left, done = s, key, here, finishing
+                if key == (0, 0, 0):
+                    break
         if conflicts is not None and len(left) == conflicts:
             break               # this site rules nobody out: stop here
         clause.append(site)
         options = [s for s in options if s != site]
-        remaining, conflicts = left, len(left)
-        if finishes(site):
+        last = (site, live)
+        live, conflicts = left, len(left)
+        if done:
             break
-    return tuple(clause), remaining
-
-
-def _absorbable(member: Context, rivals: list[Context], ungrouped: frozenset[int], absorb: float) -> bool:
-    return (all(r.index in ungrouped for r in rivals)
-            and sum(r.allocs for r in rivals) <= absorb * member.allocs)
+    if last is None:
+        return tuple(clause), rivals
+    site, among = last
+    return tuple(clause), [r for r in held.get(site, ()) if r.index in among]     # in the holders' order
 
 
 def _without_redundant(clauses: list[tuple[Site, ...]]) -> list[tuple[Site, ...]]:
@@ -114,13 +157,23 @@ def identify(groups: list[list[int]], contexts: list[Context], max_depth: int,
     assignment = {m: gid for gid, members in enumerate(groups) for m in members}
     ungrouped = frozenset(c.index for c in contexts if c.index not in assignment)
     held = holders(contexts, max_depth)
+    held_sets = holder_sets(held)
+    allocs = [c.allocs for c in contexts]
+    # A group's rivals: every context but those of its own and earlier
+    # groups, kept by taking each group's members out in turn. Listing them
+    # anew for each group took time quadratic in the contexts where a plan
+    # has a pool per hot context (cppcheck: 21,906 contexts).
+    rival_set = {c.index for c in contexts}
     selectors = []
     for gid, members in enumerate(groups):
-        rivals = [c for c in contexts if assignment.get(c.index, gid + 1) > gid]
+        rival_set.difference_update(members)
+        first: dict[Site, frozenset[int]] = {}
         selector = Selector(gid)
         found = []
         for m in sorted(members, key=lambda i: (-contexts[i].allocs, i)):
-            clause, still = clause_for(contexts[m], rivals, max_depth, ungrouped, absorb, stubbable, held)
+            # `still` is only read for a clause, never as the empty clause's rivals
+            clause, still = clause_for(contexts[m], [], max_depth, ungrouped, absorb, stubbable, held,
+                                       held_sets, rival_set, allocs, first)
             # HALO keeps a clause however many rivals it still catches. A
             # clause that would pull in more allocations of others than of
             # its own member does more harm than good: leave the member out.
