@@ -222,3 +222,72 @@ def test_first_match_is_claimed_only_where_the_nearest_clause_always_decides():
     assert runtime_group(contexts[0], selectors, {}, 4) == 0
     assert runtime_group(contexts[0], selectors, {}, 4, first_match=True) == 1
     assert not first_match_holds(contexts, selectors, {}, 4)
+
+
+def _reference_clause(member, rivals, max_depth, ungrouped, absorb, stubbable, held):
+    """The clause search as first written, on lists of contexts: slow on
+    large profiles, simple to read; the search on index sets must agree."""
+    from corral.plan.selectors import MAX_SITES_PER_CLAUSE
+    options = member.visible_sites(max_depth)
+
+    def walked(s):
+        return 0 if stubbable is None or s == member.chain[0] or stubbable(s) else 1
+    clause, remaining, conflicts = [], rivals, None
+    while options and len(clause) < MAX_SITES_PER_CLAUSE:
+        live = {r.index for r in remaining}
+        left_by = {s: [r for r in held.get(s, ()) if r.index in live] for s in options}
+
+        def finishes(s):
+            left = left_by[s]
+            return not left or (all(r.index in ungrouped for r in left)
+                                and sum(r.allocs for r in left) <= absorb * member.allocs)
+        site = min(options, key=lambda s: (0, walked(s), 0) if finishes(s) else (1, len(left_by[s]), walked(s)))
+        left = left_by[site]
+        if conflicts is not None and len(left) == conflicts:
+            break
+        clause.append(site)
+        options = [s for s in options if s != site]
+        remaining, conflicts = left, len(left)
+        if finishes(site):
+            break
+    return tuple(clause), remaining
+
+
+def test_the_search_on_index_sets_finds_the_clauses_of_the_list_search():
+    """Random profiles of shared call sites, groups, absorb shares and
+    stubbable sites: every member's clause, and the rivals it still
+    matches (in order), are those of the search on lists of contexts,
+    with the sets and the first step shared across a group's members as
+    identify shares them."""
+    import random
+    from corral.plan.selectors import clause_for, holder_sets, holders
+    rng = random.Random(7)
+    for trial in range(60):
+        n = rng.randint(2, 40)
+        pool = [(PROG, 0x100 * k) for k in range(1, rng.randint(3, 14))]
+        contexts = [ctx(i, [rng.choice(pool) for _ in range(rng.randint(1, 7))] + [MAIN_END],
+                        allocs=rng.choice([0, 1, 5, 100, 1000]), hidden={rng.randint(0, 8)})
+                    for i in range(n)]
+        order = list(range(n))
+        rng.shuffle(order)
+        cut = sorted(rng.sample(range(1, n), min(n - 1, rng.randint(1, 4))))
+        groups = [order[a:b] for a, b in zip([0] + cut, cut)]
+        assignment = {m: g for g, ms in enumerate(groups) for m in ms}
+        ungrouped = frozenset(i for i in range(n) if i not in assignment)
+        absorb = rng.choice([0.0, 0.01, 0.5])
+        unstubbable = set(rng.sample(pool, len(pool) // 3))
+        stubbable = None if trial % 3 == 0 else (lambda s: s not in unstubbable)
+        depth = rng.randint(1, 8)
+        held = holders(contexts, depth)
+        held_sets, allocs = holder_sets(held), [c.allocs for c in contexts]
+        rival_set = set(range(n))
+        for gid, members in enumerate(groups):
+            rival_set.difference_update(members)
+            rivals = [c for c in contexts if assignment.get(c.index, gid + 1) > gid]
+            first = {}
+            for m in members:
+                want = _reference_clause(contexts[m], rivals, depth, ungrouped, absorb, stubbable, held)
+                got = clause_for(contexts[m], rivals, depth, ungrouped, absorb, stubbable, held,
+                                 held_sets, rival_set, allocs, first)
+                assert got[0] == want[0], (trial, gid, m)
+                assert [r.index for r in got[1]] == [r.index for r in want[1]], (trial, gid, m)
