@@ -55,13 +55,10 @@ def holder_sets(held: dict[Site, list[Context]]) -> dict[Site, frozenset[int]]:
 
 
 def clause_for(member: Context, rivals: list[Context], max_depth: int,
-               ungrouped: frozenset[int] = frozenset(), absorb: float = 0.0,
-               stubbable: Callable[[Site], bool] | None = None,
-               held: dict[Site, list[Context]] | None = None,
-               held_sets: dict[Site, frozenset[int]] | None = None,
-               rival_set: Set[int] | None = None,
-               allocs: Sequence[int] | None = None,
-               first: dict[Site, frozenset[int]] | None = None
+               ungrouped: frozenset[int], absorb: float,
+               stubbable: Callable[[Site], bool] | None,
+               held: dict[Site, list[Context]], held_sets: dict[Site, frozenset[int]],
+               rival_set: Set[int], allocs: Sequence[int], first: dict[Site, frozenset[int]]
                ) -> tuple[tuple[Site, ...], list[Context]]:
     """The AND of sites that separates `member` from as many rivals as it
     can, and the rivals it still matches. Rivals whose index is in
@@ -70,25 +67,18 @@ def clause_for(member: Context, rivals: list[Context], max_depth: int,
     the sites that finish the clause, one the runtime can give a stub wins
     over a nearer one it cannot, whose clause would make the plan walk;
     frame 0 needs none when it finishes alone (the direct table decides).
-    `held`: holders() of the rivals, or of contexts including them in the
-    same order (made here when not given); `held_sets`: holder_sets(held),
-    `rival_set`: the rivals' indices, and `allocs`: every context's
-    allocations by index, where the caller has them; `first`: a cache of
-    each site's holders among all the rivals, shared by the members of a
-    group (their first step starts from the same rivals). The rivals still
-    matched come back in their holders' order; for an empty clause, as
-    `rivals` was given."""
+    `held`: holders() of contexts including the rivals, and `held_sets`
+    the same as holder_sets(); `rival_set`: the rivals' indices; `allocs`:
+    every context's allocations by index; `first`: a cache of each site's
+    holders among all the rivals, shared by the members of a group (their
+    first step starts from the same rivals). The rivals still matched come
+    back in their holders' order; for an empty clause, as `rivals` was
+    given."""
     options = member.visible_sites(max_depth)
 
     def walked(s: Site) -> int:
         return 0 if stubbable is None or s == member.chain[0] or stubbable(s) else 1
-    if held is None:
-        held = holders(rivals, max_depth)
-    if held_sets is None:
-        held_sets = holder_sets(held)
-    live = rival_set if rival_set is not None else frozenset(r.index for r in rivals)
-    if allocs is None:
-        allocs = {r.index: r.allocs for r in rivals}
+    live = rival_set
     most = absorb * member.allocs
 
     def absorbable(left: Set[int]) -> bool:
@@ -110,7 +100,7 @@ def clause_for(member: Context, rivals: list[Context], max_depth: int,
         # there is: the options after it, often held by most contexts and
         # the dearest to intersect, need no look.
         site, best, left, done = None, None, None, False
-        cache = first if first is not None and not clause else None
+        cache = first if not clause else None
         for s in options:
             here = cache.get(s) if cache is not None else None
             if here is None:

@@ -33,7 +33,7 @@ static size_t range_committed, commit_next = 1;
  * prev (spare_oldest is the last): taken newest first, purged oldest
  * first (purge_spares). */
 static corral_chunk_t *spare_chunks, *spare_oldest;
-static size_t spare_count, spare_bytes;        /* spares, and the bytes their uses touched */
+static size_t spare_bytes;                     /* the bytes the spares' uses touched */
 /* Read without the lock by every refill (heap.h, _corral_spares_tick):
  * whether spares past the budget wait for their purge, and from when on
  * the oldest of them is due, in now_ms() time. */
@@ -132,7 +132,6 @@ static corral_chunk_t *take_empty_chunk(void)
     spare_chunks = c->next;
     if (spare_chunks) spare_chunks->prev = NULL;
     else spare_oldest = NULL;
-    spare_count--;
     spare_bytes -= spare_weight(c);
     note_spares_waiting();
     memset(c->free_lists, 0, _corral_layout.header - sizeof *c);
@@ -305,7 +304,6 @@ static void purge_spares(uint64_t now)
     spare_oldest = c->prev;
     if (spare_oldest) spare_oldest->next = NULL;
     else spare_chunks = NULL;
-    spare_count--;
     spare_bytes -= spare_weight(c);
     _corral_os_purge((void *)_corral_chunk_base(c), _corral_layout.chunk_size);
     c->next = purged_chunks;          /* the purge zeroed the header page */
@@ -335,7 +333,6 @@ static void keep_spare(corral_chunk_t *c, uint64_t now)
   c->touched_end = touched_end_of(c);
   c->spare_since = now;
   spare_bytes += spare_weight(c);
-  spare_count++;
   c->prev = NULL;
   c->next = spare_chunks;
   if (spare_chunks) spare_chunks->prev = c;
@@ -379,7 +376,7 @@ static void release_locked(corral_chunk_t *c)
     kept[pool] = c;
     chunks_kept++;
   } else {
-    keep_spare(c, now_ms());
+    keep_spare(c, _corral_options.purge_delay ? now_ms() : 0);     /* no delay, no clock */
   }
 }
 
