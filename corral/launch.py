@@ -49,6 +49,22 @@ def base_environment(base="glibc", env=None) -> dict:
     return applied(base_settings(base), env)
 
 
+# The variables that choose the runtime's mode (docs/options.md).
+MODE_SWITCHES = ("CORRAL_PLAN", "CORRAL_DYNAMIC", "CORRAL_SAFE", "CORRAL_RANDOM_POOLS")
+
+
+def one_mode(out: dict, env=None) -> dict:
+    """`out`, which asks for a mode, with every other mode switch that `env`
+    (os.environ by default) sets removed (None): a CORRAL_DYNAMIC exported
+    to try dynamic mode would otherwise run beside the plan asked for (the
+    runtime keeps one mode, and warns). Settings that ask for none leave
+    the environment's choice alone."""
+    if not any(out.get(k) is not None for k in MODE_SWITCHES):
+        return out
+    env = os.environ if env is None else env
+    return {**{k: None for k in MODE_SWITCHES if k in env and k not in out}, **out}
+
+
 def settings(plan=None, base="glibc", stats=None, extra=None, program=None, pid=None) -> dict:
     """The variables that make a child process run under corral (None:
     remove the variable); with a plan that has no groups (and no
@@ -88,7 +104,7 @@ def environment(plan=None, base="glibc", stats=None, extra=None, env=None, progr
     """The environment that makes a child process run under corral
     (settings): this process's pid is the plan's, as `corral run`, which
     execs the program, gives it."""
-    return applied(settings(plan, base, stats, extra, program, pid=os.getpid()), env)
+    return applied(one_mode(settings(plan, base, stats, extra, program, pid=os.getpid()), env), env)
 
 
 def run_settings(plan=None, base=None, stats=None, dynamic=False, safe=False, wrappers_from=(),
@@ -125,7 +141,7 @@ def run_settings(plan=None, base=None, stats=None, dynamic=False, safe=False, wr
             f"training run); running {who} in dynamic mode over {base}")
     elif plan and out.get("CORRAL_PLAN") is None:
         say(f"corral: the plan {plan} has no groups; running {who} on {base} alone")
-    return out
+    return one_mode(out)
 
 
 def dynamic_extra(program, wrappers_from=(), switch="CORRAL_DYNAMIC") -> dict:

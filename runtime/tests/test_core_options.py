@@ -60,6 +60,34 @@ def test_stats_text_table(prog):
     assert "corral: warning" not in r.stderr
 
 
+@pytest.mark.parametrize("asked, mode, ignoring", [
+    (("plan", "dynamic"), "plan", "dynamic mode"),
+    (("plan", "random_pools"), "random", "the plan"),
+    (("random_pools", "dynamic"), "random", "dynamic mode"),
+    (("safe", "plan", "dynamic", "random_pools"), "safe", "random pools, the plan and dynamic mode"),
+])
+def test_one_mode_at_a_time(prog, tmp_path, asked, mode, ignoring):
+    """Modes asked for together by hand: the first of safe mode, random
+    pools, the plan and dynamic mode runs, and one warning names the
+    others. A plan beside dynamic mode grouped nothing before (the plan
+    was loaded, dynamic mode made no pool)."""
+    from ident_helpers import plan_text, site_range
+    plan = tmp_path / "main.plan"
+    plan.write_text(plan_text([(prog, True)], {0: "main"}, clauses=[(0, [site_range(0, prog, "main")])]))
+    values = {"plan": plan, "dynamic": 1, "random_pools": 1, "safe": 1}
+    out = tmp_path / "stats.json"
+    r = subprocess.run([str(prog)], env=h.corral_env(stats=out, **{k: values[k] for k in asked}),
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    warnings = [line for line in r.stderr.splitlines() if "corral: warning" in line]
+    assert warnings == [f"corral: warning: one mode at a time: running "
+                        f"{dict(plan='the plan', random='random pools', safe='safe mode')[mode]}, ignoring {ignoring}"]
+    s = json.loads(out.read_text())
+    assert s["mode"] == mode and s["plan"]["loaded"] is (mode == "plan")
+    # main's 32-byte objects, grouped by the mode that runs; safe mode pools its large ones too
+    assert sum(g["objects"] for g in s["groups"]) == (1010 if mode == "safe" else 1000)
+
+
 def test_lenient_values(prog, tmp_path):
     s = json_stats(prog, tmp_path, random_pools="true", chunk_size="256KiB", max_spare="8",
                    max_size="1k", verbose="on")

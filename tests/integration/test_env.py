@@ -140,6 +140,30 @@ def test_each_format_runs_the_program_as_corral_run_does(program, under_corral_r
     assert doc["groups"][0]["objects"] > 0
 
 
+def test_a_mode_left_exported_does_not_run_beside_the_plan(program, under_corral_run, tmp_path):
+    """CORRAL_DYNAMIC and CORRAL_RANDOM_POOLS exported (as after trying
+    dynamic mode by hand): `corral run --plan` removes them, so the plan
+    groups what it groups alone and the runtime has no conflict to warn
+    about; `corral env` prints their removal. Left beside a plan, dynamic
+    mode made the plan group nothing."""
+    prog, plan = program
+    env = {**clean_environment(), "CORRAL_DYNAMIC": "1", "CORRAL_RANDOM_POOLS": "2"}
+    stats = tmp_path / "stats.json"
+    r = subprocess.run([sys.executable, "-m", "corral", "run", "--plan", str(plan), "--stats", str(stats), "--",
+                        str(prog), *ARGS], cwd=ROOT, env=env, capture_output=True, text=True)
+    stdout, expected = under_corral_run
+    assert r.returncode == 0 and r.stderr == "" and r.stdout == stdout, r.stderr
+    doc = json.loads(stats.read_text())
+    assert doc["mode"] == "plan" and doc["options"]["dynamic"] == 0 and doc["options"]["random_pools"] == 0
+    assert [g["objects"] for g in doc["groups"]] == [g["objects"] for g in expected["groups"]] != [0]
+    printed = subprocess.run([sys.executable, "-m", "corral", "env", "--plan", str(plan)], cwd=ROOT, env=env,
+                             capture_output=True, text=True)
+    assert printed.returncode == 0, printed.stderr
+    settings = parse(printed.stdout, "shell")
+    assert settings["CORRAL_DYNAMIC"] is None and settings["CORRAL_RANDOM_POOLS"] is None
+    assert settings["CORRAL_PLAN"] == str(plan)
+
+
 def test_corral_run_and_corral_env_decide_alike_but_for_the_pid(program):
     prog, plan = program
     run = launch.run_settings(str(plan), program=str(prog), pid=4242)

@@ -47,16 +47,33 @@ static void fork_child(void)
   _corral_exit_after_fork();
 }
 
-/* Safe mode is a mode of its own: a plan, dynamic mode or random pools
- * would put objects of different sites in one pool. */
-static void exclude_from_safe_mode(void)
+/* One mode at a time, whatever the environment asks: safe mode, then
+ * random pools, then a plan, then dynamic mode; the first asked for runs
+ * and one warning names what it ignores. Safe mode because a plan, dynamic
+ * mode or random pools would put objects of different sites in one pool;
+ * random pools because they are the control that ignores every layout; a
+ * plan before dynamic mode because it is the program's own, and the two
+ * together made neither work: a plan loaded beside dynamic mode grouped
+ * nothing and dynamic mode made no pool (a CORRAL_DYNAMIC left exported
+ * under `corral run --plan`, which now clears it too). */
+static void one_mode(void)
 {
-  if (_corral_options.plan || _corral_options.dynamic || _corral_options.random_pools > 0)
-    _corral_warn("safe mode ignores %s", _corral_options.plan ? "the plan" : _corral_options.dynamic ? "dynamic mode"
-                                                                                                : "random pools");
-  _corral_options.plan = NULL;
+  int safe = _corral_options.safe, random = _corral_options.random_pools > 0, plan = _corral_options.plan != NULL;
+  int dynamic = _corral_options.dynamic;
+  const char *runs = safe ? "safe mode" : random ? "random pools" : plan ? "the plan" : NULL;
+  if (runs == NULL) return;
+  const char *ignored[3];
+  unsigned n = 0;
+  if (safe && random) ignored[n++] = "random pools";
+  if ((safe || random) && plan) ignored[n++] = "the plan";
+  if (dynamic) ignored[n++] = "dynamic mode";
+  if (n == 1) _corral_warn("one mode at a time: running %s, ignoring %s", runs, ignored[0]);
+  else if (n == 2) _corral_warn("one mode at a time: running %s, ignoring %s and %s", runs, ignored[0], ignored[1]);
+  else if (n == 3)
+    _corral_warn("one mode at a time: running %s, ignoring %s, %s and %s", runs, ignored[0], ignored[1], ignored[2]);
   _corral_options.dynamic = 0;
-  _corral_options.random_pools = 0;
+  if (safe || random) _corral_options.plan = NULL;
+  if (safe) _corral_options.random_pools = 0;
 }
 
 int _corral_init_slow(const corral_call_targets_t *targets)
@@ -79,7 +96,7 @@ int _corral_init_slow(const corral_call_targets_t *targets)
   }
   atomic_store(&_corral_state, CORRAL_STATE_FORWARD);
   _corral_heap_init();
-  if (_corral_options.safe) exclude_from_safe_mode();
+  one_mode();
   _corral_ident_init();
   _corral_dyn_init();
   _corral_safe_init();
