@@ -16,6 +16,13 @@ from corral.errors import CorralError
 from corral.measure.streams import output_text, stdin_of
 
 CACHE = {"I1": "32768,8,64", "D1": "32768,8,64", "LL": "1048576,16,64"}
+# Address translation in the same simulator, a "line" being a 4 KiB page:
+# the first level a 64-entry fully associative data TLB, the last a
+# 2048-entry 16-way second-level TLB, as on recent x86-64 cores. Its misses
+# count page walks as the cache model counts memory accesses: where two
+# layouts touch the same lines spread over more pages. The instruction side
+# keeps the cache model's sizes (its misses are not read).
+PAGES = {"I1": CACHE["I1"], "D1": "262144,64,4096", "LL": "8388608,16,4096"}
 # The stated cost of a run in cycles, the weights of Valgrind's own cycle
 # estimate: an instruction 1, a first-level miss 10, a last-level miss 100.
 L1_MISS_CYCLES = 10

@@ -136,6 +136,36 @@ def test_the_layouts_tool_feeds_standard_input(tmp_path):
     assert instructions("--stdin", str(lines)) > 2 * instructions()
 
 
+def test_the_layouts_tool_simulates_address_translation_with_pages(tmp_path):
+    """--pages: the same run through the page model (4 KiB lines, a TLB's
+    entries), its table of instructions and TLB misses and no cycles; with
+    pages 64 times a cache line and 8 times the first level's reach, the
+    same run has fewer first-level misses than under the cache model, and
+    the second level never misses more than the first."""
+    from corral.measure import cachegrind
+    tool = TESTS.parent / "bench" / "tools" / "layouts.py"
+    lines = tmp_path / "lines.txt"
+    lines.write_text("".join(f"{(i * 7919) % 3001}\n" for i in range(3000)))
+
+    def rows(*pages):
+        r = subprocess.run([sys.executable, str(tool), "--configs", "glibc", "--reference", "glibc", *pages,
+                            "--stdin", str(lines), "--", "/usr/bin/sort", "-n"], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        head, _, row = r.stdout.splitlines()
+        return [c.strip() for c in head.split("|")[1:-1]], [c.strip() for c in row.split("|")[2:-1]]
+
+    head, paged = rows("--pages")
+    assert head == ["configuration", "instructions", "dTLB misses", "STLB misses"]
+    instructions, tlb, stlb = (int(c.replace(",", "")) for c in paged)
+    cache_head, cached = rows()
+    assert int(cached[0].replace(",", "")) == instructions
+    assert 0 < stlb <= tlb < int(cached[cache_head.index("D1 misses") - 1].replace(",", ""))
+    for level in ("D1", "LL"):
+        size, ways, line = (int(v) for v in cachegrind.PAGES[level].split(","))
+        sets = size // (ways * line)
+        assert line == 4096 and sets & (sets - 1) == 0
+
+
 def test_the_plans_against_dynamic_mode_tool_simulates_once_per_distinct_layout(lockstep, tmp_path):
     """plans_vs_dynamic.py --simulate: modelled cycles instead of the clock,
     a plan that differs from another only in comments simulated once, and
