@@ -7,11 +7,13 @@ mode needs (the plan reader, the wrapper list's analysis, hashing) is
 imported where that mode asks for it."""
 
 import os
+import re
 import shutil
 import sys
+from pathlib import Path
 
 from corral import paths
-from corral.allocators import base_library, preload_value
+from corral.allocators import BASE_LIBRARIES, base_library, preload_value
 from corral.errors import CorralError
 
 
@@ -46,7 +48,7 @@ def base_settings(base="glibc") -> dict:
 
 def base_environment(base="glibc", env=None) -> dict:
     """The environment that runs a child on the base allocator alone."""
-    return applied(base_settings(base), env)
+    return applied(others_kept(base_settings(base), env), env)
 
 
 # The variables that choose the runtime's mode (docs/options.md).
@@ -63,6 +65,23 @@ def one_mode(out: dict, env=None) -> dict:
         return out
     env = os.environ if env is None else env
     return {**{k: None for k in MODE_SWITCHES if k in env and k not in out}, **out}
+
+
+def others_kept(out: dict, env=None) -> dict:
+    """`out`, which sets LD_PRELOAD (or removes it), with the libraries
+    `env` (os.environ by default) already preloads appended, but for
+    corral's own and the base allocators corral knows, which `out` chose:
+    a shim the user runs the program under (libfaketime, a tracer) stays
+    loaded under corral, after corral and the base, so that corral still
+    sees every allocation first."""
+    if "LD_PRELOAD" not in out:
+        return out
+    env = os.environ if env is None else env
+    ours = {paths.RUNTIME_LIB.name, *(lib.name for lib in BASE_LIBRARIES.values() if lib is not None)}
+    theirs = [lib for lib in re.split(r"[ :]+", env.get("LD_PRELOAD", "")) if lib and Path(lib).name not in ours]
+    if not theirs:
+        return out
+    return {**out, "LD_PRELOAD": preload_value([*(out["LD_PRELOAD"] or "").split(), *theirs])}
 
 
 def settings(plan=None, base="glibc", stats=None, extra=None, program=None, pid=None) -> dict:
@@ -104,7 +123,8 @@ def environment(plan=None, base="glibc", stats=None, extra=None, env=None, progr
     """The environment that makes a child process run under corral
     (settings): this process's pid is the plan's, as `corral run`, which
     execs the program, gives it."""
-    return applied(one_mode(settings(plan, base, stats, extra, program, pid=os.getpid()), env), env)
+    out = settings(plan, base, stats, extra, program, pid=os.getpid())
+    return applied(others_kept(one_mode(out, env), env), env)
 
 
 def run_settings(plan=None, base=None, stats=None, dynamic=False, safe=False, wrappers_from=(),
@@ -141,7 +161,7 @@ def run_settings(plan=None, base=None, stats=None, dynamic=False, safe=False, wr
             f"training run); running {who} in dynamic mode over {base}")
     elif plan and out.get("CORRAL_PLAN") is None:
         say(f"corral: the plan {plan} has no groups; running {who} on {base} alone")
-    return one_mode(out)
+    return others_kept(one_mode(out))
 
 
 def dynamic_extra(program, wrappers_from=(), switch="CORRAL_DYNAMIC") -> dict:
@@ -171,6 +191,46 @@ def program_after_dashes(command, verb="run", args="args") -> list[str]:
 
 
 def require_program(program) -> None:
-    """Refuses a program that is neither on PATH nor a file, before any slow work."""
+    """Refuses a program that is neither on PATH nor a file, or that no
+    preloaded library can reach (statically linked), before any slow work."""
     if shutil.which(program) is None and not os.path.exists(program):
         raise CorralError(f"program not found: {program}")
+    unreachable = statically_linked(program)
+    if unreachable:
+        raise CorralError(unreachable)
+
+
+def loader_starts(path) -> bool | None:
+    """Whether the dynamic loader starts the 64-bit ELF program in `path`
+    (it has a PT_INTERP program header): the loader is what reads
+    LD_PRELOAD. None for a file that is no such ELF (a script, whose
+    interpreter is what runs) or cannot be read. Read by hand, a header
+    and a table, where pyelftools would add its import to every `corral
+    run` (tests/unit/test_cli_imports.py)."""
+    import struct
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+            if len(head) < 64 or head[:5] != b"\x7fELF\x02" or head[5] != 1:   # ELF64, little-endian
+                return None
+            phoff, = struct.unpack_from("<Q", head, 0x20)
+            entsize, count = struct.unpack_from("<HH", head, 0x36)
+            if entsize < 4:
+                return None
+            f.seek(phoff)
+            table = f.read(entsize * count)
+    except OSError:
+        return None
+    PT_INTERP = 3
+    return any(struct.unpack_from("<I", table, i * entsize)[0] == PT_INTERP
+               for i in range(count) if (i + 1) * entsize <= len(table))
+
+
+def statically_linked(program) -> str | None:
+    """What to say of a program that no dynamic loader starts (statically
+    linked): LD_PRELOAD never reaches it, so corral cannot see its
+    allocations, and its profile would be empty. None for any other."""
+    if loader_starts(shutil.which(program) or program) is False:
+        return (f"{program} is statically linked: no dynamic loader starts it, so no preloaded library "
+                f"(libcorral.so, or the profiler's) sees its allocations; link it dynamically")
+    return None

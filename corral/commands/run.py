@@ -16,7 +16,7 @@ import sys
 
 from corral.allocators import BASE_LIBRARIES
 from corral.errors import CorralError
-from corral.launch import applied, program_after_dashes, run_settings
+from corral.launch import applied, program_after_dashes, run_settings, statically_linked
 
 
 def add_arguments(p):
@@ -44,9 +44,16 @@ def add_mode_arguments(p):
 
 def run(args) -> int:
     command = program_after_dashes(args.command)
-    # This process's pid is the program's: it is exec'd below.
-    env = applied(run_settings(args.plan, args.base, args.stats, args.dynamic, args.safe, args.wrappers_from,
-                               program=command[0], pid=os.getpid()))
+    unreachable = statically_linked(command[0])
+    if unreachable:
+        # It runs all the same, as it would without corral, and nothing is
+        # prepared for it (a wrapper list, a plan read) that it cannot use.
+        print(f"corral: warning: {unreachable}; running it without corral", file=sys.stderr)
+        env = dict(os.environ)
+    else:
+        # This process's pid is the program's: it is exec'd below.
+        env = applied(run_settings(args.plan, args.base, args.stats, args.dynamic, args.safe, args.wrappers_from,
+                                   program=command[0], pid=os.getpid()))
     sys.stdout.flush()
     try:
         os.execvpe(command[0], command, env)
@@ -54,3 +61,5 @@ def run(args) -> int:
         raise CorralError(f"program not found: {command[0]}")
     except PermissionError:
         raise CorralError(f"program is not executable: {command[0]}")
+    except OSError as e:       # a script with no #! line (ENOEXEC), a binary for another machine...
+        raise CorralError(f"cannot start {command[0]}: {e.strerror}")

@@ -72,12 +72,37 @@ def wrappers_of(path, say=lambda text: None) -> list:
     return found
 
 
+def interpreter_of(path, depth=0) -> str | None:
+    """The ELF file that runs `path`: itself, or for a script the
+    interpreter its `#!` line names (through `env`, and a script
+    interpreting a script, a few deep); None when no ELF file runs it."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(256)
+    except OSError:
+        return None
+    if head.startswith(b"\x7fELF"):
+        return path
+    if not head.startswith(b"#!") or depth > 3:
+        return None
+    words = head[2:].split(b"\n", 1)[0].decode(errors="replace").split()
+    if words and os.path.basename(words[0]) == "env":
+        words = [w for w in words[1:] if not w.startswith("-")][:1]
+        words = [shutil.which(words[0]) or ""] if words else []
+    if not words or not os.path.isabs(words[0]):
+        return None
+    return interpreter_of(os.path.realpath(words[0]), depth + 1)
+
+
 def program_modules(program) -> list[str]:
-    """The executable and the libraries it loads that are not the system's."""
+    """The executable (a script's interpreter) and the libraries it loads
+    that are not the system's; none when no ELF file runs the program."""
     exe = shutil.which(program) if os.sep not in program else program
     if not exe or not os.path.exists(exe):
         raise CorralError(f"program not found: {program}")
-    exe = os.path.realpath(exe)
+    exe = interpreter_of(os.path.realpath(exe))
+    if exe is None:
+        return []
     modules = [exe]
     try:
         out = subprocess.run(["ldd", exe], capture_output=True, text=True, timeout=30).stdout

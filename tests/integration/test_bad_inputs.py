@@ -3,6 +3,8 @@ names the file and what is wrong with it, exit status 2, no traceback."""
 
 import gzip
 import json
+import os
+import shutil
 import subprocess
 import sys
 
@@ -111,3 +113,60 @@ def test_run_with_a_plan_for_another_program_warns_once_and_runs_on(tmp_path):
     assert out.stderr.splitlines() == [
         f"corral: warning: plan {plan}: none of its modules (jq) is loaded in this program; nothing is "
         "grouped unless one is loaded later (a plan made for another program?)"]
+
+
+@pytest.fixture(scope="module")
+def static_program(tmp_path_factory):
+    """A statically linked program that allocates and prints."""
+    d = tmp_path_factory.mktemp("static")
+    (d / "st.c").write_text('#include <stdio.h>\n#include <stdlib.h>\n'
+                            'int main(void) { char *p = malloc(32); puts(p ? "made" : "none"); return 0; }\n')
+    subprocess.run(["gcc", "-static", "-O2", "-o", str(d / "st"), str(d / "st.c")], check=True)
+    return d / "st"
+
+
+def test_a_statically_linked_program_runs_with_one_warning_and_is_not_profiled(static_program, tmp_path):
+    """No dynamic loader starts it, so no preloaded library sees it: `corral
+    run` says so once and runs it as is; optimize refuses it at once, where
+    it used to profile it and blame the input for an empty profile."""
+    for mode in ([], ["--dynamic"], ["--safe"]):
+        out = _corral("run", *mode, "--", static_program)
+        assert (out.returncode, out.stdout) == (0, "made\n"), out.stderr
+        assert out.stderr.splitlines() == [f"corral: warning: {static_program} is statically linked: no dynamic "
+                                           "loader starts it, so no preloaded library (libcorral.so, or the "
+                                           "profiler's) sees its allocations; link it dynamically; running it "
+                                           "without corral"]
+    out = _corral("optimize", "-o", tmp_path / "st.plan", "--", static_program)
+    assert out.returncode == 2 and out.stderr.splitlines() == [
+        f"corral: error: {static_program} is statically linked: no dynamic loader starts it, so no preloaded "
+        "library (libcorral.so, or the profiler's) sees its allocations; link it dynamically"]
+    assert not (tmp_path / "st.plan").exists()
+
+
+def test_a_script_runs_in_dynamic_mode_with_its_interpreter_s_wrappers(tmp_path):
+    """A program that is a script: dynamic and safe mode look for wrappers
+    in the interpreter its #! line names (through env too), where they
+    stopped with a traceback on the script's text; a script with no #! line
+    is one line of error, as from a shell's exec."""
+    from corral.dynamic import wrapperlist
+    shell = tmp_path / "hello.sh"
+    shell.write_text("#!/bin/sh\necho hello\n")
+    through_env = tmp_path / "hello.py"
+    through_env.write_text("#!/usr/bin/env python3\nprint('hello')\n")
+    bare = tmp_path / "bare.sh"
+    bare.write_text("echo hello\n")
+    for script in (shell, through_env, bare):
+        script.chmod(0o755)
+    assert wrapperlist.interpreter_of(str(shell)) == os.path.realpath("/bin/sh")
+    assert wrapperlist.interpreter_of(str(through_env)) == os.path.realpath(shutil.which("python3"))
+    assert wrapperlist.interpreter_of(str(bare)) is None
+    for script in (shell, through_env):
+        for mode in ("--dynamic", "--safe"):
+            stats = tmp_path / "stats.json"
+            out = _corral("run", mode, "--stats", stats, "--", script)
+            assert (out.returncode, out.stdout) == (0, "hello\n"), out.stderr
+            assert "Traceback" not in out.stderr
+            assert json.loads(stats.read_text())["mode"] == mode[2:]
+    out = _corral("run", "--dynamic", "--", bare)
+    assert out.returncode == 2 and out.stderr.splitlines() == [
+        f"corral: error: cannot start {bare}: Exec format error"]

@@ -164,6 +164,34 @@ def test_a_mode_left_exported_does_not_run_beside_the_plan(program, under_corral
     assert settings["CORRAL_PLAN"] == str(plan)
 
 
+def test_a_library_already_preloaded_stays_loaded_after_corral(program, under_corral_run, tmp_path):
+    """A shim the user preloads (here one that says so from its
+    constructor) stays loaded under `corral run`, after corral and the
+    plan's base; a base allocator preloaded beside it gives way to the
+    plan's, and the plan groups as it does alone."""
+    prog, plan = program
+    shim = tmp_path / "libshim.so"
+    source = tmp_path / "shim.c"
+    source.write_text('#include <unistd.h>\n'
+                      '__attribute__((constructor)) static void said(void) { write(2, "shim loaded\\n", 12); }\n')
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(shim), str(source)], check=True)
+    mimalloc = launch.BASE_LIBRARIES["mimalloc"]
+    env = {**clean_environment(), "LD_PRELOAD": f"{shim}:{mimalloc}"}
+    stats = tmp_path / "stats.json"
+    r = subprocess.run([sys.executable, "-m", "corral", "run", "--plan", str(plan), "--stats", str(stats), "--",
+                        str(prog), *ARGS], cwd=ROOT, env=env, capture_output=True, text=True)
+    stdout, expected = under_corral_run
+    # once in corral run's own Python, once in the program it execs
+    assert r.returncode == 0 and r.stderr == "shim loaded\n" * 2 and r.stdout == stdout, r.stderr
+    doc = json.loads(stats.read_text())
+    assert doc["mode"] == "plan" and [g["objects"] for g in doc["groups"]] == [g["objects"] for g in expected["groups"]]
+    printed = subprocess.run([sys.executable, "-m", "corral", "env", "--plan", str(plan)], cwd=ROOT, env=env,
+                             capture_output=True, text=True)
+    assert printed.returncode == 0, printed.stderr
+    preload = parse(printed.stdout, "shell")["LD_PRELOAD"].split()
+    assert [Path(p).name for p in preload] == ["libcorral.so", "libjemalloc.so.2", "libshim.so"]
+
+
 def test_corral_run_and_corral_env_decide_alike_but_for_the_pid(program):
     prog, plan = program
     run = launch.run_settings(str(plan), program=str(prog), pid=4242)

@@ -295,9 +295,14 @@ def test_a_plan_without_groups_runs_the_program_on_the_base_allocator_alone(figu
     r = corral("run", "--plan", empty, "--base", "jemalloc", "--", program, *REAL, cwd=tmp_path)
     assert r.returncode == 0 and r.stdout == baseline
     assert r.stderr == f"corral: the plan {empty} has no groups; running {program} on jemalloc alone\n"
-    env = environment(plan=str(empty), base="jemalloc", env={"LD_PRELOAD": "/x.so", "CORRAL_PLAN": "y"})
-    assert env["LD_PRELOAD"].endswith("libjemalloc.so.2") and "CORRAL_PLAN" not in env
-    assert "LD_PRELOAD" not in environment(plan=str(empty), env={"LD_PRELOAD": "/x.so"})
+    # corral's own library goes, a shim the user preloads stays, after the base
+    from corral import paths
+    from corral.allocators import BASE_LIBRARIES
+    env = environment(plan=str(empty), base="jemalloc",
+                      env={"LD_PRELOAD": f"{paths.RUNTIME_LIB}:/x.so", "CORRAL_PLAN": "y"})
+    assert env["LD_PRELOAD"].split() == [str(BASE_LIBRARIES["jemalloc"]), "/x.so"] and "CORRAL_PLAN" not in env
+    assert "LD_PRELOAD" not in environment(plan=str(empty), env={"LD_PRELOAD": str(paths.RUNTIME_LIB)})
+    assert environment(plan=str(empty), env={"LD_PRELOAD": "/x.so"})["LD_PRELOAD"] == "/x.so"
     stats = tmp_path / "stats.json"
     r = corral("run", "--plan", empty, "--stats", stats, "--", program, *REAL, cwd=tmp_path)
     assert r.returncode == 0 and r.stdout == baseline and r.stderr == ""
