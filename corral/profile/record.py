@@ -114,12 +114,18 @@ def _first_process(raw, status, command) -> dict:
     left out)."""
     from corral.profile.writer import finish
 
+    name = os.path.basename(command[0])
     if not os.path.exists(raw):
+        if status == 0:
+            # A process that execs leaves valgrind without ending under it:
+            # the program it became ran natively, and nothing was written.
+            raise CorralError(f"the profiler wrote no profile: {name} became another program (exec) and that "
+                              "one ran unprofiled (a script started through env, a launcher); put the program "
+                              "it runs after --, or add --trace-children")
         raise _no_profile(status)
     doc = finish(raw)
     children = doc["totals"].get("children", 0)
     if children:
-        name = os.path.basename(command[0])
         print(f"corral: note: {name} started {children:,} other process{'es' if children > 1 else ''}, "
               f"and this profile is of {name} alone. To plan for a program it runs, put that "
               "program after -- or add --trace-children", file=sys.stderr)

@@ -64,6 +64,25 @@ def test_a_shell_is_named_and_its_children_followed_on_request(tmp_path):
     assert "started 2 other processes" not in followed.stderr
 
 
+def test_a_script_that_execs_its_program_says_how_to_follow_it(tmp_path):
+    """A script started through env becomes its interpreter by exec, which
+    valgrind runs unprofiled: one line that says so and names the way out,
+    where the profiler said only that it wrote nothing; --trace-children
+    follows it."""
+    program = compile_program("recursive.c", tmp_path / "recursive")
+    script = tmp_path / "run.sh"
+    script.write_text(f"#!/usr/bin/env sh\nexec {program} 1200\n")
+    script.chmod(0o755)
+    lost = corral("profile", "-o", tmp_path / "s.json", "--", script)
+    assert lost.returncode == 2 and lost.stderr.splitlines()[-1] == (
+        "corral: error: the profiler wrote no profile: run.sh became another program (exec) and that one "
+        "ran unprofiled (a script started through env, a launcher); put the program it runs after --, "
+        "or add --trace-children")
+    followed = corral("profile", "--trace-children", "-o", tmp_path / "t.json", "--", script)
+    assert followed.returncode == 0, followed.stderr
+    assert load_document(tmp_path / "t.json")["cmd"][0] == str(program)
+
+
 def test_options_reach_the_tool_and_the_file(tmp_path):
     program = compile_program("recursive.c", tmp_path / "recursive")
     p = profile([program, 10], tmp_path / "p.json", "--affinity-distance", "64", "--max-size", "8")

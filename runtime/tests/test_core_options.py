@@ -147,6 +147,18 @@ def test_stats_written_once_however_the_process_ends(exit_paths, how):
     assert all(l.startswith("corral: ") for l in lines), err
 
 
+@pytest.mark.parametrize("how", ["exit", "close", "_exit"])
+def test_a_statistics_file_that_cannot_be_written_is_said_however_the_process_ends(exit_paths, tmp_path, how):
+    """One warning naming the file and why, also from a program that closed
+    its stderr before it exits (coreutils do): it went to the closed fd 2
+    and was lost, and the statistics with it, without a word."""
+    missing = tmp_path / "no-such-folder" / "s.json"
+    r = subprocess.run([str(exit_paths), how], env=h.corral_env(stats=missing), capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0
+    assert r.stderr == f"corral: warning: cannot write statistics to {missing}: No such file or directory\n"
+
+
 def test_stats_of_every_member_of_a_pipeline_each_in_one_piece(exit_paths):
     r = subprocess.run(["sh", "-c", f"{exit_paths} close | {exit_paths} _exit | {exit_paths} exit"],
                        env=h.corral_env(stats="stderr"), capture_output=True, text=True, timeout=60)

@@ -1,7 +1,8 @@
 /* Statistics at exit. exit() runs the destructor; dash and other programs
  * that leave by _exit() or _Exit() run none, so those two are interposed
  * too. A program may close its stderr before it exits (coreutils do, in an
- * atexit handler), so the table goes to a copy of fd 2 made at start-up. */
+ * atexit handler), so the table, and the warning that a statistics file
+ * cannot be written, go to a copy of fd 2 made at start-up. */
 #define _GNU_SOURCE
 #include "exit.h"
 #include "attributes.h"
@@ -23,11 +24,9 @@ void _corral_exit_init(void)
 {
   if (!_corral_options.stats) return;
   stats_pid = getpid();
-  if (strcmp(_corral_options.stats, "1") == 0 || strcmp(_corral_options.stats, "stderr") == 0) {
-    /* Close-on-exec: a program exec'd from here has its own copy made. */
-    int fd = fcntl(2, F_DUPFD_CLOEXEC, 64);
-    if (fd >= 0) stats_fd = fd;
-  }
+  /* Close-on-exec: a program exec'd from here has its own copy made. */
+  int fd = fcntl(2, F_DUPFD_CLOEXEC, 64);
+  if (fd >= 0) stats_fd = fd;
 }
 
 void _corral_exit_after_fork(void)

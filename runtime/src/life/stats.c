@@ -142,12 +142,13 @@ void _corral_stats_write(const char *dest, int err_fd)
   }
   char path[4096];
   if (!expand_path(dest, path, sizeof path)) {
-    _corral_warn("statistics path too long: %s", dest);
+    _corral_fdprintf(err_fd, "corral: warning: statistics path too long: %s\n", dest);
     return;
   }
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
-    _corral_warn("cannot write statistics to %s", path);
+    /* err_fd: the program may have closed its stderr by now */
+    _corral_fdprintf(err_fd, "corral: warning: cannot write statistics to %s: %s\n", path, strerror(errno));
     return;
   }
   write_json(fd, o, totals, n, uobj, ubytes);
