@@ -20,7 +20,7 @@ import sys
 
 from corral.commands.run import add_mode_arguments
 from corral.errors import CorralError
-from corral.launch import run_settings
+from corral.launch import run_settings, statically_linked
 
 FORMATS = ("shell", "systemd", "docker")
 
@@ -84,6 +84,9 @@ RENDER = {"shell": shell, "systemd": systemd, "docker": docker}
 
 def run(args) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    unreachable = statically_linked(command[0]) if command else None
+    if unreachable:      # the variables are printed all the same: they do no harm
+        print(f"corral: warning: {unreachable}", file=sys.stderr)
     # No pid: the program starts later, as some other process's child.
     settings = run_settings(args.plan, args.base, args.stats, args.dynamic, args.safe, args.wrappers_from,
                             program=command[0] if command else None, pid=None, strict=True)

@@ -30,8 +30,25 @@ ANALYSIS_VERSION = 2
 
 
 def cache_dir() -> str:
+    """The user's cache folder for wrapper lists and analyses, made if
+    need be; one of this user's own under the temporary folder where the
+    home's cannot be written (a service's home, a read-only one), so that
+    dynamic and safe mode still start."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "corral", "wrappers")
+    home = os.path.join(base, "corral", "wrappers")
+    try:
+        os.makedirs(home, exist_ok=True)
+        if os.access(home, os.W_OK):
+            return home
+    except OSError:
+        pass
+    spare = os.path.join(tempfile.gettempdir(), f"corral-{os.getuid()}")
+    os.makedirs(spare, mode=0o700, exist_ok=True)
+    if os.stat(spare).st_uid != os.getuid():       # someone else's: a folder of this run's own
+        spare = tempfile.mkdtemp(prefix="corral-")
+    spare = os.path.join(spare, "wrappers")
+    os.makedirs(spare, exist_ok=True)
+    return spare
 
 
 def find_wrappers(path):

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -141,6 +142,11 @@ def test_a_statically_linked_program_runs_with_one_warning_and_is_not_profiled(s
         f"corral: error: {static_program} is statically linked: no dynamic loader starts it, so no preloaded "
         "library (libcorral.so, or the profiler's) sees its allocations; link it dynamically"]
     assert not (tmp_path / "st.plan").exists()
+    out = _corral("env", "--dynamic", "--", static_program)
+    assert out.returncode == 0 and "export CORRAL_DYNAMIC=1" in out.stdout
+    assert (f"corral: warning: {static_program} is statically linked: no dynamic loader starts it, so no "
+            "preloaded library (libcorral.so, or the profiler's) sees its allocations; link it dynamically"
+            in out.stderr.splitlines())
 
 
 def test_a_script_runs_in_dynamic_mode_with_its_interpreter_s_wrappers(tmp_path):
@@ -170,3 +176,18 @@ def test_a_script_runs_in_dynamic_mode_with_its_interpreter_s_wrappers(tmp_path)
     out = _corral("run", "--dynamic", "--", bare)
     assert out.returncode == 2 and out.stderr.splitlines() == [
         f"corral: error: cannot start {bare}: Exec format error"]
+
+
+def test_dynamic_mode_starts_where_the_home_cache_cannot_be_written(tmp_path):
+    """A home folder that cannot be written (a service's, a read-only one):
+    the wrapper list goes to a folder of this user's under the temporary
+    folder, where `corral run --dynamic` stopped with a traceback."""
+    env = {k: v for k, v in os.environ.items() if k != "XDG_CACHE_HOME"}
+    env["HOME"] = "/proc/corral-no-home"        # nothing can be made under /proc, even by root
+    out = subprocess.run([sys.executable, "-m", "corral", "run", "--dynamic", "--stats", tmp_path / "s.json", "--",
+                          "/bin/echo", "ran"], env=env, capture_output=True, text=True)
+    assert (out.returncode, out.stdout) == (0, "ran\n"), out.stderr
+    assert "Traceback" not in out.stderr
+    stats = json.loads((tmp_path / "s.json").read_text())
+    assert stats["mode"] == "dynamic"
+    assert stats["options"]["wrappers"].startswith(tempfile.gettempdir())

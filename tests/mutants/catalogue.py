@@ -935,6 +935,10 @@ MUTANTS = [
            "  int fd = -1;\n",
            "a program that closes its stderr at exit loses corral's table and the warning that a statistics "
            "file cannot be written"),
+    Mutant("wrapper-cache-only-at-home", "corral/dynamic/wrapperlist.py",
+           "    except OSError:\n        pass\n    spare = ",
+           "    except OSError:\n        raise\n    spare = ",
+           "dynamic mode stops with a traceback where the home folder cannot be written"),
     Mutant("rounds-ignore-wall-time", "corral/validation/trial.py",
            "math.ceil(self.budget / max(seconds, wall))",
            "math.ceil(self.budget / seconds)",
