@@ -23,5 +23,14 @@ def base_library(name: str):
 
 
 def preload_value(libraries) -> str:
-    """LD_PRELOAD keeps order: corral first, so it sees every call, then the base allocator."""
-    return " ".join(str(p) for p in libraries if p is not None)
+    """LD_PRELOAD keeps order: corral first, so it sees every call, then the
+    base allocator. The loader splits the value at spaces and colons and
+    has no quoting: a library whose path holds one (a checkout in "My
+    Projects") would be skipped with only the loader's own complaint, and
+    the program would run without corral; refused here with the way out."""
+    names = [str(p) for p in libraries if p is not None]
+    for name in names:
+        if " " in name or ":" in name:
+            raise CorralError(f"{name} cannot be preloaded: the loader splits LD_PRELOAD at spaces and colons "
+                              "and cannot quote them; move it (the corral checkout) to a path without them")
+    return " ".join(names)

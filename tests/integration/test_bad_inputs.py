@@ -191,3 +191,19 @@ def test_dynamic_mode_starts_where_the_home_cache_cannot_be_written(tmp_path):
     stats = json.loads((tmp_path / "s.json").read_text())
     assert stats["mode"] == "dynamic"
     assert stats["options"]["wrappers"].startswith(tempfile.gettempdir())
+
+
+def test_a_corral_checkout_on_a_path_with_a_space_is_refused_with_the_way_out(tmp_path, monkeypatch):
+    """The loader splits LD_PRELOAD at spaces and colons and cannot quote:
+    libcorral.so under "my projects/" would be skipped, and the program run
+    without corral, with only the loader's complaint. One error instead,
+    which names the way out."""
+    from corral import launch, paths
+    from corral.errors import CorralError
+    lib = tmp_path / "my projects" / "libcorral.so"
+    lib.parent.mkdir()
+    lib.write_bytes(b"")
+    monkeypatch.setattr(paths, "RUNTIME_LIB", lib)
+    with pytest.raises(CorralError, match=r"cannot be preloaded: the loader splits LD_PRELOAD at spaces and colons "
+                                          r"and cannot quote them; move it \(the corral checkout\) to a path"):
+        launch.environment(base="glibc", extra={"CORRAL_DYNAMIC": "1"})

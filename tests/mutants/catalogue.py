@@ -939,6 +939,11 @@ MUTANTS = [
            "    except OSError:\n        pass\n    spare = ",
            "    except OSError:\n        raise\n    spare = ",
            "dynamic mode stops with a traceback where the home folder cannot be written"),
+    Mutant("preload-path-not-checked", "corral/allocators.py",
+           "        if \" \" in name or \":\" in name:\n",
+           "        if False:\n",
+           "a corral checkout on a path with a space runs every program without corral, with only the loader's "
+           "complaint"),
     Mutant("rounds-ignore-wall-time", "corral/validation/trial.py",
            "math.ceil(self.budget / max(seconds, wall))",
            "math.ceil(self.budget / seconds)",
