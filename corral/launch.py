@@ -175,7 +175,6 @@ def dynamic_extra(program, wrappers_from=(), switch="CORRAL_DYNAMIC") -> dict:
     key = hashlib.sha1(os.path.realpath(shutil.which(program) or program).encode()).hexdigest()[:16]
     out = os.path.join(wrapperlist.cache_dir(), f"list-{key}.txt")
     if not wrapperlist.fresh(program, out, wrappers_from):
-        os.makedirs(os.path.dirname(out), exist_ok=True)
         wrapperlist.write_for(program, out, wrappers_from, say=lambda text: print(text, file=sys.stderr))
     return {switch: "1", "CORRAL_WRAPPERS": out}
 

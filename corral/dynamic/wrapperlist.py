@@ -30,8 +30,8 @@ ANALYSIS_VERSION = 2
 
 
 def cache_dir() -> str:
-    """The user's cache folder for wrapper lists and analyses, made if
-    need be; one of this user's own under the temporary folder where the
+    """The user's cache folder for wrapper lists and analyses, made (so
+    callers need not make it); one of this user's own under the temporary folder where the
     home's cannot be written (a service's home, a read-only one), so that
     dynamic and safe mode still start."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -70,22 +70,22 @@ def wrappers_of(path, say=lambda text: None) -> list:
     from corral import elf
     from corral.dynamic.wrappers import Wrapper
     key = _cache_key(path, elf.build_id(path))
-    cached = os.path.join(cache_dir(), f"{key}-v{ANALYSIS_VERSION}.json")
+    folder = cache_dir()          # once: it may be a folder made for this call alone
+    cached = os.path.join(folder, f"{key}-v{ANALYSIS_VERSION}.json")
     try:
         with open(cached) as f:
             return [Wrapper(**w) for w in json.load(f)]
     except (OSError, ValueError, TypeError):
         pass
     say(f"corral: looking for allocation wrappers in {os.path.basename(path)} "
-        f"({os.path.getsize(path) >> 10:,} KiB; once per build, cached in {cache_dir()})")
+        f"({os.path.getsize(path) >> 10:,} KiB; once per build, cached in {folder})")
     found = find_wrappers(path)
     try:
-        os.makedirs(cache_dir(), exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=cache_dir(), delete=False) as f:
+        with tempfile.NamedTemporaryFile("w", dir=folder, delete=False) as f:
             json.dump([w.__dict__ for w in found], f)
         os.replace(f.name, cached)
     except OSError:
-        pass       # a read-only home only costs the next run the analysis again
+        pass       # a cache that cannot be written only costs the next run the analysis again
     return found
 
 
