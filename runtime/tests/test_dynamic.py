@@ -318,6 +318,32 @@ def test_a_pool_whose_live_set_fits_a_page_is_given_back(tmp_path, stubs):
     [list_group] = [g["id"] for g in stats["groups"] if g["id"] not in d["unpooled"]]
     assert next(g for g in stats["groups"] if g["id"] == list_group)["peak_live"] >= 100000 * 16
 
+@pytest.mark.parametrize("base", ["glibc", "mimalloc", "jemalloc"])
+def test_a_pool_of_young_objects_that_link_to_nothing_is_given_back(tmp_path, base):
+    """Pointer-free records that die young, more than a page of them live
+    at a time, lose their pool (churn), though its samples read records
+    freed since, whose word 0 points into the pool (the free list's link,
+    which is not the program's). Queue entries that die as young but
+    point to each other keep theirs, and so does a list that is never
+    freed. Over every base; the output is the program's own. With only the
+    records, no pool is left in use and dynamic mode steps aside."""
+    prog = build(tmp_path, "dyn_churn")
+    done, stats = run_dynamic(prog, (), tmp_path, base=base)
+    _ok(done)
+    assert done.stdout == run_plain(prog).stdout
+    assert series(done.stderr)["last"] == {"record_pooled": "0", "job_pooled": "100", "node_pooled": "100"}
+    d = stats["dynamic"]
+    assert d["pools"] == 3 and d["unpooled_why"] == ["churn"], d
+    assert d["backed_off"] is False
+
+    alone = build(tmp_path, "dyn_churn", ("-O2", "-DONLY_RECORDS"))
+    done, stats = run_dynamic(alone, (), tmp_path, base=base, env={"CORRAL_VERBOSE": "1"})
+    _ok(done)
+    assert done.stdout == run_plain(alone).stdout
+    assert stats["dynamic"]["unpooled_why"] == ["churn"] and stats["dynamic"]["backed_off"] is True, stats["dynamic"]
+    assert "no new context appeared and the pools made under one object" in done.stderr, done.stderr
+
+
 
 @pytest.mark.parametrize("stubs", [1, 0])
 def test_dynamic_mode_steps_aside_when_no_pool_pays(tmp_path, stubs):

@@ -944,6 +944,15 @@ MUTANTS = [
            "        if False:\n",
            "a corral checkout on a path with a space runs every program without corral, with only the loader's "
            "complaint"),
+    Mutant("churn-given-back-though-linked", "runtime/src/dynamic/give_back.c",
+           "  else if (c->churn * 4 > c->checks * 3 && _corral_dyn.ctx[root].linked * 8 < c->checks)\n",
+           "  else if (c->churn * 4 > c->checks * 3)\n",
+           "a queue whose short-lived entries point to each other loses its pool, as pointer-free records do"),
+    Mutant("freed-block-read-as-linked", "runtime/src/dynamic/sampling.c",
+           "  if (__atomic_load_n(&words[1], __ATOMIC_RELAXED) == _corral_chunk_header((uintptr_t)obj)->key) return 0;\n",
+           "",
+           "a sample takes a freed block's free-list link for the program's pointer, and a churning pool of "
+           "pointer-free records keeps its pool"),
     Mutant("rounds-ignore-wall-time", "corral/validation/trial.py",
            "math.ceil(self.budget / max(seconds, wall))",
            "math.ceil(self.budget / seconds)",

@@ -54,6 +54,8 @@ typedef struct dyn_ctx_s {
   uint32_t checks;          /* samples judged, and of those: */
   uint32_t remote_heavy;    /* the chunk's objects were mostly freed by other threads */
   uint32_t small;           /* the chunk held less than a page of live objects */
+  uint32_t churn;           /* the chunk held under a quarter of the objects it handed out */
+  uint32_t linked;          /* roots: samples that found a pointer from or into the pool's objects */
   struct { void *p; uint32_t size; } ring[DYN_RING];
   uint32_t slot;            /* slot call: 0 not tried, slot + 1, or DYN_SLOT_REFUSED */
   int32_t gave_back;        /* roots: the pool given back, -1 none */

@@ -19,8 +19,8 @@
 #include "stubs.h"
 
 /* Why a pool was given back, in the order of give_back.h's DYN_GIVEN_BACK_*. */
-static const char *const given_back_names[] = { "remote", "small", "as_base" };
-_Static_assert(sizeof given_back_names / sizeof given_back_names[0] == DYN_GIVEN_BACK_AS_BASE + 1,
+static const char *const given_back_names[] = { "remote", "small", "as_base", "churn" };
+_Static_assert(sizeof given_back_names / sizeof given_back_names[0] == DYN_GIVEN_BACK_CHURN + 1,
                "a name for every reason");
 
 unsigned _corral_dyn_group_count(void) { return __atomic_load_n(&_corral_dyn.pools, __ATOMIC_ACQUIRE); }

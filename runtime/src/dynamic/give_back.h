@@ -9,9 +9,10 @@
 #pragma GCC visibility push(hidden)
 
 /* Why a pool was given back (_corral_dyn.unpooled_why): its objects were
- * mostly freed by other threads, its live objects fit in a page, or the
- * allocator underneath lays them out as the pool would. */
-enum { DYN_GIVEN_BACK_REMOTE, DYN_GIVEN_BACK_SMALL, DYN_GIVEN_BACK_AS_BASE };
+ * mostly freed by other threads, its live objects fit in a page, the
+ * allocator underneath lays them out as the pool would, or its objects die
+ * young and nothing links them to pooled objects. */
+enum { DYN_GIVEN_BACK_REMOTE, DYN_GIVEN_BACK_SMALL, DYN_GIVEN_BACK_AS_BASE, DYN_GIVEN_BACK_CHURN };
 
 /* Under the lock, at a sample of context `id`: p the sampled object and
  * size the size asked for. Gives the context's pool back if it does not

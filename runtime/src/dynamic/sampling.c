@@ -29,11 +29,19 @@ static void note_merge(const corral_dynm_merge_t *m) {
   r->evidence = m->evidence;
 }
 
-/* The pointers held by one object of context `src`, `size` bytes from `obj`. */
-static void scan_object(uint32_t src, const void *obj, uint32_t size) {
-  if (_corral_group_of_address(obj) < 0) return;   /* its chunk was emptied and given back */
+/* The pointers held by one object of context `src`, `size` bytes from
+ * `obj`: whether it held one into a pool. An object freed since (its
+ * chunk's key in word 1) is skipped: word 0 is then the free list's link to
+ * another block of the same pool, which is no link of the program's (a
+ * pool of short-lived strings looked linked). A pointer into a pool marks
+ * that pool's root as linked too (give_back.c). */
+static int scan_object(uint32_t src, const void *obj, uint32_t size) {
+  if (_corral_group_of_address(obj) < 0) return 0;   /* its chunk was emptied and given back */
   const uintptr_t *words = obj;
+  /* Blocks are at least 16 bytes, so word 1 is the block's even for 8. */
+  if (__atomic_load_n(&words[1], __ATOMIC_RELAXED) == _corral_chunk_header((uintptr_t)obj)->key) return 0;
   uint32_t n = size / sizeof(uintptr_t);
+  int linked = 0;
   for (uint32_t i = 0; i < n; i++) {
     /* Racy read of memory the program owns: it may be written right now, so
      * read each word once, atomically, and treat it only as a hint. */
@@ -42,10 +50,13 @@ static void scan_object(uint32_t src, const void *obj, uint32_t size) {
     _corral_dyn.words_read++;
     if (g < 0 || (unsigned)g >= _corral_dyn.pools) continue;
     _corral_dyn.links_seen++;
+    linked = 1;
+    _corral_dyn.ctx[_corral_dynm_find(&_corral_dyn.merge, (uint32_t)_corral_dyn.group_owner[g])].linked++;
     corral_dynm_merge_t m;
     if (_corral_dynm_observe(&_corral_dyn.merge, src, i * sizeof(uintptr_t), (uint32_t)_corral_dyn.group_owner[g], &m))
       note_merge(&m);
   }
+  return linked;
 }
 
 void _corral_dyn_sample(void *p) {
@@ -57,8 +68,10 @@ void _corral_dyn_sample(void *p) {
   }
   uint64_t t0 = _corral_rdtsc();
   dyn_ctx_t *c = &_corral_dyn.ctx[_corral_dyn_sample_ctx];
+  int linked = 0;
   for (int k = 0; k < DYN_RING; k++)
-    if (c->ring[k].p) scan_object(_corral_dyn_sample_ctx, c->ring[k].p, c->ring[k].size);
+    if (c->ring[k].p) linked |= scan_object(_corral_dyn_sample_ctx, c->ring[k].p, c->ring[k].size);
+  if (linked) _corral_dyn.ctx[_corral_dynm_find(&_corral_dyn.merge, _corral_dyn_sample_ctx)].linked++;
   c->ring[c->ring_next++ % DYN_RING].p = p;
   c->ring[(c->ring_next - 1) % DYN_RING].size = _corral_dyn_sample_size;
   _corral_dyn_judge_pool(_corral_dyn_sample_ctx, p, _corral_dyn_sample_size);
