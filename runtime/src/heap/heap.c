@@ -54,10 +54,29 @@ static void thread_exit(void *arg)
   _corral_unlock(&_corral_heap_lock);
 }
 
+/* Every class's run of 8-byte steps at once: asking corral_size_class for
+ * each of the 8,193 steps took 131 thousand instructions, half of what
+ * the bare preload adds to a program's start (/bin/true under callgrind:
+ * 533 thousand with libcorral.so before mimalloc, 264 thousand without).
+ * Block sizes are multiples of 8, so each class ends on a step. */
+static void class_table_init(void)
+{
+  size_t step = 0;
+  for (unsigned c = 0; c < CORRAL_SIZE_CLASSES && step <= CORRAL_TABLE_MAX / 8; c++) {
+    size_t last = corral_class_size(c) / 8;
+    if (c == CORRAL_SIZE_CLASSES - 1 || last > CORRAL_TABLE_MAX / 8) last = CORRAL_TABLE_MAX / 8;
+    memset(&_corral_class_of8[step], (int)c, last + 1 - step);
+    step = last + 1;
+  }
+#if CORRAL_DEBUG
+  for (size_t i = 0; i <= CORRAL_TABLE_MAX / 8; i++) CORRAL_ASSERT(_corral_class_of8[i] == corral_size_class(i * 8));
+#endif
+}
+
 void _corral_heap_init(void)
 {
   _corral_layout_init();
-  for (size_t i = 0; i <= CORRAL_TABLE_MAX / 8; i++) _corral_class_of8[i] = (uint8_t)corral_size_class(i * 8);
+  class_table_init();
   exit_key_ok = pthread_key_create(&exit_key, thread_exit) == 0;
 }
 
