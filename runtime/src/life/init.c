@@ -8,6 +8,7 @@
 #include "identify.h"
 #include "internal.h"
 #include "next.h"
+#include "prefetch.h"
 #include "safe.h"
 #include "stats.h"
 #include "stubs.h"
@@ -56,6 +57,16 @@ static void fork_child(void)
  * together made neither work: a plan loaded beside dynamic mode grouped
  * nothing and dynamic mode made no pool (a CORRAL_DYNAMIC left exported
  * under `corral run --plan`, which now clears it too). */
+/* No mode may run: every request goes to the allocator underneath
+ * (_corral_prefetch_init could not make the pools' code safe to run). */
+static void nothing_pooled(void)
+{
+  _corral_options.safe = 0;
+  _corral_options.random_pools = 0;
+  _corral_options.plan = NULL;
+  _corral_options.dynamic = 0;
+}
+
 static void one_mode(void)
 {
   int safe = _corral_options.safe, random = _corral_options.random_pools > 0, plan = _corral_options.plan != NULL;
@@ -95,6 +106,7 @@ int _corral_init_slow(const corral_call_targets_t *targets)
     return CORRAL_STATE_BOOT;
   }
   atomic_store(&_corral_state, CORRAL_STATE_FORWARD);
+  if (_corral_prefetch_init() != 0) nothing_pooled();
   _corral_heap_init();
   one_mode();
   _corral_ident_init();
