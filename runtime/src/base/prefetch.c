@@ -1,6 +1,7 @@
 /* The pools' write prefetch, kept or rewritten at start-up (prefetch.h). */
 #include "prefetch.h"
 
+#include "debug.h"
 #include "internal.h"
 
 #include <cpuid.h>
@@ -40,7 +41,7 @@ int _corral_prefetch_init(void)
 {
   const int32_t *first = __start_corral_prefetchw, *end = __stop_corral_prefetchw;
   if (!first || first == end) return 0;
-  int has = cpu_has_prefetchw();
+  int has = cpu_has_prefetchw() && !(CORRAL_DEBUG && (_corral_options.debug_prefetch & 1));
   if (_corral_options.prefetch_write && has) return 0;
   uintptr_t lo = UINTPTR_MAX, hi = 0;
   for (const int32_t *r = first; r < end; r++) {
@@ -54,8 +55,9 @@ int _corral_prefetch_init(void)
   /* Writable and still executable where the system allows it, so that
    * nothing running on these pages meanwhile stops; else writable only:
    * this runs at start-up, before the program's own code. */
-  if (mprotect((void *)start, len, PROT_READ | PROT_WRITE | PROT_EXEC) != 0 &&
-      mprotect((void *)start, len, PROT_READ | PROT_WRITE) != 0) {
+  if ((CORRAL_DEBUG && (_corral_options.debug_prefetch & 2)) ||
+      (mprotect((void *)start, len, PROT_READ | PROT_WRITE | PROT_EXEC) != 0 &&
+       mprotect((void *)start, len, PROT_READ | PROT_WRITE) != 0)) {
     if (has) {
       _corral_warn("cannot rewrite the pools' prefetch (mprotect failed): CORRAL_PREFETCH_WRITE=0 ignored");
       return 0;
