@@ -957,6 +957,11 @@ MUTANTS = [
            "    if (op && *op == OPCODE_PREFETCHW) *op = OPCODE_PREFETCHT0;\n",
            "",
            "on a processor without PREFETCHW every pool's pop would stop the program on an illegal instruction"),
+    Mutant("pools-kept-on-unrewritten-prefetch", "runtime/src/life/init.c",
+           "  if (_corral_prefetch_init() != 0) nothing_pooled();\n",
+           "  _corral_prefetch_init();\n",
+           "where the pools' prefetch could not be rewritten for a processor without PREFETCHW, the pools run "
+           "and stop the program on their first pop"),
     Mutant("rounds-ignore-wall-time", "corral/validation/trial.py",
            "math.ceil(self.budget / max(seconds, wall))",
            "math.ceil(self.budget / seconds)",
