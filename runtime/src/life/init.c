@@ -48,15 +48,6 @@ static void fork_child(void)
   _corral_exit_after_fork();
 }
 
-/* One mode at a time, whatever the environment asks: safe mode, then
- * random pools, then a plan, then dynamic mode; the first asked for runs
- * and one warning names what it ignores. Safe mode because a plan, dynamic
- * mode or random pools would put objects of different sites in one pool;
- * random pools because they are the control that ignores every layout; a
- * plan before dynamic mode because it is the program's own, and the two
- * together made neither work: a plan loaded beside dynamic mode grouped
- * nothing and dynamic mode made no pool (a CORRAL_DYNAMIC left exported
- * under `corral run --plan`, which now clears it too). */
 /* No mode may run: every request goes to the allocator underneath
  * (_corral_prefetch_init could not make the pools' code safe to run). */
 static void nothing_pooled(void)
@@ -67,6 +58,15 @@ static void nothing_pooled(void)
   _corral_options.dynamic = 0;
 }
 
+/* One mode at a time, whatever the environment asks: safe mode, then
+ * random pools, then a plan, then dynamic mode; the first asked for runs
+ * and one warning names what it ignores. Safe mode because a plan, dynamic
+ * mode or random pools would put objects of different sites in one pool;
+ * random pools because they are the control that ignores every layout; a
+ * plan before dynamic mode because it is the program's own, and the two
+ * together made neither work: a plan loaded beside dynamic mode grouped
+ * nothing and dynamic mode made no pool (a CORRAL_DYNAMIC left exported
+ * under `corral run --plan`, which now clears it too). */
 static void one_mode(void)
 {
   int safe = _corral_options.safe, random = _corral_options.random_pools > 0, plan = _corral_options.plan != NULL;
