@@ -225,8 +225,8 @@ static int laid_out_as_base(uint32_t id, int steady, int beside_counts) {
  *   /usr/include`, kept dynamic mode watching the whole run: +2.85%
  *   instructions and +27.8% last-level data misses over mimalloc alone,
  *   cachegrind; +0.66% and +1.0% once given back). A structure freed
- *   whole at the end of each phase and
- *   rebuilt also churns, but links: it stays.
+ *   whole at the end of each phase and rebuilt also churns, but links:
+ *   it stays.
  * Each judged over all samples, once there are DYN_JUDGE_AFTER; a pool that
  * churns is given back already at its last eager sample: every eager sample
  * found it small and its chunk holds under a quarter of the objects it
