@@ -3,6 +3,7 @@ in libcorral.so is a recorded site, kept where the processor has the
 instruction, and rewritten into PREFETCHT0 at start-up where it has not or
 CORRAL_PREFETCH_WRITE=0 says so; the program runs pooled either way."""
 
+import functools
 import re
 import subprocess
 from pathlib import Path
@@ -18,8 +19,10 @@ def prog(tmp_path_factory):
     return h.build(tmp_path_factory.mktemp("core_prefetch"), "core_stats")
 
 
+@functools.cache
 def write_prefetches_in(lib):
-    """The PREFETCHW instructions objdump finds in lib's code."""
+    """The PREFETCHW instructions objdump finds in lib's code (one objdump
+    per library for the whole module)."""
     text = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(lib)], capture_output=True, text=True,
                           check=True).stdout
     return len(re.findall(r"\tprefetchw\s", text))

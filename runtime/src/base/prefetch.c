@@ -66,8 +66,8 @@ int _corral_prefetch_init(void)
                  "(mprotect failed): nothing is pooled");
     return -1;
   }
-  unsigned sites = 0, rewritten = 0;
-  for (const int32_t *r = first; r < end; r++, sites++) {
+  unsigned sites = (unsigned)(end - first), rewritten = 0;
+  for (const int32_t *r = first; r < end; r++) {
     unsigned char *op = opcode_of(site(r));
     if (op && *op == OPCODE_PREFETCHW) *op = OPCODE_PREFETCHT0;
   }
